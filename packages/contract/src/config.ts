@@ -1,0 +1,181 @@
+import { z } from "zod";
+import { CodeModeError } from "./code-mode-error.js";
+import type { JsonObject, JsonValue } from "./json.js";
+import { closestMatches } from "./suggestions.js";
+
+export const CODE_MODE_LANGUAGES = ["javascript", "typescript"] as const;
+export type CodeModeLanguage = (typeof CODE_MODE_LANGUAGES)[number];
+
+/**
+ * Defaults and runtime ranges of the numeric fields. A value outside its range is clamped to it (and
+ * reported in `clamped`); a value that is not an integer is an error.
+ */
+export const CODE_MODE_LIMITS = {
+  timeoutMs: { default: 10_000, min: 100, max: 60_000 },
+  memoryLimitBytes: { default: 67_108_864, min: 1_048_576, max: 1_073_741_824 },
+  maxOutputBytes: { default: 65_536, min: 1_024, max: 10_485_760 },
+  maxSnapshotBytes: { default: 10_485_760, min: 1_024, max: 268_435_456 },
+  maxPendingToolCalls: { default: 16, min: 1, max: 128 },
+  snapshotTtlSeconds: { default: 900, min: 1, max: 86_400 },
+  maxSearchLimit: { default: 50, min: 1, max: 50 },
+  // Its upper bound is the resolved maxSearchLimit, applied after that field is resolved.
+  searchDefaultLimit: { default: 8, min: 1, max: 50 },
+} as const;
+
+export type CodeModeLimitField = keyof typeof CODE_MODE_LIMITS;
+
+const limitFields = Object.keys(CODE_MODE_LIMITS) as CodeModeLimitField[];
+const allFields = ["enabled", "runtime", "mode", "languages", ...limitFields] as const;
+
+/** What a user may write under `tools.codeMode`: a boolean shorthand or an object. */
+export type CodeModeConfigInput =
+  | boolean
+  | ({
+      enabled?: boolean;
+      runtime?: "quickjs-wasi";
+      mode?: "only";
+      languages?: CodeModeLanguage[];
+    } & { [K in CodeModeLimitField]?: number });
+
+/** A field whose value was outside its runtime range and was clamped. */
+export type ClampedField = { field: CodeModeLimitField; received: number; applied: number };
+
+export type ResolvedCodeModeConfig = {
+  enabled: boolean;
+  runtime: "quickjs-wasi";
+  mode: "only";
+  languages: CodeModeLanguage[];
+  clamped: ClampedField[];
+} & { [K in CodeModeLimitField]: number };
+
+const integerField = z.number().int();
+
+export const codeModeConfigObjectSchema = z.strictObject({
+  enabled: z.boolean().optional(),
+  runtime: z.literal("quickjs-wasi").optional(),
+  mode: z.literal("only").optional(),
+  languages: z.array(z.enum(CODE_MODE_LANGUAGES)).min(1).optional(),
+  ...(Object.fromEntries(limitFields.map((field) => [field, integerField.optional()])) as {
+    [K in CodeModeLimitField]: z.ZodOptional<typeof integerField>;
+  }),
+});
+
+/** The accepted shape as a zod schema (boolean shorthand or object), for embedding in larger configs. */
+export const codeModeConfigSchema = z.union([z.boolean(), codeModeConfigObjectSchema]);
+
+function allowedFor(field: string): string {
+  if (field === "enabled") return "true or false";
+  if (field === "runtime") return '"quickjs-wasi" (the only runtime)';
+  if (field === "mode") return '"only" (the only mode)';
+  if (field === "languages") return 'a non-empty array of "javascript" and/or "typescript"';
+  const limit = CODE_MODE_LIMITS[field as CodeModeLimitField];
+  if (limit) {
+    return `an integer; the runtime range is ${limit.min}..${limit.max} (default ${limit.default})`;
+  }
+  return "";
+}
+
+function describeValue(value: unknown): string {
+  if (value === undefined) return "undefined";
+  if (typeof value === "number" && !Number.isFinite(value)) return String(value);
+  try {
+    const text = JSON.stringify(value);
+    return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+  } catch {
+    return typeof value;
+  }
+}
+
+function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let current: unknown = root;
+  for (const key of path) {
+    if (current === null || typeof current !== "object") return undefined;
+    current = (current as Record<PropertyKey, unknown>)[key];
+  }
+  return current;
+}
+
+type ConfigProblem = { path: string; message: string };
+
+function problemsFrom(error: z.ZodError, input: unknown, basePath: string): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  for (const issue of error.issues) {
+    if (issue.code === "unrecognized_keys") {
+      for (const key of issue.keys) {
+        const path = [basePath, ...issue.path.map(String), key].join(".");
+        const [suggestion] = closestMatches(key, allFields, 1);
+        const hint = suggestion ? ` Did you mean "${suggestion}"?` : "";
+        problems.push({
+          path,
+          message: `${path}: unknown key.${hint} Known keys: ${allFields.join(", ")}.`,
+        });
+      }
+      continue;
+    }
+    const field = String(issue.path[0] ?? "");
+    const path = [basePath, ...issue.path.map(String)].join(".");
+    const received = describeValue(valueAt(input, issue.path));
+    problems.push({ path, message: `${path}: received ${received}; expected ${allowedFor(field)}.` });
+  }
+  return problems;
+}
+
+function invalidConfig(problems: ConfigProblem[]): CodeModeError {
+  const details: JsonObject = { problems: problems as unknown as JsonValue };
+  const message =
+    problems.length === 1
+      ? `Invalid code-mode config: ${problems[0]!.message}`
+      : `Invalid code-mode config (${problems.length} problems):\n${problems.map((p) => `- ${p.message}`).join("\n")}`;
+  return new CodeModeError("invalid_config", message, details);
+}
+
+/**
+ * Resolves `tools.codeMode` to a complete config. `true` enables it with defaults; `false`, `undefined`
+ * or an object without `enabled: true` leave it disabled (other fields never enable it). Throws a
+ * CodeModeError with code `invalid_config` naming every problem; out-of-range numbers are clamped.
+ */
+export function resolveCodeModeConfig(
+  input: unknown,
+  options: { path?: string } = {},
+): ResolvedCodeModeConfig {
+  const basePath = options.path ?? "tools.codeMode";
+  let object: z.infer<typeof codeModeConfigObjectSchema>;
+  if (input === undefined || input === null || typeof input === "boolean") {
+    object = { enabled: input === true };
+  } else if (typeof input !== "object" || Array.isArray(input)) {
+    throw invalidConfig([
+      {
+        path: basePath,
+        message: `${basePath}: received ${describeValue(input)}; expected true, false, or an object such as { enabled: true }.`,
+      },
+    ]);
+  } else {
+    const parsed = codeModeConfigObjectSchema.safeParse(input);
+    if (!parsed.success) throw invalidConfig(problemsFrom(parsed.error, input, basePath));
+    object = parsed.data;
+  }
+
+  const clamped: ClampedField[] = [];
+  const clamp = (field: CodeModeLimitField, max: number): number => {
+    const limit = CODE_MODE_LIMITS[field];
+    const received = object[field] ?? limit.default;
+    const applied = Math.min(max, Math.max(limit.min, received));
+    if (applied !== received) clamped.push({ field, received, applied });
+    return applied;
+  };
+  const limits = {} as { [K in CodeModeLimitField]: number };
+  for (const field of limitFields) {
+    if (field === "searchDefaultLimit") continue;
+    limits[field] = clamp(field, CODE_MODE_LIMITS[field].max);
+  }
+  limits.searchDefaultLimit = clamp("searchDefaultLimit", limits.maxSearchLimit);
+
+  return {
+    enabled: object.enabled === true,
+    runtime: "quickjs-wasi",
+    mode: "only",
+    languages: object.languages ? [...new Set(object.languages)] : [...CODE_MODE_LANGUAGES],
+    ...limits,
+    clamped,
+  };
+}

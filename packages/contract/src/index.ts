@@ -1,0 +1,53 @@
+export {
+  CODE_MODE_CONTROL_TOOL_NAMES,
+  TOOL_SOURCES,
+  type ToolCatalogEntry,
+  type ToolCatalogEntryWithSchema,
+  type ToolSource,
+  toolCatalogEntrySchema,
+} from "./catalog.js";
+export { CodeModeError, type CodeModeErrorData } from "./code-mode-error.js";
+export {
+  type ClampedField,
+  CODE_MODE_LANGUAGES,
+  CODE_MODE_LIMITS,
+  type CodeModeConfigInput,
+  type CodeModeLanguage,
+  type CodeModeLimitField,
+  codeModeConfigObjectSchema,
+  codeModeConfigSchema,
+  type ResolvedCodeModeConfig,
+  resolveCodeModeConfig,
+} from "./config.js";
+export { CODE_MODE_ERROR_CODES, type CodeModeErrorCode, isCodeModeErrorCode } from "./error-codes.js";
+export {
+  type CodeModeExecInput,
+  type CodeModeWaitInput,
+  type ExecRequest,
+  execInputJsonSchema,
+  execInputSchema,
+  parseExecInput,
+  parseWaitInput,
+  waitInputJsonSchema,
+  waitInputSchema,
+} from "./inputs.js";
+export type { JsonObject, JsonValue } from "./json.js";
+export {
+  type CodeModeCompletedResult,
+  type CodeModeFailedResult,
+  type CodeModeOutput,
+  type CodeModePendingToolCall,
+  type CodeModeResult,
+  type CodeModeTelemetry,
+  type CodeModeWaitingResult,
+  codeModeOutputSchema,
+  codeModeResultJsonSchema,
+  codeModeResultSchema,
+  codeModeTelemetrySchema,
+  emptyTelemetry,
+  LIMIT_KINDS,
+  type LimitKind,
+  SNAPSHOT_EVENTS,
+  type SnapshotEvent,
+} from "./results.js";
+export { closestMatches, editDistance } from "./suggestions.js";
