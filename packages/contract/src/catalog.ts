@@ -20,6 +20,24 @@ export type ToolCatalogEntry = z.infer<typeof toolCatalogEntrySchema>;
 export type ToolCatalogEntryWithSchema = ToolCatalogEntry & { parameters: unknown };
 
 /**
+ * A tool as the host knows it, before code mode catalogues it: one of the run's effective tools from
+ * any of the four sources. `owner` is the plugin id, the MCP server id, the client app, or the host's own
+ * name for core tools; `directOnly` tools stay visible to the model and never enter the catalog.
+ */
+export type HostTool = {
+  name: string;
+  label?: string;
+  description: string;
+  /** JSON Schema of the input object. */
+  parameters: unknown;
+  /** JSON Schema of the structured result, when the tool declares one (MCP `outputSchema`). */
+  outputSchema?: unknown;
+  source: ToolSource;
+  owner: string;
+  directOnly?: boolean;
+};
+
+/**
  * The model-facing names of code mode's own controls. They never enter the hidden catalog, so guest
  * code can never reach exec or wait recursively.
  */

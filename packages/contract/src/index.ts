@@ -1,5 +1,6 @@
 export {
   CODE_MODE_CONTROL_TOOL_NAMES,
+  type HostTool,
   TOOL_SOURCES,
   type ToolCatalogEntry,
   type ToolCatalogEntryWithSchema,
