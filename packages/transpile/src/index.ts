@@ -1,0 +1,7 @@
+export {
+  checkModuleAccess,
+  MODULE_ACCESS_CONSTRUCTS,
+  type ModuleAccessConstruct,
+} from "./module-access.js";
+export { prepareCell } from "./prepare-cell.js";
+export { isTypeScriptLoaded } from "./typescript-transformer.js";

@@ -1,0 +1,54 @@
+import { CODE_MODE_LANGUAGES, CodeModeError, type CodeModeLanguage } from "@codecell/contract";
+import { parseCellBody } from "./javascript-parser.js";
+import { checkModuleAccess, findModuleAccessInProgram, moduleAccessError } from "./module-access.js";
+import { loadTypeScriptTransformer, transformError } from "./typescript-transformer.js";
+
+/**
+ * Turns a model-written cell into JavaScript for the sandbox to run as the BODY of an async function
+ * (top-level `await` and `return` are legal), with every line where the user wrote it.
+ *
+ * - JavaScript: parsed and checked for module access, then returned unchanged.
+ * - TypeScript: types stripped (the transformer is loaded on the first TypeScript cell), then the
+ *   produced JavaScript is parsed and checked the same way, so invalid output can never pass silently.
+ *
+ * Throws `CodeModeError`: `module_access_denied`, `invalid_input` (JavaScript that does not parse),
+ * `typescript_transform_failed` (TypeScript that cannot be turned into valid JavaScript) or
+ * `unsupported_language`; `details` carry `{ line, column, message }`.
+ */
+export async function prepareCell(source: string, language: CodeModeLanguage): Promise<string> {
+  if (typeof source !== "string") {
+    throw new CodeModeError("invalid_input", `A cell must be a string of code; received ${typeof source}.`);
+  }
+  if (language === "javascript") {
+    checkModuleAccess(source);
+    return source;
+  }
+  if (language === "typescript") {
+    const transformer = await loadTypeScriptTransformer();
+    const javascript = transformer.transform(source);
+    checkProducedJavaScript(javascript);
+    return javascript;
+  }
+  throw new CodeModeError(
+    "unsupported_language",
+    `Unknown cell language ${JSON.stringify(language)}; use one of ${CODE_MODE_LANGUAGES.map((name) => JSON.stringify(name)).join(", ")}.`,
+    { language: String(language), allowed: [...CODE_MODE_LANGUAGES] },
+  );
+}
+
+/**
+ * The transformer keeps lines, so a line reported here is the user's line; the column is the one in the
+ * produced JavaScript, which can sit left of the TypeScript column when types were removed before it.
+ */
+function checkProducedJavaScript(javascript: string): void {
+  const parsed = parseCellBody(javascript);
+  if (!parsed.ok) {
+    const { line, column, reason } = parsed.failure;
+    throw transformError(
+      { line, column },
+      `the JavaScript produced from this TypeScript does not parse (${reason})`,
+    );
+  }
+  const [first] = findModuleAccessInProgram(parsed.program, javascript);
+  if (first !== undefined) throw moduleAccessError(first);
+}
