@@ -1,0 +1,11 @@
+export { buildToolCatalog } from "./build-tool-catalog.js";
+export { GUEST_GLOBAL_NAMES, isBlockedConvenienceName, normalizeToolName } from "./safe-names.js";
+export type {
+  CatalogSearchOptions,
+  CatalogTool,
+  CatalogViewOptions,
+  DescribedTool,
+  ToolCatalog,
+  ToolCatalogOptions,
+} from "./tool-catalog.js";
+export { toolId } from "./tool-id.js";

@@ -1,0 +1,139 @@
+/**
+ * Convenience names: `tools.<safeName>(input)` in the guest. A name is offered only when it is a plain
+ * identifier that cannot shadow anything the guest relies on, and only when exactly one guest-visible
+ * tool normalizes to it.
+ */
+
+// ECMAScript reserved words, strict-mode and contextual ones, and the value-like globals.
+const RESERVED_WORDS = [
+  "await",
+  "break",
+  "case",
+  "catch",
+  "class",
+  "const",
+  "continue",
+  "debugger",
+  "default",
+  "delete",
+  "do",
+  "else",
+  "enum",
+  "export",
+  "extends",
+  "false",
+  "finally",
+  "for",
+  "function",
+  "if",
+  "implements",
+  "import",
+  "in",
+  "instanceof",
+  "interface",
+  "let",
+  "new",
+  "null",
+  "package",
+  "private",
+  "protected",
+  "public",
+  "return",
+  "static",
+  "super",
+  "switch",
+  "this",
+  "throw",
+  "true",
+  "try",
+  "typeof",
+  "var",
+  "void",
+  "while",
+  "with",
+  "yield",
+  "arguments",
+  "eval",
+  "undefined",
+  "NaN",
+  "Infinity",
+  "async",
+  "of",
+  "get",
+  "set",
+];
+
+/** The guest's own globals; a tool must never be reachable under one of these names. */
+export const GUEST_GLOBAL_NAMES: readonly string[] = [
+  "ALL_TOOLS",
+  "tools",
+  "MCP",
+  "API",
+  "namespaces",
+  "text",
+  "json",
+  "yield_control",
+  "globalThis",
+];
+
+// The catalog helpers on `tools`, and names that would change how `tools` behaves as an object:
+// `then` would make `await tools` treat it as a promise, the rest are Object.prototype members.
+const TOOLS_OBJECT_NAMES = [
+  "search",
+  "describe",
+  "call",
+  "then",
+  "constructor",
+  "prototype",
+  "__proto__",
+  "toString",
+  "toLocaleString",
+  "valueOf",
+  "hasOwnProperty",
+  "isPrototypeOf",
+  "propertyIsEnumerable",
+  "__defineGetter__",
+  "__defineSetter__",
+  "__lookupGetter__",
+  "__lookupSetter__",
+];
+
+const blocked: ReadonlySet<string> = new Set([
+  ...RESERVED_WORDS,
+  ...GUEST_GLOBAL_NAMES,
+  ...TOOLS_OBJECT_NAMES,
+]);
+
+/** The internal prefix of the guest prelude's private names. */
+const INTERNAL_PREFIX = "__codecell";
+
+/** A tool name as a JS identifier: every other character becomes `_`, and a leading digit gets a `_`. */
+export function normalizeToolName(name: string): string {
+  const replaced = name.replace(/[^A-Za-z0-9_$]/g, "_");
+  return /^[0-9]/.test(replaced) ? `_${replaced}` : replaced;
+}
+
+export function isBlockedConvenienceName(name: string): boolean {
+  return name === "" || blocked.has(name) || name.startsWith(INTERNAL_PREFIX);
+}
+
+/**
+ * The unique safe names of the given tools, in their order. Two tools that normalize to the same name
+ * both lose it (the guest calls them by id), so a collision never silently picks a winner.
+ */
+export function convenienceNamesFor(
+  tools: ReadonlyArray<{ id: string; name: string }>,
+): Array<{ name: string; toolId: string }> {
+  const owners = new Map<string, string[]>();
+  for (const tool of tools) {
+    const safe = normalizeToolName(tool.name);
+    const ids = owners.get(safe);
+    if (ids === undefined) owners.set(safe, [tool.id]);
+    else ids.push(tool.id);
+  }
+  const names: Array<{ name: string; toolId: string }> = [];
+  for (const [name, ids] of owners) {
+    if (ids.length === 1 && !isBlockedConvenienceName(name)) names.push({ name, toolId: ids[0]! });
+  }
+  return names;
+}
