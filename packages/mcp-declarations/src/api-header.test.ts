@@ -1,0 +1,76 @@
+import { CodeModeError } from "@codecell/contract";
+import { describe, expect, it } from "vitest";
+import { renderApiHeader } from "./api-header.js";
+import { renderMcpDeclarations } from "./render-declarations.js";
+
+const schema = {
+  type: "object",
+  properties: {
+    owner: { type: "string", description: "Repository owner" },
+    address: { $ref: "#/$defs/Address" },
+  },
+  required: ["owner"],
+  $defs: { Address: { type: "object", properties: { city: { type: "string" } } } },
+};
+const [server] = renderMcpDeclarations([
+  {
+    name: "github",
+    tools: [
+      { name: "create_issue", description: "Create an issue.", inputSchema: schema },
+      {
+        name: "get_me",
+        inputSchema: { type: "object" },
+        outputSchema: { type: "object", properties: { login: { type: "string" } } },
+      },
+    ],
+    resources: false,
+    prompts: false,
+  },
+]).servers;
+
+describe("renderApiHeader", () => {
+  it("returns the server's declaration file without a tool name", () => {
+    expect(renderApiHeader(server!)).toBe(server!.header);
+    expect(server!.header).toContain("declare namespace MCP.github {");
+  });
+
+  it("returns one tool with the named types it uses, by MCP name or identifier", () => {
+    const byName = renderApiHeader(server!, "create_issue");
+    expect(renderApiHeader(server!, "createIssue")).toBe(byName);
+    expect(byName).toBe(
+      [
+        "// MCP.github.createIssue",
+        "  /**",
+        "   * Create an issue.",
+        '   * MCP tool "create_issue".',
+        "   * @param owner Repository owner",
+        "   */",
+        "  function createIssue(input: { owner: string; address?: Address }): Promise<McpToolResult>;",
+        "  type Address = { city?: string };",
+        "",
+      ].join("\n"),
+    );
+    expect(renderApiHeader(server!, "get_me")).not.toContain("Address");
+  });
+
+  it("appends the JSON Schemas on request", () => {
+    const text = renderApiHeader(server!, "get_me", { schema: true });
+    expect(text).toContain('// JSON Schema of "get_me" input:\n{\n  "type": "object"\n}');
+    expect(text).toContain('// JSON Schema of "get_me" output:');
+    expect(renderApiHeader(server!, undefined, { schema: true })).toContain(
+      '// JSON Schema of "create_issue" input:',
+    );
+  });
+
+  it("refuses an unknown tool with invalid_input and a suggestion", () => {
+    try {
+      renderApiHeader(server!, "create_isue");
+      expect.unreachable();
+    } catch (error) {
+      expect(CodeModeError.is(error) && error.code).toBe("invalid_input");
+      expect((error as Error).message).toBe(
+        'MCP.github has no tool "create_isue". Did you mean "create_issue" or "createIssue"? Its tools: createIssue, getMe.',
+      );
+    }
+  });
+});
