@@ -1,0 +1,12 @@
+export type { McpHttpServerConfig, McpServerConfig, McpStdioServerConfig } from "./config.js";
+export {
+  createMcpConnector,
+  type McpCallOptions,
+  type McpChangeEvent,
+  type McpConnector,
+  type McpConnectorDiagnostic,
+  type McpConnectorOptions,
+  type McpPromptListing,
+  type McpResourceListing,
+  type McpServerStatus,
+} from "./connector.js";

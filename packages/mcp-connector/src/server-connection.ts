@@ -1,0 +1,239 @@
+import { CodeModeError } from "@codecell/contract";
+import type { McpToolDefinition } from "@codecell/mcp-declarations";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
+import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { ErrorCode, McpError, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { isStdioConfig, type McpServerConfig } from "./config.js";
+
+export type ConnectionSettings = {
+  clientName: string;
+  clientVersion: string;
+  connectTimeoutMs: number;
+  stderrTailChars: number;
+  reconnectInitialDelayMs: number;
+  reconnectMaxDelayMs: number;
+};
+
+export type ConnectionState = "idle" | "connecting" | "ready" | "disconnected" | "failed" | "closed";
+
+// Pagination is followed, but a server that hands out cursors forever must not hang the host.
+const MAX_PAGES = 100;
+
+/**
+ * One downstream server: its client and transport, what it listed, the tail of its stderr, and the
+ * reconnect backoff. A failure here is recorded on this connection and never touches another one.
+ */
+export class ServerConnection {
+  state: ConnectionState = "idle";
+  client: Client | undefined;
+  tools: McpToolDefinition[] = [];
+  serverTitle: string | undefined;
+  instructions: string | undefined;
+  offersResources = false;
+  offersPrompts = false;
+  transportKind: "stdio" | "streamable-http" | "sse" | undefined;
+  lastError: string | undefined;
+  private stderrTail = "";
+  private transport: Transport | undefined;
+  private connecting: Promise<void> | undefined;
+  private failures = 0;
+  private retryAt = 0;
+
+  constructor(
+    readonly id: string,
+    readonly config: McpServerConfig,
+    private readonly settings: ConnectionSettings,
+    private readonly onToolsChanged: (connection: ServerConnection) => void,
+    private readonly onDisconnect: (connection: ServerConnection, reason: string) => void,
+  ) {}
+
+  get pid(): number | undefined {
+    return this.transport instanceof StdioClientTransport ? (this.transport.pid ?? undefined) : undefined;
+  }
+
+  /** The last lines the server wrote to stderr, for failure messages. */
+  get stderr(): string {
+    return this.stderrTail.trim();
+  }
+
+  /** Connects (once at a time); resolves when ready, rejects with the reason. */
+  connect(): Promise<void> {
+    this.connecting ??= this.open().finally(() => {
+      this.connecting = undefined;
+    });
+    return this.connecting;
+  }
+
+  /**
+   * Ready for a call: connects again after a disconnect or a failed start, but not sooner than the
+   * backoff allows; until then calls fail fast with the last reason.
+   */
+  async ensureReady(): Promise<Client> {
+    if (this.state === "ready" && this.client) return this.client;
+    if (this.state === "closed") throw this.unavailable("the connector is closed");
+    if (this.connecting) {
+      await this.connecting.catch(() => undefined);
+    } else {
+      const wait = this.retryAt - Date.now();
+      if (wait > 0)
+        throw this.unavailable(`${this.lastError ?? "not connected"}; next reconnect in ${wait} ms`);
+      await this.connect().catch(() => undefined);
+    }
+    if (this.state === "ready" && this.client) return this.client;
+    throw this.unavailable(this.lastError ?? "not connected");
+  }
+
+  async close(): Promise<void> {
+    this.state = "closed";
+    const client = this.client;
+    this.client = undefined;
+    await client?.close().catch(() => undefined);
+  }
+
+  /** A `nested_tool_failed` error about this server, with its stderr tail when it has one. */
+  failure(reason: string, details: Record<string, string> = {}): CodeModeError {
+    const tail = this.stderr;
+    const message = tail ? `${reason}. Server stderr (last lines): ${tail}` : reason;
+    return new CodeModeError("nested_tool_failed", message, {
+      server: this.id,
+      ...details,
+      ...(tail ? { stderr: tail } : {}),
+    });
+  }
+
+  private unavailable(reason: string): CodeModeError {
+    return this.failure(`MCP server "${this.id}" is unavailable: ${reason}`);
+  }
+
+  private async open(): Promise<void> {
+    this.state = "connecting";
+    this.stderrTail = "";
+    try {
+      const client = await this.openClient();
+      this.client = client;
+      const capabilities = client.getServerCapabilities() ?? {};
+      const info = client.getServerVersion();
+      this.serverTitle = info?.title ?? info?.name;
+      this.instructions = client.getInstructions();
+      this.offersResources = capabilities.resources !== undefined;
+      this.offersPrompts = capabilities.prompts !== undefined;
+      client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+        await this.refreshTools().catch((error: unknown) => {
+          this.lastError = `tools/list after list_changed failed: ${describeError(error)}`;
+        });
+      });
+      this.tools = await this.listTools(client);
+      this.state = "ready";
+      this.failures = 0;
+      this.lastError = undefined;
+    } catch (error) {
+      // A process that dies on start writes its last words just before exiting: let them arrive.
+      if (this.transportKind === "stdio") await new Promise((resolve) => setTimeout(resolve, 50));
+      const reason = describeError(error);
+      this.lastError = this.stderr ? `${reason} (stderr: ${this.stderr})` : reason;
+      this.state = "failed";
+      this.scheduleRetry();
+      const client = this.client;
+      this.client = undefined;
+      await client?.close().catch(() => undefined);
+      throw this.failure(`MCP server "${this.id}" failed to start: ${reason}`);
+    }
+  }
+
+  private async openClient(): Promise<Client> {
+    const config = this.config;
+    if (isStdioConfig(config)) {
+      const transport = new StdioClientTransport({
+        command: config.command,
+        args: config.args ?? [],
+        env: { ...getDefaultEnvironment(), ...(config.env ?? {}) },
+        ...(config.cwd !== undefined ? { cwd: config.cwd } : {}),
+        stderr: "pipe",
+      });
+      transport.stderr?.on("data", (chunk: Buffer) => {
+        this.stderrTail = (this.stderrTail + chunk.toString("utf8")).slice(-this.settings.stderrTailChars);
+      });
+      this.transportKind = "stdio";
+      return this.attach(transport);
+    }
+    const url = new URL(config.url);
+    const requestInit = config.headers ? { headers: config.headers } : undefined;
+    if (config.transport !== "sse") {
+      try {
+        this.transportKind = "streamable-http";
+        return await this.attach(new StreamableHTTPClientTransport(url, requestInit ? { requestInit } : {}));
+      } catch (error) {
+        if (config.transport === "streamable-http") throw error;
+        // Servers from before Streamable HTTP answer the POST with 4xx; they speak SSE instead.
+      }
+    }
+    this.transportKind = "sse";
+    return this.attach(new SSEClientTransport(url, requestInit ? { requestInit } : {}));
+  }
+
+  private async attach(transport: Transport): Promise<Client> {
+    const client = new Client({ name: this.settings.clientName, version: this.settings.clientVersion });
+    client.onclose = () => {
+      if (this.client !== client || this.state === "closed") return;
+      this.state = "disconnected";
+      this.client = undefined;
+      this.lastError = "the server closed the connection";
+      this.scheduleRetry();
+      this.onDisconnect(this, this.lastError);
+    };
+    this.transport = transport;
+    try {
+      await client.connect(transport, { timeout: this.settings.connectTimeoutMs });
+    } catch (error) {
+      await client.close().catch(() => undefined);
+      throw error;
+    }
+    return client;
+  }
+
+  private scheduleRetry(): void {
+    this.failures++;
+    const delay = Math.min(
+      this.settings.reconnectMaxDelayMs,
+      this.settings.reconnectInitialDelayMs * 2 ** Math.min(this.failures - 1, 16),
+    );
+    this.retryAt = Date.now() + delay;
+  }
+
+  private async refreshTools(): Promise<void> {
+    const client = this.client;
+    if (!client) return;
+    this.tools = await this.listTools(client);
+    this.onToolsChanged(this);
+  }
+
+  private async listTools(client: Client): Promise<McpToolDefinition[]> {
+    if (client.getServerCapabilities()?.tools === undefined) return [];
+    const tools: McpToolDefinition[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < MAX_PAGES; page++) {
+      const result = await client.listTools(cursor === undefined ? {} : { cursor });
+      tools.push(...(result.tools as McpToolDefinition[]));
+      cursor = result.nextCursor;
+      if (cursor === undefined) break;
+    }
+    return tools;
+  }
+}
+
+/** A short, human reason from whatever a transport or the SDK threw. */
+export function describeError(error: unknown): string {
+  if (error instanceof McpError) {
+    if (error.code === ErrorCode.ConnectionClosed) return "the server closed the connection";
+    return error.message.replace(/^MCP error -?\d+: /, "");
+  }
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code;
+    if (code === "ENOENT") return `command not found (${error.message})`;
+    return error.message;
+  }
+  return String(error);
+}
