@@ -92,6 +92,29 @@ const cells: Array<[name: string, language: CodeModeLanguage, cell: string]> = [
 ];
 
 describe("line numbers", () => {
+  it("keeps lines of a TypeScript cell written with \\r\\n line ends", async () => {
+    const cell = [
+      "interface A {",
+      "  x: number;",
+      "}",
+      "enum E {",
+      "  One,",
+      "}",
+      "throw new Error('seven');",
+    ].join("\r\n");
+    const javascript = await prepareCell(cell, "typescript");
+    expect(javascript.split(/\r\n|\n/)).toHaveLength(7);
+    expect(await lineOfThrow(javascript)).toBe(7);
+  });
+
+  it("reports a TypeScript syntax error at the user's line", async () => {
+    const cell = "interface A {\n  x: number;\n}\n\nconst a: A = { x: 1 };\n\nconst broken = (a.x +;\n";
+    await expect(prepareCell(cell, "typescript")).rejects.toMatchObject({
+      code: "typescript_transform_failed",
+      details: { line: 7 },
+    });
+  });
+
   it.each(cells)("an error in %s reports the user's line", async (_name, language, cell) => {
     const expectedLine = cell.split("\n").findIndex((line) => line.includes("// THROWS")) + 1;
     expect(expectedLine).toBeGreaterThan(1);

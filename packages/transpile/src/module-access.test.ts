@@ -36,6 +36,9 @@ const accepted: Array<[name: string, cell: string]> = [
   ["html-like comment is sloppy script", "const x = 1;\nreturn x;"],
   ["object key shorthand of other name", "const importance = 1; return { importance };"],
   ["empty cell", ""],
+  // Built at run time, so invisible to any static check: the sandbox has no loader, so these fail there.
+  ["import built inside eval", "return eval('imp' + 'ort(\\'x\\')');"],
+  ["require reached by a computed name", "return globalThis['req' + 'uire'];"],
 ];
 
 // Module access in every shape the parser can see, with where it must be reported.

@@ -1,3 +1,4 @@
+import { createRequire } from "node:module";
 import { CodeModeError } from "@codecell/contract";
 import { type ModuleAccessFinding, moduleAccessError } from "./module-access.js";
 import { locationAt, type SourceLocation, withoutLocationSuffix } from "./source-location.js";
@@ -8,13 +9,32 @@ import { locationAt, type SourceLocation, withoutLocationSuffix } from "./source
  * Sucrase is loaded on the first TypeScript cell and never for JavaScript cells.
  */
 
-// The shapes of the sucrase modules we use. Its parser lives at deep paths that ship no typings for
-// Node's resolution, so they are declared here against the exact version pinned in package.json.
-type SucraseOptions = { transforms: string[]; disableESTransforms: boolean; keepUnusedImports: boolean };
-type SucraseModule = { transform(code: string, options: SucraseOptions): { code: string } };
+// Sucrase is driven through its own parser and transformer classes rather than its `transform()`
+// entry: that parses once (the token scan below and the transform share one token list) and skips
+// loading option validation, source maps and the CommonJS import machinery. These deep paths ship no
+// typings for Node's resolution, so their shapes are declared here against the exact pinned version.
 type SucraseToken = { type: number; contextualKeyword: number; start: number; end: number; isType: boolean };
-type SucraseParserModule = {
-  parse(input: string, jsx: boolean, typescript: boolean, flow: boolean): { tokens: SucraseToken[] };
+type SucraseFile = { tokens: SucraseToken[]; scopes: unknown[] };
+type SucraseOptions = { transforms: string[]; disableESTransforms: boolean; keepUnusedImports: boolean };
+type SucraseInternals = {
+  parse(input: string, jsx: boolean, typescript: boolean, flow: boolean): SucraseFile;
+  NameManager: new (code: string, tokens: SucraseToken[]) => unknown;
+  HelperManager: new (nameManager: unknown) => unknown;
+  TokenProcessor: new (
+    code: string,
+    tokens: SucraseToken[],
+    isFlowEnabled: boolean,
+    disableESTransforms: boolean,
+    helperManager: unknown,
+  ) => unknown;
+  RootTransformer: new (
+    context: Record<string, unknown>,
+    transforms: string[],
+    enableLegacyBabel5ModuleInterop: boolean,
+    options: SucraseOptions,
+  ) => { transform(): { code: string } };
+  tokenType: TokenTypeTable;
+  keyword: ContextualKeywordTable;
 };
 type TokenTypeTable = { _import: number; _export: number; at: number; parenL: number };
 type ContextualKeywordTable = { _namespace: number; _module: number; _declare: number; _type: number };
@@ -47,35 +67,22 @@ export function loadTypeScriptTransformer(): Promise<TypeScriptTransformer> {
 }
 
 async function importTransformer(): Promise<TypeScriptTransformer> {
-  // Specifiers held in variables: sucrase is CommonJS without an exports map, and TypeScript must not
-  // try to resolve typings for its deep paths.
-  const parserPath: string = "sucrase/dist/parser/index.js";
-  const typesPath: string = "sucrase/dist/parser/tokenizer/types.js";
-  const keywordsPath: string = "sucrase/dist/parser/tokenizer/keywords.js";
-  const [sucrase, parser, types, keywords] = await Promise.all([
-    import("sucrase") as Promise<unknown>,
-    import(parserPath),
-    import(typesPath),
-    import(keywordsPath),
-  ]);
-  return createTransformer(
-    commonJsExports<SucraseModule>(sucrase),
-    commonJsExports<SucraseParserModule>(parser),
-    commonJsExports<{ TokenType: TokenTypeTable }>(types).TokenType,
-    commonJsExports<{ ContextualKeyword: ContextualKeywordTable }>(keywords).ContextualKeyword,
-  );
+  // Sucrase is CommonJS; createRequire gives its exports exactly as Node defines them, whatever ESM
+  // interop the caller's loader applies. Nothing is required before this first TypeScript cell.
+  const require = createRequire(import.meta.url);
+  return createTransformer({
+    parse: require("sucrase/dist/parser/index.js").parse,
+    NameManager: require("sucrase/dist/NameManager.js").default,
+    HelperManager: require("sucrase/dist/HelperManager.js").HelperManager,
+    TokenProcessor: require("sucrase/dist/TokenProcessor.js").default,
+    RootTransformer: require("sucrase/dist/transformers/RootTransformer.js").default,
+    tokenType: require("sucrase/dist/parser/tokenizer/types.js").TokenType,
+    keyword: require("sucrase/dist/parser/tokenizer/keywords.js").ContextualKeyword,
+  });
 }
 
-function commonJsExports<T>(namespace: unknown): T {
-  return (namespace as { default: T }).default;
-}
-
-function createTransformer(
-  sucrase: SucraseModule,
-  parser: SucraseParserModule,
-  tokenType: TokenTypeTable,
-  keyword: ContextualKeywordTable,
-): TypeScriptTransformer {
+function createTransformer(sucrase: SucraseInternals): TypeScriptTransformer {
+  const { tokenType, keyword } = sucrase;
   const options: SucraseOptions = {
     transforms: ["typescript"],
     // Keep modern syntax as written: QuickJS runs it, and down-levelling would add helpers and shift code.
@@ -127,17 +134,20 @@ function createTransformer(
 
   return {
     transform(typescript: string): string {
-      let tokens: SucraseToken[];
-      let javascript: string;
       try {
-        tokens = parser.parse(typescript, false, true, false).tokens;
+        const { tokens, scopes } = sucrase.parse(typescript, false, true, false);
         scanTokens(typescript, tokens);
-        javascript = sucrase.transform(typescript, options).code;
+        // The same steps as sucrase's transform() for these options: no imports transform, so no
+        // import processor and no shadowed-globals pass (keepUnusedImports).
+        const nameManager = new sucrase.NameManager(typescript, tokens);
+        const helperManager = new sucrase.HelperManager(nameManager);
+        const tokenProcessor = new sucrase.TokenProcessor(typescript, tokens, false, true, helperManager);
+        const context = { tokenProcessor, scopes, nameManager, importProcessor: null, helperManager };
+        return new sucrase.RootTransformer(context, options.transforms, false, options).transform().code;
       } catch (error) {
         if (CodeModeError.is(error)) throw error;
         throw fromSucraseError(typescript, error);
       }
-      return javascript;
     },
   };
 }
@@ -165,6 +175,17 @@ export function transformError(location: SourceLocation, reason: string, cause?:
 function fromSucraseError(typescript: string, error: unknown): CodeModeError {
   if (error instanceof RangeError) {
     return transformError({ line: 1, column: 1 }, "the code is nested too deeply to parse", error);
+  }
+  // A TypeError or ReferenceError is a fault in this package's glue, not in the cell.
+  if (error instanceof TypeError || error instanceof ReferenceError) {
+    return new CodeModeError(
+      "internal_error",
+      `The TypeScript transformer failed: ${error.message}`,
+      undefined,
+      {
+        cause: error,
+      },
+    );
   }
   if (error instanceof Error) {
     const position = (error as Error & { pos?: unknown }).pos;
