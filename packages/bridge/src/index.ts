@@ -1,0 +1,26 @@
+export { isErrorData, MAX_ERROR_MESSAGE_LENGTH, MAX_ERROR_NAME_LENGTH, toErrorData } from "./error-data.js";
+export {
+  type JsonText,
+  type JsonTextOptions,
+  parseJsonText,
+  toJsonText,
+  toJsonValue,
+} from "./json-adapter.js";
+export {
+  type CompiledWasmModule,
+  type GuestSurface,
+  type HostRequest,
+  type HostRequestBody,
+  type HostRequestKind,
+  type HostToWorkerMessage,
+  isHostRequest,
+  MCP_OPERATIONS,
+  type McpOperation,
+  ProtocolError,
+  parseHostRequestBody,
+  parseHostToWorkerMessage,
+  parseWorkerToHostMessage,
+  type SandboxLimits,
+  type SettleItem,
+  type WorkerToHostMessage,
+} from "./protocol.js";

@@ -1,0 +1,121 @@
+import { CodeModeError } from "@codecell/contract";
+import { describe, expect, it } from "vitest";
+import { parseJsonText, toJsonText, toJsonValue } from "./json-adapter.js";
+
+const symbolKey = Symbol("s");
+
+describe("toJsonValue fallbacks", () => {
+  const cases: Array<{ name: string; input: unknown; expected: unknown }> = [
+    {
+      name: "plain JSON passes unchanged",
+      input: { a: [1, "x", true, null] },
+      expected: { a: [1, "x", true, null] },
+    },
+    { name: "top-level undefined is null", input: undefined, expected: null },
+    { name: "undefined members are dropped", input: { a: undefined, b: 1 }, expected: { b: 1 } },
+    { name: "undefined in arrays is null", input: [undefined, 1], expected: [null, 1] },
+    {
+      name: "functions and symbols are dropped from objects",
+      input: { f() {}, s: symbolKey, k: 1 },
+      expected: { k: 1 },
+    },
+    { name: "functions in arrays are null", input: [() => 1, symbolKey], expected: [null, null] },
+    {
+      name: "BigInt is a decimal string",
+      input: { n: 12345678901234567890n },
+      expected: { n: "12345678901234567890" },
+    },
+    { name: "Date is an ISO string", input: new Date(0), expected: "1970-01-01T00:00:00.000Z" },
+    { name: "invalid Date is null", input: new Date(Number.NaN), expected: null },
+    {
+      name: "Map is a list of pairs",
+      input: new Map<unknown, unknown>([
+        ["a", 1],
+        [2, new Set([3])],
+      ]),
+      expected: [
+        ["a", 1],
+        [2, [3]],
+      ],
+    },
+    { name: "Set is a list", input: new Set(["a", "b"]), expected: ["a", "b"] },
+    {
+      name: "NaN and Infinity are null",
+      input: [Number.NaN, Number.POSITIVE_INFINITY],
+      expected: [null, null],
+    },
+    {
+      name: "Error is name and message",
+      input: new TypeError("bad"),
+      expected: { name: "TypeError", message: "bad" },
+    },
+    {
+      name: "Error with a code keeps it",
+      input: Object.assign(new Error("no"), { code: "E1" }),
+      expected: { name: "Error", message: "no", code: "E1" },
+    },
+    { name: "toJSON is honoured", input: { toJSON: () => ({ x: 1 }) }, expected: { x: 1 } },
+    {
+      name: "shared references are fine",
+      input: (() => {
+        const s = { v: 1 };
+        return [s, s];
+      })(),
+      expected: [{ v: 1 }, { v: 1 }],
+    },
+  ];
+  it.each(cases)("$name", ({ input, expected }) => {
+    expect(toJsonValue(input)).toEqual(expected);
+  });
+
+  const refusals: Array<{ name: string; input: unknown; message: RegExp }> = [
+    {
+      name: "cycle",
+      input: (() => {
+        const a: Record<string, unknown> = {};
+        a.self = { a };
+        return a;
+      })(),
+      message: /cycle at \$\.self\.a/,
+    },
+    { name: "ArrayBuffer", input: { b: new ArrayBuffer(2) }, message: /binary value at \$\.b/ },
+    { name: "typed array", input: [new Uint8Array(2)], message: /binary value at \$\[0\]/ },
+    { name: "DataView", input: new DataView(new ArrayBuffer(1)), message: /binary value/ },
+  ];
+  it.each(refusals)("refuses a $name with a clear error", ({ input, message }) => {
+    let thrown: unknown;
+    try {
+      toJsonValue(input, { label: "tool result" });
+    } catch (error) {
+      thrown = error;
+    }
+    expect(CodeModeError.is(thrown)).toBe(true);
+    expect((thrown as CodeModeError).code).toBe("invalid_input");
+    expect((thrown as Error).message).toMatch(message);
+    expect((thrown as Error).message).toMatch(/tool result/);
+  });
+});
+
+describe("toJsonText", () => {
+  it("measures UTF-8 bytes and enforces the cap", () => {
+    expect(toJsonText("é", { maxBytes: 10 })).toEqual({ text: '"é"', bytes: 4 });
+    expect(() => toJsonText("x".repeat(100), { maxBytes: 50, errorCode: "output_limit_exceeded" })).toThrow(
+      expect.objectContaining({ code: "output_limit_exceeded" }),
+    );
+  });
+
+  it("keeps a __proto__ key as data, never a prototype", () => {
+    const hostile = JSON.parse('{"__proto__": {"polluted": true}, "ok": 1}');
+    const { text } = toJsonText(hostile, { maxBytes: 1000 });
+    const back = parseJsonText(text) as Record<string, unknown>;
+    expect(Object.hasOwn(back, "__proto__")).toBe(true);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect(Object.getPrototypeOf(back)).toBe(Object.prototype);
+  });
+
+  it("reports invalid JSON from the sandbox as internal_error", () => {
+    expect(() => parseJsonText("{nope", "result")).toThrow(
+      expect.objectContaining({ code: "internal_error" }),
+    );
+  });
+});

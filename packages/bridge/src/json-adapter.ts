@@ -1,0 +1,175 @@
+import { CodeModeError, type CodeModeErrorCode, type JsonValue } from "@codecell/contract";
+
+/**
+ * The one way a value crosses between host and guest: as a single JSON text with an explicit byte cap.
+ *
+ * Fallbacks (the guest prelude applies the same table to values leaving the guest):
+ * - `undefined`, functions and symbols as object members are dropped; in arrays they become `null`
+ *   (plain JSON); a top-level `undefined` becomes `null`.
+ * - BigInt becomes its decimal string; Date its ISO string (an invalid Date becomes `null`).
+ * - Map becomes an array of `[key, value]` pairs; Set an array of its values.
+ * - Error becomes `{ name, message }` plus `code` when it has a string `code`.
+ * - NaN and the infinities become `null` (plain JSON).
+ * - Binary values (ArrayBuffer, SharedArrayBuffer, typed arrays, DataView) and cycles are refused.
+ *   Shared references that are not cycles are written out once per place they appear.
+ */
+export type JsonTextOptions = {
+  /** Largest UTF-8 size of the JSON text. */
+  maxBytes: number;
+  /** What the value is, for error messages: "tool result", "surface", "output". */
+  label?: string;
+  /** Code of the CodeModeError thrown when the value cannot cross. Default `invalid_input`. */
+  errorCode?: CodeModeErrorCode;
+};
+
+export type JsonText = { text: string; bytes: number };
+
+function describePath(path: readonly (string | number)[]): string {
+  let out = "$";
+  for (const part of path) out += typeof part === "number" ? `[${part}]` : `.${part}`;
+  return out;
+}
+
+function isBinary(value: object): boolean {
+  return (
+    ArrayBuffer.isView(value) ||
+    value instanceof ArrayBuffer ||
+    (typeof SharedArrayBuffer !== "undefined" && value instanceof SharedArrayBuffer)
+  );
+}
+
+/** Convert a host value to the JSON-safe form described above, without serializing it. */
+export function toJsonValue(value: unknown, options: Omit<JsonTextOptions, "maxBytes"> = {}): JsonValue {
+  const label = options.label ?? "value";
+  const code = options.errorCode ?? "invalid_input";
+  const ancestors: object[] = [];
+  const path: (string | number)[] = [];
+
+  const fail = (what: string, hint: string): never => {
+    throw new CodeModeError(
+      code,
+      `The ${label} cannot cross the sandbox bridge: ${what} at ${describePath(path)}. ${hint}`,
+      {
+        path: describePath(path),
+      },
+    );
+  };
+
+  // Returns undefined for "drop this member".
+  const convert = (input: unknown, inArray: boolean): JsonValue | undefined => {
+    switch (typeof input) {
+      case "string":
+      case "boolean":
+        return input;
+      case "number":
+        return Number.isFinite(input) ? input : null;
+      case "bigint":
+        return input.toString();
+      case "undefined":
+      case "function":
+      case "symbol":
+        return inArray ? null : undefined;
+    }
+    if (input === null) return null;
+    const object = input as object;
+    if (isBinary(object)) {
+      return fail(
+        "a binary value",
+        "Binary data is not supported in v1; send base64 text or an array of numbers.",
+      );
+    }
+    if (ancestors.includes(object)) {
+      return fail("a cycle", "Remove the back-reference or send an id instead of the object.");
+    }
+    if (object instanceof Date) {
+      return Number.isNaN(object.getTime()) ? null : object.toISOString();
+    }
+    ancestors.push(object);
+    try {
+      if (object instanceof Map) {
+        const pairs: JsonValue[] = [];
+        let index = 0;
+        for (const [key, item] of object) {
+          path.push(index);
+          pairs.push([convert(key, true) ?? null, convert(item, true) ?? null]);
+          path.pop();
+          index++;
+        }
+        return pairs;
+      }
+      if (object instanceof Set || Array.isArray(object)) {
+        const items: JsonValue[] = [];
+        let index = 0;
+        for (const item of object as Iterable<unknown>) {
+          path.push(index);
+          items.push(convert(item, true) ?? null);
+          path.pop();
+          index++;
+        }
+        return items;
+      }
+      if (object instanceof Error) {
+        const data: { [key: string]: JsonValue } = {
+          name: String(object.name),
+          message: String(object.message),
+        };
+        const errorCode = (object as { code?: unknown }).code;
+        if (typeof errorCode === "string") data.code = errorCode;
+        return data;
+      }
+      const toJSON = (object as { toJSON?: unknown }).toJSON;
+      if (typeof toJSON === "function") {
+        return convert(toJSON.call(object), inArray);
+      }
+      // Own enumerable string keys only, written with defineProperty so a "__proto__" key stays data.
+      const result: { [key: string]: JsonValue } = {};
+      for (const key of Object.keys(object)) {
+        path.push(key);
+        const item = convert((object as Record<string, unknown>)[key], false);
+        path.pop();
+        if (item !== undefined) {
+          Object.defineProperty(result, key, {
+            value: item,
+            enumerable: true,
+            writable: true,
+            configurable: true,
+          });
+        }
+      }
+      return result;
+    } finally {
+      ancestors.pop();
+    }
+  };
+
+  return convert(value, false) ?? null;
+}
+
+/** Serialize a host value for the bridge: one JSON text, refused when over `maxBytes`. */
+export function toJsonText(value: unknown, options: JsonTextOptions): JsonText {
+  const text = JSON.stringify(toJsonValue(value, options));
+  const bytes = Buffer.byteLength(text, "utf8");
+  if (bytes > options.maxBytes) {
+    throw new CodeModeError(
+      options.errorCode ?? "invalid_input",
+      `The ${options.label ?? "value"} is ${bytes} bytes as JSON, over the bridge limit of ${options.maxBytes} bytes. Return less data (filter or page it) before it crosses.`,
+      { bytes, maxBytes: options.maxBytes },
+    );
+  }
+  return { text, bytes };
+}
+
+/**
+ * Parse JSON text that came from the guest. `JSON.parse` defines every key as an own data property,
+ * so a `"__proto__"` key never reaches a prototype; this keeps that guarantee in one place.
+ */
+export function parseJsonText(text: string, label = "value"): JsonValue {
+  try {
+    return JSON.parse(text) as JsonValue;
+  } catch (error) {
+    throw new CodeModeError(
+      "internal_error",
+      `The ${label} from the sandbox is not valid JSON: ${(error as Error).message}`,
+    );
+  }
+}

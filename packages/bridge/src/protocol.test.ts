@@ -1,0 +1,113 @@
+import { describe, expect, it } from "vitest";
+import {
+  ProtocolError,
+  parseHostRequestBody,
+  parseHostToWorkerMessage,
+  parseWorkerToHostMessage,
+} from "./protocol.js";
+
+const limits = {
+  memoryLimitBytes: 1 << 20,
+  maxOutputBytes: 1024,
+  maxPendingToolCalls: 4,
+  maxSnapshotBytes: 1 << 20,
+};
+const signal = new Int32Array(new SharedArrayBuffer(4));
+
+describe("host request bodies", () => {
+  const valid = [
+    { kind: "search", query: "files" },
+    { kind: "search", query: "files", options: { limit: 3 } },
+    { kind: "describe", target: "core:host:read" },
+    { kind: "call", target: "core:host:read", input: { path: "a" } },
+    { kind: "mcp", server: "github", op: "call", toolId: "mcp:github:x", args: [{}] },
+    { kind: "mcp", server: "docs", op: "resources.read", args: [{ uri: "memo://1" }] },
+    { kind: "namespace", namespaceId: "issues", path: "list", args: [] },
+    { kind: "yield" },
+    { kind: "yield", reason: "later" },
+  ];
+  it.each(valid)("accepts $kind", (body) => {
+    expect(parseHostRequestBody(body)).toBe(body);
+  });
+
+  const invalid = [
+    { kind: "exec", code: "1" },
+    { kind: "search" },
+    { kind: "call", target: 1, input: {} },
+    { kind: "mcp", server: "s", op: "delete", args: [] },
+    { kind: "namespace", namespaceId: "n", path: "p", args: "x" },
+    null,
+  ];
+  it.each(invalid)("refuses %j", (body) => {
+    expect(() => parseHostRequestBody(body)).toThrow(ProtocolError);
+  });
+});
+
+describe("messages", () => {
+  it("validates host-to-worker messages", () => {
+    const start = { type: "start", runId: "r", code: "1", surface: "{}", limits, deadlineAt: 1, signal };
+    expect(parseHostToWorkerMessage(start)).toBe(start);
+    expect(() => parseHostToWorkerMessage({ ...start, limits: { ...limits, maxOutputBytes: -1 } })).toThrow(
+      /limits/,
+    );
+    expect(() => parseHostToWorkerMessage({ ...start, signal: [0] })).toThrow(/signal/);
+    expect(() =>
+      parseHostToWorkerMessage({
+        type: "settle",
+        runId: "r",
+        deadlineAt: 1,
+        items: [{ requestId: "a", ok: "yes", json: "1" }],
+      }),
+    ).toThrow(ProtocolError);
+    expect(() => parseHostToWorkerMessage({ type: "shutdown" })).toThrow(/unknown type/);
+  });
+
+  it("validates worker-to-host messages", () => {
+    const request = { requestId: "r1", kind: "call", target: "t", input: {} };
+    expect(parseWorkerToHostMessage({ type: "request", runId: "r", request }).type).toBe("request");
+    expect(
+      parseWorkerToHostMessage({
+        type: "idle",
+        runId: "r",
+        pending: [request],
+        output: [{ type: "text", text: "hi" }],
+      }).type,
+    ).toBe("idle");
+    expect(() =>
+      parseWorkerToHostMessage({ type: "idle", runId: "r", pending: [{ kind: "call" }], output: [] }),
+    ).toThrow(/pending/);
+    expect(() =>
+      parseWorkerToHostMessage({
+        type: "failed",
+        runId: "r",
+        code: "bogus",
+        message: "m",
+        error: null,
+        output: [],
+      }),
+    ).toThrow(/code/);
+    expect(
+      parseWorkerToHostMessage({
+        type: "failed",
+        runId: "r",
+        code: null,
+        message: "m",
+        error: { name: "E", message: "m" },
+        output: [],
+      }).type,
+    ).toBe("failed");
+  });
+});
+
+describe("init", () => {
+  it("accepts only a compiled WebAssembly module", async () => {
+    // The smallest valid module: magic and version.
+    const wasm = (globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<object> } })
+      .WebAssembly;
+    const module = await wasm.compile(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]));
+    expect(parseHostToWorkerMessage({ type: "init", module, snapshotSecret: null }).type).toBe("init");
+    expect(() => parseHostToWorkerMessage({ type: "init", module: {}, snapshotSecret: null })).toThrow(
+      /module/,
+    );
+  });
+});
