@@ -1,0 +1,143 @@
+import type { RecoveryReport, RunScope, RunSelector, StoreStats } from "./types.js";
+
+/**
+ * The storage contract. `SnapshotStore` owns validation, ids, limits, errors, events and the sweep
+ * timer; a backend owns only the records and must make each method atomic on its own (a transaction in
+ * SQLite, a Lua script or MULTI/WATCH in Redis). Every method is async so a networked backend fits.
+ *
+ * JSON parts arrive already serialized, so every backend stores and returns the same text and the
+ * store's byte counts mean the same thing everywhere.
+ */
+export interface SnapshotBackend {
+  /** A short name for logs and benchmarks: "memory", "sqlite". */
+  readonly kind: string;
+  /** True when records outlive the process. A non-durable backend drops everything on `close`. */
+  readonly durable: boolean;
+
+  /**
+   * Called once when the store opens. A durable backend repairs what a dead process left: claimed
+   * runs go back to `waiting`, and calls without an outcome get `interruptedOutcome(call)`.
+   */
+  recover(now: number, interruptedOutcome: (call: BackendPendingCall) => string): Promise<RecoveryReport>;
+
+  /** Adds a `waiting` record unless `maxLiveRuns` live records exist already (checked atomically). */
+  insert(
+    record: BackendRecord,
+    maxLiveRuns: number,
+  ): Promise<{ status: "ok" } | { status: "full"; live: number }>;
+
+  /** Records a pending call's outcome on a live record, first outcome wins. */
+  settle(request: SettleRequest): Promise<BackendSettleAnswer>;
+
+  /**
+   * Takes a `waiting` record (or a `running` one whose lease ran out) for resumption, checking scope
+   * and expiry. An expired live record becomes an `expired` tombstone here (lazy refusal).
+   */
+  claim(request: ClaimRequest): Promise<BackendClaimAnswer>;
+
+  /** Replaces a claimed record's snapshot and parts and puts it back to `waiting`. */
+  replace(request: ReplaceRequest): Promise<BackendClaimedAnswer<{ bytes: number }>>;
+
+  /** Gives a claimed record back unchanged, as `waiting`. */
+  release(runId: string, claimToken: string): Promise<BackendClaimedAnswer<object>>;
+
+  /** Ends a claimed run: it becomes a `completed`/`failed` tombstone until `purgeAt`. */
+  finish(request: FinishRequest): Promise<BackendClaimedAnswer<{ bytes: number }>>;
+
+  /** Turns every live record matching the selector into an `aborted` tombstone until `purgeAt`. */
+  abort(selector: RunSelector, purgeAt: number): Promise<DroppedRun[]>;
+
+  /** Expires live records past their TTL (not those under a valid claim) and purges old tombstones. */
+  sweep(now: number, purgeAt: number): Promise<{ expired: DroppedRun[]; purged: number }>;
+
+  stats(): Promise<StoreStats>;
+
+  /** Releases resources. A non-durable backend returns the live runs it dropped. */
+  close(): Promise<DroppedRun[]>;
+}
+
+export type BackendPendingCall = {
+  callId: string;
+  toolId: string;
+  startedAt: string;
+  outcomeJson: string | null;
+  settledAt: string | null;
+};
+
+/** A live record as the store writes it and a claim reads it back. */
+export type BackendRecord = {
+  runId: string;
+  scope: RunScope;
+  snapshot: Uint8Array;
+  pendingCalls: BackendPendingCall[];
+  outputJson: string;
+  telemetryJson: string;
+  hostStateJson: string | null;
+  createdAt: number;
+  updatedAt: number;
+  expiresAt: number;
+  /** Snapshot bytes plus the UTF-8 bytes of every JSON part, outcomes included. */
+  bytes: number;
+  resumeCount: number;
+};
+
+export type SettleRequest = {
+  runId: string;
+  callId: string;
+  outcomeJson: string;
+  outcomeBytes: number;
+  settledAt: string;
+  /** The record may not grow past this; answer `too_large` instead. */
+  maxBytes: number;
+};
+
+export type BackendSettleAnswer =
+  | { status: "recorded" | "already_settled" | "unknown_call" | "run_gone" }
+  | { status: "too_large"; bytes: number };
+
+export type ClaimRequest = {
+  runId: string;
+  scope: RunScope;
+  now: number;
+  claimToken: string;
+  leaseUntil: number;
+  /** Purge time for the tombstone if the record turns out to be expired. */
+  purgeAt: number;
+};
+
+export type BackendClaimAnswer =
+  | { status: "claimed"; record: BackendRecord }
+  | { status: "unknown" | "scope_mismatch" | "busy" | "aborted" }
+  | { status: "expired"; bytes: number; justExpired: boolean }
+  | { status: "finished"; state: "completed" | "failed" };
+
+/** Answers of operations that need a valid claim: `lost` tells the state the record is in instead. */
+export type BackendClaimedAnswer<T extends object> =
+  | ({ status: "ok" } & T)
+  | { status: "lost"; state: "waiting" | "running" | "completed" | "failed" | "expired" | "aborted" | "gone" }
+  | { status: "too_large"; bytes: number };
+
+export type ReplaceRequest = {
+  runId: string;
+  claimToken: string;
+  snapshot: Uint8Array;
+  /** The calls still owed. Outcomes already recorded for the same callIds are kept. */
+  pendingCalls: BackendPendingCall[];
+  outputJson: string;
+  telemetryJson: string;
+  hostStateJson: string | null;
+  updatedAt: number;
+  expiresAt: number;
+  /** Bytes of everything above except the outcomes kept from the old record. */
+  baseBytes: number;
+  maxBytes: number;
+};
+
+export type FinishRequest = {
+  runId: string;
+  claimToken: string;
+  state: "completed" | "failed";
+  purgeAt: number;
+};
+
+export type DroppedRun = { runId: string; bytes: number };

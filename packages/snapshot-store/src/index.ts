@@ -1,0 +1,43 @@
+export type {
+  BackendClaimAnswer,
+  BackendClaimedAnswer,
+  BackendPendingCall,
+  BackendRecord,
+  BackendSettleAnswer,
+  ClaimRequest,
+  DroppedRun,
+  FinishRequest,
+  ReplaceRequest,
+  SettleRequest,
+  SnapshotBackend,
+} from "./backend.js";
+export { MemorySnapshotBackend } from "./memory-backend.js";
+export { newRunId, RUN_ID_RANDOM_BYTES } from "./run-id.js";
+export { sameScope, selectorMatches } from "./scope.js";
+export {
+  DEFAULT_MAX_LIVE_RUNS,
+  openSnapshotStore,
+  SnapshotStore,
+  type SnapshotStoreOptions,
+} from "./snapshot-store.js";
+export { SqliteSnapshotBackend, type SqliteSnapshotBackendOptions } from "./sqlite-backend.js";
+export {
+  type AbortReason,
+  type CallOutcome,
+  type ClaimedRun,
+  type PendingCall,
+  type PendingCallState,
+  type RecoveryReport,
+  RUN_SCOPE_FIELDS,
+  type RunScope,
+  type RunSelector,
+  type RunState,
+  type SettleResult,
+  type SnapshotEventReason,
+  type SnapshotStoreEvent,
+  type StoredRun,
+  type StoreStats,
+  type SuspendInput,
+  type SuspendPayload,
+  type SweepReport,
+} from "./types.js";

@@ -1,0 +1,274 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type BetterSqlite3 from "better-sqlite3";
+import { build } from "esbuild";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { openSnapshotStore, type SnapshotStore } from "./snapshot-store.js";
+import { SqliteSnapshotBackend } from "./sqlite-backend.js";
+import { manualClock, patternBytes, scopeFor, suspendInput } from "./testing/fixtures.js";
+
+const packageDirectory = dirname(dirname(fileURLToPath(import.meta.url)));
+const Database = createRequire(import.meta.url)("better-sqlite3") as typeof BetterSqlite3;
+
+let directory: string;
+const stores: SnapshotStore[] = [];
+
+function databasePath(): string {
+  return join(directory, "snapshots.db");
+}
+
+async function openFile(clock = manualClock()): Promise<SnapshotStore> {
+  const store = await openSnapshotStore({
+    backend: new SqliteSnapshotBackend({ path: databasePath() }),
+    clock: clock.now,
+    sweepIntervalMs: 0,
+  });
+  stores.push(store);
+  return store;
+}
+
+describe("SQLite backend: durability", () => {
+  beforeAll(() => {
+    directory = mkdtempSync(join(tmpdir(), "codecell-sqlite-"));
+  });
+  afterEach(async () => {
+    for (const store of stores.splice(0)) await store.close();
+    rmSync(databasePath(), { force: true });
+  });
+  afterAll(() => rmSync(directory, { recursive: true, force: true }));
+
+  it("keeps waiting runs across a restart; settled runs resume as they were, in-flight calls fail", async () => {
+    const clock = manualClock();
+    const before = await openFile(clock);
+    const settled = await before.suspend(suspendInput({ hostState: { marker: "settled" } }));
+    await before.settleCall(settled.runId, "call-1", { ok: true, value: "one" });
+    await before.settleCall(settled.runId, "call-2", { ok: true, value: "two" });
+    const inFlight = await before.suspend(suspendInput({ hostState: { marker: "in flight" } }));
+    await before.settleCall(inFlight.runId, "call-1", { ok: true, value: "one" });
+    const resuming = await before.suspend(suspendInput({ pendingCalls: [] }));
+    await before.claim(resuming.runId, scopeFor());
+    await before.close();
+
+    const after = await openFile(clock);
+    expect(after.recovery).toEqual({ liveRuns: 3, requeuedRuns: 1, interruptedCalls: 1 });
+
+    const first = await after.claim(settled.runId, scopeFor());
+    expect(first.hostState).toEqual({ marker: "settled" });
+    expect(first.pendingCalls.map((call) => call.outcome)).toEqual([
+      { ok: true, value: "one" },
+      { ok: true, value: "two" },
+    ]);
+    const second = await after.claim(inFlight.runId, scopeFor());
+    expect(second.pendingCalls[0]?.outcome).toEqual({ ok: true, value: "one" });
+    expect(second.pendingCalls[1]?.outcome).toMatchObject({
+      ok: false,
+      error: { name: "CodeModeError", code: "nested_tool_failed" },
+    });
+    expect(
+      second.pendingCalls[1]?.outcome?.ok === false && second.pendingCalls[1].outcome.error.message,
+    ).toContain("interrupted by restart");
+    // The run claimed when the process stopped is waiting again, from its last stored snapshot.
+    const third = await after.claim(resuming.runId, scopeFor());
+    expect(third.resumeCount).toBe(2);
+    // Scope checks, expiry and tombstones hold across the restart too.
+    await expect(after.claim(settled.runId, scopeFor())).rejects.toMatchObject({ code: "invalid_input" });
+  });
+
+  it("remembers aborted and expired runs across a restart", async () => {
+    const clock = manualClock();
+    const before = await openFile(clock);
+    const aborted = await before.suspend(suspendInput());
+    const expiring = await before.suspend(suspendInput({ ttlSeconds: 5 }));
+    await before.abort({ sessionId: "session-1", runId: aborted.runId });
+    await before.close();
+    clock.advance(5_000);
+    const after = await openFile(clock);
+    await expect(after.claim(aborted.runId, scopeFor())).rejects.toMatchObject({ code: "aborted" });
+    await expect(after.claim(expiring.runId, scopeFor())).rejects.toMatchObject({ code: "snapshot_expired" });
+  });
+
+  it("is one file at rest, and a second opener of a file in use is refused with a clear error", async () => {
+    const store = await openFile();
+    await store.suspend(suspendInput({ snapshot: patternBytes(150_000, 5) }));
+    const error = (() => {
+      try {
+        const intruder = new SqliteSnapshotBackend({ path: databasePath(), busyTimeoutMs: 0 });
+        void intruder.close();
+        return undefined;
+      } catch (caught) {
+        return caught as { code?: string; message: string };
+      }
+    })();
+    expect(error?.code).toBe("runtime_unavailable");
+    expect(error?.message).toContain("no other process has the store open");
+    await store.close();
+    expect(statSync(databasePath()).size).toBeGreaterThan(150_000);
+    const wal = `${databasePath()}-wal`;
+    expect(existsSync(wal) ? statSync(wal).size : 0).toBe(0);
+  });
+
+  it("refuses a file it cannot open with runtime_unavailable naming the path", () => {
+    const path = join(directory, "missing", "nested", "snapshots.db");
+    expect(() => new SqliteSnapshotBackend({ path })).toThrow(
+      expect.objectContaining({ code: "runtime_unavailable" }),
+    );
+    expect(() => new SqliteSnapshotBackend({ path: "" })).toThrow(
+      expect.objectContaining({ code: "invalid_config" }),
+    );
+  });
+});
+
+type Acknowledgement =
+  | { kind: "ready" }
+  | { kind: "stored" | "resuspended"; runId: string; step: number; sha: string }
+  | { kind: "settled"; runId: string; callId: string; step: number };
+
+describe("SQLite backend: SIGKILL in the middle of writes", () => {
+  let crashDirectory: string;
+  let writerScript: string;
+
+  beforeAll(async () => {
+    crashDirectory = mkdtempSync(join(tmpdir(), "codecell-crash-"));
+    // Bundled from the TypeScript source so the child runs the same code as the tests, without a build.
+    const artifacts = join(packageDirectory, "test-artifacts");
+    mkdirSync(artifacts, { recursive: true });
+    writerScript = join(artifacts, `crash-writer-${process.pid}.mjs`);
+    await build({
+      entryPoints: [join(packageDirectory, "src/testing/crash-writer.ts")],
+      outfile: writerScript,
+      bundle: true,
+      platform: "node",
+      format: "esm",
+      target: "node20",
+      conditions: ["@codecell/source"],
+      external: ["better-sqlite3"],
+      logLevel: "error",
+    });
+  });
+  afterAll(() => {
+    rmSync(crashDirectory, { recursive: true, force: true });
+    rmSync(writerScript, { force: true });
+  });
+
+  /** Runs the writer until it has acknowledged `writes` writes, then kills it with SIGKILL. */
+  async function writeThenKill(path: string, writes: number): Promise<Acknowledgement[]> {
+    const child: ChildProcess = spawn(process.execPath, [writerScript, path], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const acknowledged: Acknowledgement[] = [];
+    let pending = "";
+    let stderr = "";
+    child.stderr?.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+      child.on("exit", (_code, signal) => resolve(signal)),
+    );
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`writer too slow; stderr: ${stderr}`)), 60_000);
+      child.stdout?.on("data", (chunk: Buffer) => {
+        pending += chunk.toString();
+        const lines = pending.split("\n");
+        // A line without its newline may have been cut by the kill: it was never acknowledged.
+        pending = lines.pop() ?? "";
+        for (const line of lines) acknowledged.push(JSON.parse(line) as Acknowledgement);
+        if (acknowledged.length > writes && child.exitCode === null && !child.killed) {
+          child.kill("SIGKILL");
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      child.on("exit", (code) => {
+        clearTimeout(timer);
+        if (!child.killed) reject(new Error(`writer exited early with ${code}; stderr: ${stderr}`));
+      });
+    });
+    expect(await exited).toBe("SIGKILL");
+    return acknowledged;
+  }
+
+  /** Reopens the killed writer's file and checks every acknowledged write and every row in it. */
+  async function verify(path: string, acknowledged: Acknowledgement[]): Promise<void> {
+    expect(existsSync(`${path}-wal`)).toBe(true);
+    // Reopen through the store: recovery must run cleanly on the killed writer's file.
+    const store = await openSnapshotStore({
+      backend: new SqliteSnapshotBackend({ path }),
+      sweepIntervalMs: 0,
+      maxLiveRuns: 1_000_000,
+    });
+    stores.push(store);
+    const liveRuns = (await store.stats()).live;
+    expect(store.recovery.liveRuns).toBe(liveRuns);
+
+    // Every acknowledged write is there, and at least as new as acknowledged.
+    const latest = new Map<string, { step: number; sha: string }>();
+    for (const line of acknowledged) {
+      if (line.kind === "stored" || line.kind === "resuspended")
+        latest.set(line.runId, { step: line.step, sha: line.sha });
+    }
+    expect(liveRuns).toBeGreaterThanOrEqual(latest.size);
+    for (const [runId, expected] of latest) {
+      const claim = await store.claim(runId, scopeFor());
+      const hostState = claim.hostState as { sha: string; step: number };
+      const actualSha = createHash("sha256").update(claim.snapshot).digest("hex");
+      expect(actualSha).toBe(hostState.sha);
+      expect(hostState.step).toBeGreaterThanOrEqual(expected.step);
+      if (hostState.step === expected.step) expect(actualSha).toBe(expected.sha);
+      for (const line of acknowledged) {
+        if (line.kind !== "settled" || line.runId !== runId || hostState.step > line.step) continue;
+        expect(claim.pendingCalls.find((call) => call.callId === line.callId)?.outcome).toEqual({
+          ok: true,
+          value: { step: line.step },
+        });
+      }
+      // Nothing is left unsettled after recovery.
+      expect(claim.pendingCalls.every((call) => call.outcome !== undefined)).toBe(true);
+      await store.release(claim);
+    }
+    await store.close();
+
+    // Every row in the file, acknowledged or not, is whole: its snapshot matches the hash beside it.
+    const db = new Database(path, { readonly: true });
+    try {
+      expect(db.pragma("integrity_check", { simple: true })).toBe("ok");
+      const rows = db
+        .prepare<[], { snapshot: Buffer; host_state_json: string; bytes: number }>(
+          "SELECT snapshot, host_state_json, bytes FROM runs WHERE live = 1",
+        )
+        .all();
+      expect(rows.length).toBe(liveRuns);
+      for (const row of rows) {
+        const hostState = JSON.parse(row.host_state_json) as { sha: string };
+        expect(createHash("sha256").update(row.snapshot).digest("hex")).toBe(hostState.sha);
+        expect(row.bytes).toBeGreaterThan(row.snapshot.byteLength);
+      }
+      const orphans = db
+        .prepare<[], { n: number }>(
+          "SELECT count(*) AS n FROM pending_calls WHERE run_id NOT IN (SELECT run_id FROM runs WHERE live = 1)",
+        )
+        .get();
+      expect(orphans?.n).toBe(0);
+    } finally {
+      db.close();
+    }
+  }
+
+  it("reopens with every acknowledged record whole and no torn record, kill after kill", async () => {
+    const path = join(crashDirectory, "crash.db");
+    const acknowledged: Acknowledgement[] = [];
+    // Three writers in turn on one file: each is killed mid-write, and each reopen must be clean.
+    for (let round = 0; round < 3; round += 1) {
+      const lines = await writeThenKill(path, 300 + round * 37);
+      expect(lines.filter((line) => line.kind === "stored").length).toBeGreaterThan(50);
+      expect(lines.filter((line) => line.kind === "resuspended").length).toBeGreaterThan(20);
+      expect(lines.filter((line) => line.kind === "settled").length).toBeGreaterThan(20);
+      acknowledged.push(...lines);
+      await verify(path, acknowledged);
+    }
+  });
+});

@@ -1,0 +1,509 @@
+import { createRequire } from "node:module";
+import { CodeModeError } from "@codecell/contract";
+import type Database from "better-sqlite3";
+import type {
+  BackendClaimAnswer,
+  BackendClaimedAnswer,
+  BackendPendingCall,
+  BackendRecord,
+  BackendSettleAnswer,
+  ClaimRequest,
+  DroppedRun,
+  FinishRequest,
+  ReplaceRequest,
+  SettleRequest,
+  SnapshotBackend,
+} from "./backend.js";
+import { sameScope, selectorMatches, utf8Bytes } from "./scope.js";
+import type { RecoveryReport, RunScope, RunSelector, RunState, StoreStats } from "./types.js";
+
+export type SqliteSnapshotBackendOptions = {
+  /** The database file. It is created when missing; its directory must exist. */
+  path: string;
+  /**
+   * "normal" (default) keeps every committed record through a crash or kill of the process; "full"
+   * also keeps the last commits through a power loss, at the cost of an fsync per write.
+   */
+  synchronous?: "normal" | "full";
+  /** How long opening waits for another process to let go of the file. Default 5000. */
+  busyTimeoutMs?: number;
+};
+
+const SCHEMA_VERSION = 1;
+
+// Loaded on first use, so a host that keeps the memory backend never loads the native module.
+let Driver: typeof Database | undefined;
+function loadDatabase(path: string, timeout: number): Database.Database {
+  Driver ??= createRequire(import.meta.url)("better-sqlite3") as typeof Database;
+  return new Driver(path, { timeout });
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS runs (
+  run_id TEXT NOT NULL UNIQUE,
+  agent_id TEXT NOT NULL,
+  session_key TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  parent_run_id TEXT NOT NULL,
+  tool_call_id TEXT NOT NULL,
+  state TEXT NOT NULL,
+  live INTEGER NOT NULL,
+  snapshot BLOB,
+  output_json TEXT,
+  telemetry_json TEXT,
+  host_state_json TEXT,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  expires_at INTEGER NOT NULL,
+  purge_at INTEGER NOT NULL DEFAULT 0,
+  bytes INTEGER NOT NULL,
+  resume_count INTEGER NOT NULL DEFAULT 0,
+  claim_token TEXT,
+  lease_until INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS runs_live_expiry ON runs (live, expires_at);
+CREATE INDEX IF NOT EXISTS runs_purge ON runs (live, purge_at);
+CREATE TABLE IF NOT EXISTS pending_calls (
+  run_id TEXT NOT NULL,
+  position INTEGER NOT NULL,
+  call_id TEXT NOT NULL,
+  tool_id TEXT NOT NULL,
+  started_at TEXT NOT NULL,
+  outcome_json TEXT,
+  settled_at TEXT,
+  PRIMARY KEY (run_id, call_id)
+);
+`;
+
+type RunRow = {
+  run_id: string;
+  agent_id: string;
+  session_key: string;
+  session_id: string;
+  parent_run_id: string;
+  tool_call_id: string;
+  state: RunState;
+  snapshot: Buffer | null;
+  output_json: string | null;
+  telemetry_json: string | null;
+  host_state_json: string | null;
+  created_at: number;
+  updated_at: number;
+  expires_at: number;
+  bytes: number;
+  resume_count: number;
+  claim_token: string | null;
+  lease_until: number;
+};
+
+type CallRow = {
+  call_id: string;
+  tool_id: string;
+  started_at: string;
+  outcome_json: string | null;
+  settled_at: string | null;
+};
+
+function scopeOf(row: RunRow): RunScope {
+  return {
+    agentId: row.agent_id,
+    sessionKey: row.session_key,
+    sessionId: row.session_id,
+    parentRunId: row.parent_run_id,
+    toolCallId: row.tool_call_id,
+  };
+}
+
+function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+function asPlainBytes(buffer: Buffer): Uint8Array {
+  return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+}
+
+/**
+ * Records in one SQLite file (better-sqlite3, WAL journal). Every method is one transaction, so a
+ * crash leaves each record either fully written or not at all, and a restarted process picks up the
+ * runs that were waiting. The file is opened with an exclusive lock: one process owns it at a time.
+ */
+export class SqliteSnapshotBackend implements SnapshotBackend {
+  readonly kind = "sqlite";
+  readonly durable = true;
+  readonly path: string;
+  readonly #db: Database.Database;
+  readonly #statements;
+
+  constructor(options: SqliteSnapshotBackendOptions) {
+    if (typeof options?.path !== "string" || options.path.length === 0) {
+      throw new CodeModeError(
+        "invalid_config",
+        "SQLite snapshot backend: path must be a non-empty file path",
+      );
+    }
+    this.path = options.path;
+    const synchronous = options.synchronous ?? "normal";
+    if (synchronous !== "normal" && synchronous !== "full") {
+      throw new CodeModeError(
+        "invalid_config",
+        `SQLite snapshot backend: synchronous must be "normal" or "full" (got ${String(synchronous)})`,
+      );
+    }
+    const busyTimeoutMs = options.busyTimeoutMs ?? 5_000;
+    if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0) {
+      throw new CodeModeError(
+        "invalid_config",
+        `SQLite snapshot backend: busyTimeoutMs must be a non-negative integer (got ${String(busyTimeoutMs)})`,
+      );
+    }
+    try {
+      this.#db = loadDatabase(options.path, busyTimeoutMs);
+      // Exclusive: a second process opening the same file fails at once instead of racing claims.
+      this.#db.pragma("locking_mode = EXCLUSIVE");
+      this.#db.pragma("journal_mode = WAL");
+      this.#db.pragma(`synchronous = ${synchronous.toUpperCase()}`);
+      this.#migrate();
+    } catch (error) {
+      throw new CodeModeError(
+        "runtime_unavailable",
+        `SQLite snapshot store at ${options.path} could not be opened: ${error instanceof Error ? error.message : String(error)}. ` +
+          "Check that the directory exists and is writable and that no other process has the store open.",
+        { path: options.path },
+        { cause: error },
+      );
+    }
+    this.#statements = this.#prepare();
+  }
+
+  #migrate(): void {
+    const version = this.#db.pragma("user_version", { simple: true }) as number;
+    if (version > SCHEMA_VERSION) {
+      throw new Error(
+        `the file has schema version ${version}, newer than this package understands (${SCHEMA_VERSION})`,
+      );
+    }
+    this.#db.exec(SCHEMA);
+    this.#db.pragma(`user_version = ${SCHEMA_VERSION}`);
+  }
+
+  #prepare() {
+    const db = this.#db;
+    return {
+      countLive: db.prepare<[], { n: number }>("SELECT count(*) AS n FROM runs WHERE live = 1"),
+      insertRun: db.prepare(
+        `INSERT INTO runs (run_id, agent_id, session_key, session_id, parent_run_id, tool_call_id, state, live,
+           snapshot, output_json, telemetry_json, host_state_json, created_at, updated_at, expires_at, bytes, resume_count)
+         VALUES (@runId, @agentId, @sessionKey, @sessionId, @parentRunId, @toolCallId, 'waiting', 1,
+           @snapshot, @outputJson, @telemetryJson, @hostStateJson, @createdAt, @updatedAt, @expiresAt, @bytes, @resumeCount)`,
+      ),
+      insertCall: db.prepare(
+        `INSERT INTO pending_calls (run_id, position, call_id, tool_id, started_at, outcome_json, settled_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      runHead: db.prepare<
+        [string],
+        Omit<RunRow, "snapshot" | "output_json" | "telemetry_json" | "host_state_json">
+      >(
+        `SELECT run_id, agent_id, session_key, session_id, parent_run_id, tool_call_id, state, created_at, updated_at,
+           expires_at, bytes, resume_count, claim_token, lease_until FROM runs WHERE run_id = ?`,
+      ),
+      runFull: db.prepare<[string], RunRow>("SELECT * FROM runs WHERE run_id = ?"),
+      calls: db.prepare<[string], CallRow>(
+        "SELECT call_id, tool_id, started_at, outcome_json, settled_at FROM pending_calls WHERE run_id = ? ORDER BY position",
+      ),
+      call: db.prepare<[string, string], CallRow>(
+        "SELECT call_id, tool_id, started_at, outcome_json, settled_at FROM pending_calls WHERE run_id = ? AND call_id = ?",
+      ),
+      settleCall: db.prepare(
+        "UPDATE pending_calls SET outcome_json = ?, settled_at = ? WHERE run_id = ? AND call_id = ?",
+      ),
+      addBytes: db.prepare("UPDATE runs SET bytes = bytes + ? WHERE run_id = ?"),
+      claim: db.prepare(
+        "UPDATE runs SET state = 'running', claim_token = ?, lease_until = ?, resume_count = resume_count + 1 WHERE run_id = ?",
+      ),
+      replaceRun: db.prepare(
+        `UPDATE runs SET state = 'waiting', claim_token = NULL, lease_until = 0, snapshot = @snapshot,
+           output_json = @outputJson, telemetry_json = @telemetryJson, host_state_json = @hostStateJson,
+           updated_at = @updatedAt, expires_at = @expiresAt, bytes = @bytes WHERE run_id = @runId`,
+      ),
+      releaseRun: db.prepare(
+        "UPDATE runs SET state = 'waiting', claim_token = NULL, lease_until = 0 WHERE run_id = ?",
+      ),
+      deleteCalls: db.prepare("DELETE FROM pending_calls WHERE run_id = ?"),
+      tombstone: db.prepare(
+        `UPDATE runs SET state = ?, live = 0, purge_at = ?, snapshot = NULL, output_json = NULL, telemetry_json = NULL,
+           host_state_json = NULL, bytes = 0, claim_token = NULL, lease_until = 0 WHERE run_id = ?`,
+      ),
+      liveScopes: db.prepare<[], RunRow>(
+        `SELECT run_id, agent_id, session_key, session_id, parent_run_id, tool_call_id, bytes FROM runs WHERE live = 1`,
+      ),
+      dueToExpire: db.prepare<[number, number], { run_id: string; bytes: number }>(
+        `SELECT run_id, bytes FROM runs WHERE live = 1 AND expires_at <= ? AND (state = 'waiting' OR lease_until <= ?)`,
+      ),
+      deleteCallsOfDue: db.prepare(
+        `DELETE FROM pending_calls WHERE run_id IN (SELECT run_id FROM runs WHERE live = 1 AND expires_at <= ?
+           AND (state = 'waiting' OR lease_until <= ?))`,
+      ),
+      expireDue: db.prepare(
+        `UPDATE runs SET state = 'expired', live = 0, purge_at = ?, snapshot = NULL, output_json = NULL,
+           telemetry_json = NULL, host_state_json = NULL, bytes = 0, claim_token = NULL, lease_until = 0
+         WHERE live = 1 AND expires_at <= ? AND (state = 'waiting' OR lease_until <= ?)`,
+      ),
+      purge: db.prepare("DELETE FROM runs WHERE live = 0 AND purge_at <= ?"),
+      stats: db.prepare<[], { live: number; running: number; tombstones: number; live_bytes: number | null }>(
+        `SELECT coalesce(sum(live), 0) AS live, coalesce(sum(state = 'running'), 0) AS running,
+           coalesce(sum(live = 0), 0) AS tombstones, coalesce(sum(CASE WHEN live = 1 THEN bytes END), 0) AS live_bytes
+         FROM runs`,
+      ),
+      requeue: db.prepare(
+        "UPDATE runs SET state = 'waiting', claim_token = NULL, lease_until = 0 WHERE state = 'running'",
+      ),
+      unsettled: db.prepare<[], { run_id: string } & CallRow>(
+        `SELECT c.run_id, c.call_id, c.tool_id, c.started_at, c.outcome_json, c.settled_at FROM pending_calls c
+           JOIN runs r ON r.run_id = c.run_id WHERE r.live = 1 AND c.outcome_json IS NULL`,
+      ),
+    };
+  }
+
+  async recover(
+    now: number,
+    interruptedOutcome: (call: BackendPendingCall) => string,
+  ): Promise<RecoveryReport> {
+    const statements = this.#statements;
+    return this.#db.transaction(() => {
+      const liveRuns = statements.countLive.get()!.n;
+      const requeuedRuns = statements.requeue.run().changes;
+      const settledAt = new Date(now).toISOString();
+      const unsettled = statements.unsettled.all();
+      for (const row of unsettled) {
+        const outcomeJson = interruptedOutcome({
+          callId: row.call_id,
+          toolId: row.tool_id,
+          startedAt: row.started_at,
+          outcomeJson: null,
+          settledAt: null,
+        });
+        statements.settleCall.run(outcomeJson, settledAt, row.run_id, row.call_id);
+        statements.addBytes.run(utf8Bytes(outcomeJson), row.run_id);
+      }
+      return { liveRuns, requeuedRuns, interruptedCalls: unsettled.length };
+    })();
+  }
+
+  async insert(record: BackendRecord, maxLiveRuns: number) {
+    const statements = this.#statements;
+    return this.#db.transaction(() => {
+      const live = statements.countLive.get()!.n;
+      if (live >= maxLiveRuns) return { status: "full" as const, live };
+      statements.insertRun.run({
+        runId: record.runId,
+        ...record.scope,
+        snapshot: asBuffer(record.snapshot),
+        outputJson: record.outputJson,
+        telemetryJson: record.telemetryJson,
+        hostStateJson: record.hostStateJson,
+        createdAt: record.createdAt,
+        updatedAt: record.updatedAt,
+        expiresAt: record.expiresAt,
+        bytes: record.bytes,
+        resumeCount: record.resumeCount,
+      });
+      this.#insertCalls(record.runId, record.pendingCalls);
+      return { status: "ok" as const };
+    })();
+  }
+
+  #insertCalls(runId: string, calls: BackendPendingCall[]): void {
+    calls.forEach((call, position) => {
+      this.#statements.insertCall.run(
+        runId,
+        position,
+        call.callId,
+        call.toolId,
+        call.startedAt,
+        call.outcomeJson,
+        call.settledAt,
+      );
+    });
+  }
+
+  async settle(request: SettleRequest): Promise<BackendSettleAnswer> {
+    const statements = this.#statements;
+    return this.#db.transaction((): BackendSettleAnswer => {
+      const head = statements.runHead.get(request.runId);
+      if (head === undefined || (head.state !== "waiting" && head.state !== "running"))
+        return { status: "run_gone" };
+      const call = statements.call.get(request.runId, request.callId);
+      if (call === undefined) return { status: "unknown_call" };
+      if (call.outcome_json !== null) return { status: "already_settled" };
+      if (head.bytes + request.outcomeBytes > request.maxBytes)
+        return { status: "too_large", bytes: head.bytes };
+      statements.settleCall.run(request.outcomeJson, request.settledAt, request.runId, request.callId);
+      statements.addBytes.run(request.outcomeBytes, request.runId);
+      return { status: "recorded" };
+    })();
+  }
+
+  async claim(request: ClaimRequest): Promise<BackendClaimAnswer> {
+    const statements = this.#statements;
+    return this.#db.transaction((): BackendClaimAnswer => {
+      const head = statements.runHead.get(request.runId);
+      if (head === undefined) return { status: "unknown" };
+      if (!sameScope(scopeOf(head as RunRow), request.scope)) return { status: "scope_mismatch" };
+      switch (head.state) {
+        case "aborted":
+          return { status: "aborted" };
+        case "expired":
+          return { status: "expired", bytes: 0, justExpired: false };
+        case "completed":
+        case "failed":
+          return { status: "finished", state: head.state };
+        case "running":
+          if (head.lease_until > request.now) return { status: "busy" };
+          break;
+        case "waiting":
+          break;
+      }
+      if (head.expires_at <= request.now) {
+        this.#tombstone(request.runId, "expired", request.purgeAt);
+        return { status: "expired", bytes: head.bytes, justExpired: true };
+      }
+      statements.claim.run(request.claimToken, request.leaseUntil, request.runId);
+      const row = statements.runFull.get(request.runId)!;
+      return { status: "claimed", record: this.#recordOf(row) };
+    })();
+  }
+
+  #recordOf(row: RunRow): BackendRecord {
+    return {
+      runId: row.run_id,
+      scope: scopeOf(row),
+      snapshot: asPlainBytes(row.snapshot!),
+      pendingCalls: this.#statements.calls.all(row.run_id).map((call) => ({
+        callId: call.call_id,
+        toolId: call.tool_id,
+        startedAt: call.started_at,
+        outcomeJson: call.outcome_json,
+        settledAt: call.settled_at,
+      })),
+      outputJson: row.output_json!,
+      telemetryJson: row.telemetry_json!,
+      hostStateJson: row.host_state_json,
+      createdAt: row.created_at,
+      updatedAt: row.updated_at,
+      expiresAt: row.expires_at,
+      bytes: row.bytes,
+      resumeCount: row.resume_count,
+    };
+  }
+
+  /** The run under a valid claim, or why not. Runs inside the caller's transaction. */
+  #claimed(runId: string, claimToken: string) {
+    const head = this.#statements.runHead.get(runId);
+    if (head === undefined) return { status: "lost" as const, state: "gone" as const };
+    if (head.state !== "running" || head.claim_token !== claimToken)
+      return { status: "lost" as const, state: head.state };
+    return head;
+  }
+
+  async replace(request: ReplaceRequest): Promise<BackendClaimedAnswer<{ bytes: number }>> {
+    const statements = this.#statements;
+    return this.#db.transaction((): BackendClaimedAnswer<{ bytes: number }> => {
+      const head = this.#claimed(request.runId, request.claimToken);
+      if ("status" in head) return head;
+      const previous = new Map(statements.calls.all(request.runId).map((call) => [call.call_id, call]));
+      let bytes = request.baseBytes;
+      const calls = request.pendingCalls.map((call) => {
+        const old = previous.get(call.callId);
+        if (call.outcomeJson !== null || old === undefined || old.outcome_json === null) return call;
+        bytes += utf8Bytes(old.outcome_json);
+        return { ...call, outcomeJson: old.outcome_json, settledAt: old.settled_at };
+      });
+      if (bytes > request.maxBytes) return { status: "too_large", bytes };
+      statements.replaceRun.run({
+        runId: request.runId,
+        snapshot: asBuffer(request.snapshot),
+        outputJson: request.outputJson,
+        telemetryJson: request.telemetryJson,
+        hostStateJson: request.hostStateJson,
+        updatedAt: request.updatedAt,
+        expiresAt: request.expiresAt,
+        bytes,
+      });
+      statements.deleteCalls.run(request.runId);
+      this.#insertCalls(request.runId, calls);
+      return { status: "ok", bytes };
+    })();
+  }
+
+  async release(runId: string, claimToken: string): Promise<BackendClaimedAnswer<object>> {
+    return this.#db.transaction((): BackendClaimedAnswer<object> => {
+      const head = this.#claimed(runId, claimToken);
+      if ("status" in head) return head;
+      this.#statements.releaseRun.run(runId);
+      return { status: "ok" };
+    })();
+  }
+
+  async finish(request: FinishRequest): Promise<BackendClaimedAnswer<{ bytes: number }>> {
+    return this.#db.transaction((): BackendClaimedAnswer<{ bytes: number }> => {
+      const head = this.#claimed(request.runId, request.claimToken);
+      if ("status" in head) return head;
+      this.#tombstone(request.runId, request.state, request.purgeAt);
+      return { status: "ok", bytes: head.bytes };
+    })();
+  }
+
+  #tombstone(runId: string, state: RunState, purgeAt: number): void {
+    this.#statements.deleteCalls.run(runId);
+    this.#statements.tombstone.run(state, purgeAt, runId);
+  }
+
+  async abort(selector: RunSelector, purgeAt: number): Promise<DroppedRun[]> {
+    return this.#db.transaction(() => {
+      const dropped: DroppedRun[] = [];
+      // Live runs are capped (maxLiveRuns), so scanning them beats an index per selector field.
+      for (const row of this.#statements.liveScopes.all()) {
+        if (!selectorMatches(selector, row.run_id, scopeOf(row))) continue;
+        dropped.push({ runId: row.run_id, bytes: row.bytes });
+        this.#tombstone(row.run_id, "aborted", purgeAt);
+      }
+      return dropped;
+    })();
+  }
+
+  async sweep(now: number, purgeAt: number) {
+    const statements = this.#statements;
+    return this.#db.transaction(() => {
+      const expired: DroppedRun[] = statements.dueToExpire
+        .all(now, now)
+        .map((row) => ({ runId: row.run_id, bytes: row.bytes }));
+      if (expired.length > 0) {
+        statements.deleteCallsOfDue.run(now, now);
+        statements.expireDue.run(purgeAt, now, now);
+      }
+      const purged = statements.purge.run(now).changes;
+      return { expired, purged };
+    })();
+  }
+
+  async stats(): Promise<StoreStats> {
+    const row = this.#statements.stats.get()!;
+    return {
+      live: row.live,
+      waiting: row.live - row.running,
+      running: row.running,
+      tombstones: row.tombstones,
+      liveBytes: row.live_bytes ?? 0,
+    };
+  }
+
+  async close(): Promise<DroppedRun[]> {
+    if (this.#db.open) {
+      // Fold the WAL back into the main file so the store is one file at rest.
+      this.#db.pragma("wal_checkpoint(TRUNCATE)");
+      this.#db.close();
+    }
+    return [];
+  }
+}

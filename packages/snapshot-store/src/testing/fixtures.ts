@@ -1,0 +1,83 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { emptyTelemetry } from "@codecell/contract";
+import type { SnapshotBackend } from "../backend.js";
+import { MemorySnapshotBackend } from "../memory-backend.js";
+import { SqliteSnapshotBackend } from "../sqlite-backend.js";
+import type { RunScope, SuspendInput } from "../types.js";
+
+/** A backend under test and how to clean up after it. */
+export type BackendFactory = {
+  name: string;
+  create(): SnapshotBackend;
+  cleanup(): void;
+};
+
+export function memoryFactory(): BackendFactory {
+  return { name: "memory", create: () => new MemorySnapshotBackend(), cleanup: () => {} };
+}
+
+export function sqliteFactory(): BackendFactory {
+  const directories: string[] = [];
+  return {
+    name: "sqlite",
+    create() {
+      const directory = mkdtempSync(join(tmpdir(), "codecell-snapshots-"));
+      directories.push(directory);
+      return new SqliteSnapshotBackend({ path: join(directory, "snapshots.db") });
+    },
+    cleanup() {
+      for (const directory of directories.splice(0)) rmSync(directory, { recursive: true, force: true });
+    },
+  };
+}
+
+export function scopeFor(overrides: Partial<RunScope> = {}): RunScope {
+  return {
+    agentId: "agent-main",
+    sessionKey: "agent:main:chat-1",
+    sessionId: "session-1",
+    parentRunId: "agent-run-1",
+    toolCallId: "toolu_exec_1",
+    ...overrides,
+  };
+}
+
+/** Bytes whose content depends on the seed, so a mixed-up or torn record is visible. */
+export function patternBytes(length: number, seed: number): Uint8Array {
+  const bytes = new Uint8Array(length);
+  let state = (seed * 2654435761) >>> 0 || 1;
+  for (let index = 0; index < length; index += 1) {
+    state ^= state << 13;
+    state ^= state >>> 17;
+    state ^= state << 5;
+    bytes[index] = state & 0xff;
+  }
+  return bytes;
+}
+
+export function suspendInput(overrides: Partial<SuspendInput> = {}): SuspendInput {
+  return {
+    scope: scopeFor(),
+    snapshot: patternBytes(2048, 7),
+    pendingCalls: [
+      { callId: "call-1", toolId: "core__read_file", startedAt: "2026-01-01T00:00:00.000Z" },
+      { callId: "call-2", toolId: "mcp__github__create_issue", startedAt: "2026-01-01T00:00:00.010Z" },
+    ],
+    output: [{ type: "text", text: "started" }],
+    telemetry: { ...emptyTelemetry(), execCount: 1 },
+    ...overrides,
+  };
+}
+
+/** A clock the test moves by hand. */
+export function manualClock(start = Date.UTC(2026, 0, 1)) {
+  let now = start;
+  return {
+    now: () => now,
+    advance(ms: number) {
+      now += ms;
+    },
+  };
+}
