@@ -82,6 +82,38 @@ const typescriptAccepted: Array<[name: string, cell: string, expected: unknown]>
   ],
 ];
 
+// Erased types must not join two statements into one (TypeScript's own reading, checked against
+// typescript 5.9 transpileModule, is the expected value).
+const statementBoundaries: Array<[name: string, cell: string, expected: unknown]> = [
+  ["as cast before a parenthesised line", "const b = 1;\nconst a = b as number\n(globalThis)\nreturn a;", 1],
+  ["satisfies before an array line", "const b = [1];\nconst a = b satisfies number[]\n[0]\nreturn a;", [1]],
+  ["annotation before a parenthesised line", "let x: number\n(globalThis)\nx = 2;\nreturn x;", 2],
+  ["type alias before a parenthesised line", "const a = 1\ntype T = number\n(globalThis)\nreturn a;", 1],
+  [
+    "interface before an array line",
+    "const a = 1\ninterface I { x: number }\n[1, 2].forEach(() => {})\nreturn a;",
+    1,
+  ],
+  ["declare before a parenthesised line", "const a = 1\ndeclare const z: number\n(globalThis)\nreturn a;", 1],
+  [
+    "overload before a parenthesised line",
+    "const a = 1\nfunction f(x: string): void\nfunction f(x: any) { return x; }\n(globalThis)\nreturn a;",
+    1,
+  ],
+  [
+    "annotated class field before a computed one",
+    "const k = 'k';\nclass A { x: number\n[k] = 1 }\nreturn new A().k;",
+    1,
+  ],
+  ["as cast before a template line", "const b = 'x';\nconst a = b as string\n`t`\nreturn a;", "x"],
+  ["prefix cast of the next line stays one expression", "const x = <number>\n(1 + 1);\nreturn x;", 2],
+  [
+    "as cast followed by a binary operator line stays one expression",
+    "const a = 1 as number\n+ 2;\nreturn a;",
+    3,
+  ],
+];
+
 // TypeScript that must be refused, with the code and the user's line.
 const typescriptRefused: Array<[name: string, cell: string, code: string, line: number, text: RegExp]> = [
   [
@@ -138,6 +170,12 @@ describe("prepareCell for TypeScript", () => {
       expect(await runAsCellBody(javascript)).toEqual(expected);
     },
   );
+
+  it.each(statementBoundaries)("keeps statements apart: %s", async (_name, cell, expected) => {
+    const javascript = await prepareCell(cell, "typescript");
+    expect(javascript.split("\n")).toHaveLength(cell.split("\n").length);
+    expect(await runAsCellBody(javascript)).toEqual(expected);
+  });
 
   it.each(typescriptRefused)("refuses %s", async (_name, cell, code, line, text) => {
     const error = await rejection(() => prepareCell(cell, "typescript"));

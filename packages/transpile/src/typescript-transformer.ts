@@ -36,8 +36,26 @@ type SucraseInternals = {
   tokenType: TokenTypeTable;
   keyword: ContextualKeywordTable;
 };
-type TokenTypeTable = { _import: number; _export: number; at: number; parenL: number };
-type ContextualKeywordTable = { _namespace: number; _module: number; _declare: number; _type: number };
+type TokenTypeTable = {
+  _import: number;
+  _export: number;
+  _function: number;
+  at: number;
+  parenL: number;
+  bracketL: number;
+  backQuote: number;
+  colon: number;
+};
+type ContextualKeywordTable = {
+  _namespace: number;
+  _module: number;
+  _declare: number;
+  _type: number;
+  _interface: number;
+  _abstract: number;
+  _as: number;
+  _satisfies: number;
+};
 
 export type TypeScriptTransformer = {
   /** Type-stripped JavaScript with the same line numbers. Throws `typescript_transform_failed` or `module_access_denied`. */
@@ -132,16 +150,62 @@ function createTransformer(sucrase: SucraseInternals): TypeScriptTransformer {
     }
   }
 
+  /**
+   * Where erasing types would change how the JavaScript is split into statements. TypeScript ends a
+   * statement before a line that starts with `(`, `[` or a template when what precedes it is a type
+   * (`const a = b as T` / `(f)()`, a `type`/`interface`/`declare` line before `[1].forEach(...)`), but
+   * once the type is gone JavaScript joins the lines into one call or index. A `;` is inserted at each
+   * such place, on the same line, so the output keeps TypeScript's meaning and its line numbers.
+   */
+  function statementGuards(typescript: string, tokens: SucraseToken[]): number[] {
+    const offsets: number[] = [];
+    const statementStarters = new Set([
+      keyword._type,
+      keyword._interface,
+      keyword._declare,
+      keyword._abstract,
+    ]);
+    const hazards = new Set([tokenType.parenL, tokenType.bracketL, tokenType.backQuote]);
+    for (let index = 0; index < tokens.length; index++) {
+      const token = tokens[index]!;
+      if (!token.isType || tokens[index - 1]?.isType === true) continue;
+      let last = index;
+      while (tokens[last + 1]?.isType === true) last++;
+      if (statementStarters.has(token.contextualKeyword) || token.type === tokenType._function) {
+        offsets.push(token.start);
+      } else if (
+        token.contextualKeyword === keyword._as ||
+        token.contextualKeyword === keyword._satisfies ||
+        token.type === tokenType.colon
+      ) {
+        const next = tokens[last + 1];
+        const end = tokens[last]!.end;
+        if (
+          next !== undefined &&
+          hazards.has(next.type) &&
+          /[\n\r\u2028\u2029]/.test(typescript.slice(end, next.start))
+        ) {
+          offsets.push(end);
+        }
+      }
+      index = last;
+    }
+    return offsets;
+  }
+
   return {
     transform(typescript: string): string {
       try {
-        const { tokens, scopes } = sucrase.parse(typescript, false, true, false);
-        scanTokens(typescript, tokens);
+        const parsed = sucrase.parse(typescript, false, true, false);
+        scanTokens(typescript, parsed.tokens);
+        const guards = statementGuards(typescript, parsed.tokens);
+        const code = guards.length > 0 ? withSemicolonsAt(typescript, guards) : typescript;
+        const { tokens, scopes } = guards.length > 0 ? sucrase.parse(code, false, true, false) : parsed;
         // The same steps as sucrase's transform() for these options: no imports transform, so no
         // import processor and no shadowed-globals pass (keepUnusedImports).
-        const nameManager = new sucrase.NameManager(typescript, tokens);
+        const nameManager = new sucrase.NameManager(code, tokens);
         const helperManager = new sucrase.HelperManager(nameManager);
-        const tokenProcessor = new sucrase.TokenProcessor(typescript, tokens, false, true, helperManager);
+        const tokenProcessor = new sucrase.TokenProcessor(code, tokens, false, true, helperManager);
         const context = { tokenProcessor, scopes, nameManager, importProcessor: null, helperManager };
         return new sucrase.RootTransformer(context, options.transforms, false, options).transform().code;
       } catch (error) {
@@ -150,6 +214,16 @@ function createTransformer(sucrase: SucraseInternals): TypeScriptTransformer {
       }
     },
   };
+}
+
+function withSemicolonsAt(source: string, offsets: number[]): string {
+  let result = "";
+  let from = 0;
+  for (const offset of offsets) {
+    result += `${source.slice(from, offset)};`;
+    from = offset;
+  }
+  return result + source.slice(from);
 }
 
 function finding(
