@@ -1,0 +1,302 @@
+import {
+  type HostRequest,
+  type HostToWorkerMessage,
+  type SettleItem,
+  toErrorData,
+  toJsonText,
+  type WorkerToHostMessage,
+} from "@codecell/bridge";
+import { CodeModeError, type CodeModeErrorCode } from "@codecell/contract";
+import type { SandboxEvent, SandboxLimits, SandboxRun, SettleOutcome, SuspendedRun } from "./types.js";
+
+/** What a run needs from the worker that hosts it. */
+export interface RunHost {
+  post(message: HostToWorkerMessage, transfer?: ArrayBuffer[]): void;
+  /** The run stopped answering past its deadline: terminate the worker. */
+  unresponsive(run: RunHandle, code: CodeModeErrorCode): void;
+  detach(run: RunHandle): void;
+}
+
+type RunState = "starting" | "live" | "suspending" | "ended";
+
+export type RunSettings = {
+  runId: string;
+  limits: SandboxLimits;
+  deadlineAt: number;
+  signal: AbortSignal | undefined;
+  onRequest: (request: HostRequest) => void;
+  maxBridgeValueBytes: number;
+  watchdogGraceMs: number;
+  /** A restored run learns its pending calls from the worker's first idle event. */
+  restored: boolean;
+};
+
+/** The host side of one run: the event queue, the pending-call ledger, batching and the watchdog. */
+export class RunHandle implements SandboxRun {
+  readonly runId: string;
+  /** Shared with the worker: index 0 is the abort flag its interrupt handler reads. */
+  readonly abortFlag = new Int32Array(new SharedArrayBuffer(4));
+  private readonly settings: RunSettings;
+  private deadlineAt: number;
+  private host: RunHost | null = null;
+  private state: RunState = "starting";
+  private readonly events: SandboxEvent[] = [];
+  private readonly waiters: Array<(event: SandboxEvent) => void> = [];
+  private terminal: SandboxEvent | null = null;
+  private readonly pendingIds = new Set<string>();
+  private settleQueue: SettleItem[] = [];
+  private flushScheduled = false;
+  /** Commands sent to the worker that it has not answered yet; while > 0 guest code may be running. */
+  private commandsInFlight = 0;
+  private seeded = false;
+  private watchdog: NodeJS.Timeout | null = null;
+  private suspendWaiter: { resolve(run: SuspendedRun): void; reject(error: Error): void } | null = null;
+  private readonly onAbort = () => this.abort();
+
+  constructor(settings: RunSettings) {
+    this.settings = settings;
+    this.runId = settings.runId;
+    this.deadlineAt = settings.deadlineAt;
+    settings.signal?.addEventListener("abort", this.onAbort, { once: true });
+  }
+
+  get limits(): SandboxLimits {
+    return this.settings.limits;
+  }
+
+  get deadline(): number {
+    return this.deadlineAt;
+  }
+
+  get ended(): boolean {
+    return this.state === "ended";
+  }
+
+  get aborted(): boolean {
+    return this.settings.signal?.aborted === true;
+  }
+
+  /** Bind to a worker and send the first command (start or restore). */
+  attach(host: RunHost, first: HostToWorkerMessage, transfer?: ArrayBuffer[]): void {
+    if (this.state !== "starting") return;
+    this.host = host;
+    this.state = "live";
+    this.send(first, transfer);
+  }
+
+  next(): Promise<SandboxEvent> {
+    const queued = this.events.shift();
+    if (queued !== undefined) return Promise.resolve(queued);
+    if (this.terminal !== null) return Promise.resolve(this.terminal);
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  settle(requestId: string, outcome: SettleOutcome): void {
+    if (this.state === "ended" || this.state === "suspending") {
+      throw new CodeModeError(
+        "invalid_input",
+        `Run ${this.runId} is ${this.state === "ended" ? "over" : "being suspended"}; results for it must go to the restored run.`,
+      );
+    }
+    if (!this.pendingIds.delete(requestId)) {
+      throw new CodeModeError(
+        "invalid_input",
+        `Request ${JSON.stringify(requestId)} is not pending in run ${this.runId}: it was never issued or is already settled.`,
+        { requestId },
+      );
+    }
+    let item: SettleItem;
+    if (outcome.ok) {
+      try {
+        const { text } = toJsonText(outcome.value, {
+          maxBytes: this.settings.maxBridgeValueBytes,
+          label: "tool result",
+          errorCode: "nested_tool_failed",
+        });
+        item = { requestId, ok: true, json: text };
+      } catch (error) {
+        item = { requestId, ok: false, json: JSON.stringify(toErrorData(error)) };
+      }
+    } else {
+      item = { requestId, ok: false, json: JSON.stringify(toErrorData(outcome.error)) };
+    }
+    this.settleQueue.push(item);
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      // Results settled in the same tick travel together and cost one drain in the worker.
+      queueMicrotask(() => this.flushSettles());
+    }
+  }
+
+  private flushSettles(): void {
+    this.flushScheduled = false;
+    if (this.settleQueue.length === 0 || this.state !== "live") return;
+    const items = this.settleQueue;
+    this.settleQueue = [];
+    this.send({ type: "settle", runId: this.runId, items, deadlineAt: this.deadlineAt });
+  }
+
+  suspend(): Promise<SuspendedRun> {
+    if (
+      this.state !== "live" ||
+      this.commandsInFlight > 0 ||
+      this.settleQueue.length > 0 ||
+      this.pendingIds.size === 0
+    ) {
+      return Promise.reject(
+        new CodeModeError(
+          "invalid_input",
+          `Run ${this.runId} can only be suspended while idle with host calls pending (after an idle event, before settling).`,
+        ),
+      );
+    }
+    this.state = "suspending";
+    return new Promise((resolve, reject) => {
+      this.suspendWaiter = { resolve, reject };
+      this.host?.post({ type: "suspend", runId: this.runId });
+    });
+  }
+
+  setDeadline(deadlineAt: number): void {
+    this.deadlineAt = deadlineAt;
+    if (this.commandsInFlight > 0) this.armWatchdog();
+  }
+
+  dispose(): void {
+    if (this.state === "ended") return;
+    this.host?.post({ type: "dispose", runId: this.runId });
+    this.end({ type: "failed", code: "aborted", message: "The run was disposed by its caller.", output: [] });
+  }
+
+  /** Fail the run from the host side (before start, worker lost, watchdog). */
+  fail(code: CodeModeErrorCode, message: string): void {
+    if (this.state === "ended") return;
+    this.suspendWaiter?.reject(new CodeModeError(code, message));
+    this.suspendWaiter = null;
+    this.end({ type: "failed", code, message, output: [] });
+  }
+
+  private abort(): void {
+    Atomics.store(this.abortFlag, 0, 1);
+    if (this.state === "ended") return;
+    if (this.state === "starting" || this.commandsInFlight === 0) {
+      // Nothing is running: free the VM now rather than waiting for a drain that may never come.
+      this.host?.post({ type: "dispose", runId: this.runId });
+      this.fail("aborted", "The run was aborted by its caller.");
+      return;
+    }
+    // Guest code is running: its interrupt handler sees the flag; the watchdog covers a stuck worker.
+    this.armWatchdog(Date.now());
+  }
+
+  private send(message: HostToWorkerMessage, transfer?: ArrayBuffer[]): void {
+    this.commandsInFlight += 1;
+    this.armWatchdog();
+    this.host?.post(message, transfer);
+  }
+
+  private armWatchdog(from = this.deadlineAt): void {
+    if (this.watchdog !== null) clearTimeout(this.watchdog);
+    const target = this.aborted ? Date.now() : from;
+    const due = Math.max(0, target - Date.now()) + this.settings.watchdogGraceMs;
+    this.watchdog = setTimeout(() => {
+      this.watchdog = null;
+      if (this.state === "ended" || this.commandsInFlight === 0) return;
+      this.host?.unresponsive(this, this.aborted ? "aborted" : "timeout");
+    }, due);
+    // The watchdog guards a run; it must not keep a process alive on its own.
+    this.watchdog.unref();
+  }
+
+  private clearWatchdog(): void {
+    if (this.watchdog !== null) clearTimeout(this.watchdog);
+    this.watchdog = null;
+  }
+
+  /** A message from the worker for this run. */
+  receive(message: WorkerToHostMessage): void {
+    if (this.state === "ended") return;
+    switch (message.type) {
+      case "request": {
+        this.pendingIds.add(message.request.requestId);
+        try {
+          this.settings.onRequest(message.request);
+        } catch (error) {
+          this.settle(message.request.requestId, { ok: false, error: toErrorData(error) });
+        }
+        return;
+      }
+      case "idle": {
+        this.answered();
+        if (this.settings.restored && !this.seeded) {
+          this.seeded = true;
+          for (const request of message.pending) this.pendingIds.add(request.requestId);
+        }
+        this.push({ type: "idle", pending: message.pending, output: message.output });
+        return;
+      }
+      case "completed": {
+        this.answered();
+        this.end({ type: "completed", value: message.value, output: message.output });
+        return;
+      }
+      case "failed": {
+        this.answered();
+        const event: SandboxEvent = { type: "failed", message: message.message, output: message.output };
+        if (message.code !== null) event.code = message.code;
+        if (message.error !== null) event.error = message.error;
+        this.end(event);
+        return;
+      }
+      case "suspended": {
+        const waiter = this.suspendWaiter;
+        this.suspendWaiter = null;
+        this.end(
+          {
+            type: "failed",
+            code: "internal_error",
+            message: "The run was suspended; continue it with restore().",
+            output: [],
+          },
+          false,
+        );
+        waiter?.resolve({
+          snapshot: message.snapshot,
+          bytes: message.snapshot.byteLength,
+          pending: message.pending,
+        });
+        return;
+      }
+      case "suspend-failed": {
+        this.state = "live";
+        const waiter = this.suspendWaiter;
+        this.suspendWaiter = null;
+        waiter?.reject(new CodeModeError(message.code, message.message));
+        return;
+      }
+    }
+  }
+
+  private answered(): void {
+    this.commandsInFlight = Math.max(0, this.commandsInFlight - 1);
+    if (this.commandsInFlight === 0) this.clearWatchdog();
+  }
+
+  private push(event: SandboxEvent): void {
+    const waiter = this.waiters.shift();
+    if (waiter !== undefined) waiter(event);
+    else this.events.push(event);
+  }
+
+  private end(event: SandboxEvent, deliver = true): void {
+    if (this.state === "ended") return;
+    this.state = "ended";
+    this.clearWatchdog();
+    this.settings.signal?.removeEventListener("abort", this.onAbort);
+    this.terminal = event;
+    this.host?.detach(this);
+    if (deliver) this.push(event);
+    // Anyone still waiting gets the terminal event.
+    for (const waiter of this.waiters.splice(0)) waiter(event);
+  }
+}

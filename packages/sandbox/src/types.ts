@@ -1,0 +1,88 @@
+import type { GuestSurface, HostRequest, SandboxLimits } from "@codecell/bridge";
+import type {
+  CodeModeErrorCode,
+  CodeModeErrorData,
+  CodeModeLanguage,
+  CodeModeOutput,
+  JsonValue,
+} from "@codecell/contract";
+
+export type { GuestSurface, HostRequest, SandboxLimits };
+
+export type SandboxPoolOptions = {
+  /** Warm workers. Default: `os.availableParallelism()`. */
+  size?: number;
+  /** Path or file URL of `quickjs.wasm`. Default: the one in the `quickjs-wasi` dependency. */
+  wasm?: URL | string;
+  /**
+   * Signs snapshots with HMAC-SHA-256 so only holders of the secret can produce restorable bytes. All
+   * processes that restore each other's snapshots need the same secret. Default: SHA-256 only (detects
+   * corruption; snapshots must then be kept where guests and users cannot write them).
+   */
+  snapshotSecret?: string;
+  /** Largest JSON of one host result delivered into the guest. Default 8 MiB. */
+  maxBridgeValueBytes?: number;
+  /** Extra time after the deadline (or an abort) before a silent worker is terminated. Default 100 ms. */
+  watchdogGraceMs?: number;
+};
+
+/** How a host request ended: a JSON value, or an error delivered to the guest as plain data. */
+export type SettleOutcome = { ok: true; value: unknown } | { ok: false; error: CodeModeErrorData };
+
+type RunCommon = {
+  /** The JSON surface the prelude installs (ALL_TOOLS, tools, MCP, API, namespaces). */
+  surface: GuestSurface;
+  limits: SandboxLimits;
+  /** Epoch ms. Guest code that runs past it is interrupted (`timeout`); an idle run is not affected. */
+  deadlineAt: number;
+  signal?: AbortSignal;
+  /** Called once per guest host call, right away, with its id. Settle it with `run.settle`. */
+  onRequest(request: HostRequest): void;
+};
+
+export type RunOptions = RunCommon & { code: string; language: CodeModeLanguage };
+
+/** The surface is already inside the snapshot, so a restore does not take one. */
+export type RestoreOptions = Omit<RunCommon, "surface"> & { snapshot: Uint8Array };
+
+export type SandboxEvent =
+  /** The job queue is empty and host calls are in flight: settle them, or suspend. */
+  | { type: "idle"; pending: HostRequest[]; output: CodeModeOutput[] }
+  | { type: "completed"; value: JsonValue; output: CodeModeOutput[] }
+  /**
+   * `code` is absent when the guest itself failed (an uncaught exception, a promise nothing can
+   * settle); `error` then carries the guest error's name and message (and code, for bridge errors).
+   */
+  | {
+      type: "failed";
+      code?: CodeModeErrorCode;
+      message: string;
+      error?: CodeModeErrorData;
+      output: CodeModeOutput[];
+    };
+
+export type SuspendedRun = { snapshot: Uint8Array; bytes: number; pending: HostRequest[] };
+
+export interface SandboxRun {
+  readonly runId: string;
+  /** The next state change. After a terminal event it keeps returning that event. */
+  next(): Promise<SandboxEvent>;
+  /** Deliver one result, in any order. Throws `invalid_input` for ids never issued or already settled. */
+  settle(requestId: string, outcome: SettleOutcome): void;
+  /** Only when idle (the last event was `idle` and nothing was settled since). Frees the VM. */
+  suspend(): Promise<SuspendedRun>;
+  /** Move the guest's deadline (a `wait` gives the run a fresh one). */
+  setDeadline(deadlineAt: number): void;
+  /** Free the VM. Pending `next()` calls get a failed `aborted` event. */
+  dispose(): void;
+}
+
+export interface SandboxPool {
+  /** A fresh VM per run, never shared. */
+  run(options: RunOptions): SandboxRun;
+  /** Continue a suspended run on any worker of any process. */
+  restore(options: RestoreOptions): SandboxRun;
+  /** Counters for health checks and tests. */
+  stats(): { workers: number; liveRuns: number; workersReplaced: number };
+  close(): Promise<void>;
+}

@@ -1,0 +1,34 @@
+import { readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+
+/** A compiled `WebAssembly.Module`, typed opaquely (this project's lib has no WebAssembly types). */
+export type CompiledModule = object;
+
+const wasmApi = (
+  globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<CompiledModule> } }
+).WebAssembly;
+
+const compiled = new Map<string, Promise<CompiledModule>>();
+
+/** Where the quickjs-wasi package (a direct dependency) keeps its engine. */
+export function defaultWasmPath(): string {
+  return createRequire(import.meta.url).resolve("quickjs-wasi/quickjs.wasm");
+}
+
+/**
+ * Read and compile `quickjs.wasm` once per process and path; every worker receives the same compiled
+ * module, so no worker and no VM compiles it again.
+ */
+export function loadQuickJsModule(location?: URL | string): Promise<CompiledModule> {
+  const path =
+    location === undefined ? defaultWasmPath() : location instanceof URL ? fileURLToPath(location) : location;
+  let promise = compiled.get(path);
+  if (promise === undefined) {
+    promise = readFile(path).then((bytes) => wasmApi.compile(bytes));
+    compiled.set(path, promise);
+    // A failed load is not cached, so a later pool can try again (the file may have been restored).
+    promise.catch(() => compiled.delete(path));
+  }
+  return promise;
+}

@@ -1,0 +1,488 @@
+/**
+ * The trusted guest prelude. Its source (not this module) is evaluated inside every fresh VM before
+ * user code: it receives the one host function and the surface JSON, installs the frozen guest
+ * globals, and returns a `control` function that only the worker holds. Every bridge helper lives in
+ * this closure, so nothing internal is reachable from a guest global or a guest object.
+ *
+ * It captures the intrinsics it needs up front, so a cell that later patches `JSON`, `Promise`,
+ * `Map.prototype` or `Object.prototype` cannot redirect the bridge.
+ *
+ * Host protocol (all arguments and results are strings):
+ * - host("request", bodyJson) -> request id, or `{"error": {...}}` JSON when refused
+ * - host("output", "text" | "json", text)
+ * - host("done", resultJson) and host("fail", errorJson), once per run
+ *
+ * @param {(op: string, ...args: string[]) => string} host
+ * @param {string} surfaceText
+ */
+export function guestPrelude(host, surfaceText) {
+  const globalObject = globalThis;
+  const ObjectCtor = Object;
+  const freeze = ObjectCtor.freeze;
+  const isFrozen = ObjectCtor.isFrozen;
+  const defineProperty = ObjectCtor.defineProperty;
+  const createObject = ObjectCtor.create;
+  const ownNames = ObjectCtor.getOwnPropertyNames;
+  const ownDescriptor = ObjectCtor.getOwnPropertyDescriptor;
+  const objectKeys = ObjectCtor.keys;
+  const protoOf = ObjectCtor.prototype.isPrototypeOf;
+  const hasOwn = ObjectCtor.prototype.hasOwnProperty;
+  const apply = Reflect.apply;
+  const jsonParse = JSON.parse;
+  const jsonStringify = JSON.stringify;
+  const PromiseCtor = Promise;
+  const promiseThen = PromiseCtor.prototype.then;
+  const ErrorCtor = Error;
+  const TypeErrorCtor = TypeError;
+  const RangeErrorCtor = RangeError;
+  const errorPrototype = ErrorCtor.prototype;
+  const StringCtor = String;
+  const charCodeAt = StringCtor.prototype.charCodeAt;
+  const isArray = Array.isArray;
+  const isView = ArrayBuffer.isView;
+  const arrayBufferLength = ownDescriptor(ArrayBuffer.prototype, "byteLength").get;
+  const sharedBufferLength =
+    typeof SharedArrayBuffer === "function"
+      ? ownDescriptor(SharedArrayBuffer.prototype, "byteLength").get
+      : null;
+  const mapSize = ownDescriptor(Map.prototype, "size").get;
+  const mapForEach = Map.prototype.forEach;
+  const setSize = ownDescriptor(Set.prototype, "size").get;
+  const setForEach = Set.prototype.forEach;
+  const WeakSetCtor = WeakSet;
+  const weakSetAdd = WeakSetCtor.prototype.add;
+  const weakSetHas = WeakSetCtor.prototype.has;
+
+  /** Errors this prelude made: only they may carry a code that fails the run with that code. */
+  const bridgeErrors = new WeakSetCtor();
+  /** Resolvers of in-flight host requests, keyed by request id. */
+  const pending = createObject(null);
+
+  function hasBrand(getter, value) {
+    if (getter === null) return false;
+    try {
+      apply(getter, value, []);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  function makeError(name, message, code, details) {
+    const error = new ErrorCtor(StringCtor(message));
+    defineProperty(error, "name", {
+      value: StringCtor(name),
+      writable: true,
+      enumerable: false,
+      configurable: true,
+    });
+    if (typeof code === "string") {
+      defineProperty(error, "code", { value: code, writable: false, enumerable: true, configurable: false });
+    }
+    if (details !== undefined && details !== null) {
+      defineProperty(error, "details", {
+        value: details,
+        writable: false,
+        enumerable: true,
+        configurable: false,
+      });
+    }
+    apply(weakSetAdd, bridgeErrors, [error]);
+    return error;
+  }
+
+  function rejected(error) {
+    return new PromiseCtor((_resolve, reject) => reject(error));
+  }
+
+  function resolved(value) {
+    return new PromiseCtor((resolve) => resolve(value));
+  }
+
+  // The guest half of the JSON adapter: the same fallbacks as the host half in @codecell/bridge.
+  function replacer(_key, value) {
+    const type = typeof value;
+    if (type === "bigint") return StringCtor(value);
+    if (type === "function" || type === "symbol") return undefined;
+    if (type !== "object" || value === null) return value;
+    if (isView(value) || hasBrand(arrayBufferLength, value) || hasBrand(sharedBufferLength, value)) {
+      throw new TypeErrorCtor(
+        "binary values (ArrayBuffer, typed arrays, DataView) cannot cross the sandbox bridge in v1; send base64 text or an array of numbers",
+      );
+    }
+    if (hasBrand(mapSize, value)) {
+      const pairs = [];
+      let index = 0;
+      apply(mapForEach, value, [
+        (item, key) => {
+          pairs[index++] = [key, item];
+        },
+      ]);
+      return pairs;
+    }
+    if (hasBrand(setSize, value)) {
+      const items = [];
+      let index = 0;
+      apply(setForEach, value, [
+        (item) => {
+          items[index++] = item;
+        },
+      ]);
+      return items;
+    }
+    if (apply(protoOf, errorPrototype, [value])) {
+      const data = { name: StringCtor(value.name), message: StringCtor(value.message) };
+      if (typeof value.code === "string") data.code = value.code;
+      return data;
+    }
+    return value;
+  }
+
+  function toJsonText(value, label) {
+    let text;
+    try {
+      text = apply(jsonStringify, undefined, [value, replacer]);
+    } catch (error) {
+      if (
+        apply(protoOf, TypeErrorCtor.prototype, [error]) &&
+        /circular|cycl/i.test(StringCtor(error.message))
+      ) {
+        throw new TypeErrorCtor(
+          `${label} has a cycle and cannot cross the sandbox bridge; remove the back-reference`,
+        );
+      }
+      if (apply(protoOf, RangeErrorCtor.prototype, [error])) {
+        throw new RangeErrorCtor(
+          `${label} is nested too deeply (or cyclic through a Map or Set) to cross the sandbox bridge`,
+        );
+      }
+      throw error;
+    }
+    return text === undefined ? "null" : text;
+  }
+
+  function request(body, resultIsVoid) {
+    let text;
+    try {
+      text = toJsonText(body, "the tool input");
+    } catch (error) {
+      return rejected(error);
+    }
+    const reply = host("request", text);
+    if (apply(charCodeAt, reply, [0]) === 123) {
+      const data = jsonParse(reply).error;
+      return rejected(makeError(data.name, data.message, data.code, data.details));
+    }
+    return new PromiseCtor((resolve, reject) => {
+      pending[reply] = { resolve, reject, resultIsVoid };
+    });
+  }
+
+  function settle(requestId, ok, text) {
+    const entry = pending[requestId];
+    if (entry === undefined) return "unknown";
+    delete pending[requestId];
+    const value = jsonParse(text);
+    if (ok === "1") {
+      entry.resolve(entry.resultIsVoid ? undefined : value);
+    } else {
+      entry.reject(makeError(value.name, value.message, value.code, value.details));
+    }
+    return "settled";
+  }
+
+  function describeError(error) {
+    const data = { name: "Error", message: "", code: null, stack: "" };
+    try {
+      if ((typeof error === "object" || typeof error === "function") && error !== null) {
+        data.name = StringCtor(error.name);
+        data.message = StringCtor(error.message);
+        if (apply(weakSetHas, bridgeErrors, [error]) && typeof error.code === "string")
+          data.code = error.code;
+        const stack = error.stack;
+        if (typeof stack === "string") data.stack = stack;
+      } else {
+        data.message = StringCtor(error);
+      }
+    } catch {
+      data.message = "the thrown value could not be described";
+    }
+    return apply(jsonStringify, undefined, [data]);
+  }
+
+  function textOf(value) {
+    if (typeof value === "string") return value;
+    if (value === undefined || value === null || typeof value !== "object") return StringCtor(value);
+    if (apply(protoOf, errorPrototype, [value]))
+      return `${StringCtor(value.name)}: ${StringCtor(value.message)}`;
+    return toJsonText(value, "the text() value");
+  }
+
+  function deepFreeze(value) {
+    if ((typeof value === "object" || typeof value === "function") && value !== null && !isFrozen(value)) {
+      freeze(value);
+      const names = ownNames(value);
+      for (let index = 0; index < names.length; index++) deepFreeze(value[names[index]]);
+    }
+    return value;
+  }
+
+  function define(target, name, value) {
+    defineProperty(target, name, { value, writable: false, enumerable: true, configurable: false });
+  }
+
+  function requireString(value, what) {
+    if (typeof value !== "string" || value.length === 0) {
+      throw new TypeErrorCtor(`${what} must be a non-empty string`);
+    }
+    return value;
+  }
+
+  function utf8Length(text) {
+    let bytes = 0;
+    for (let index = 0; index < text.length; index++) {
+      const code = apply(charCodeAt, text, [index]);
+      if (code < 0x80) bytes += 1;
+      else if (code < 0x800) bytes += 2;
+      else if (code >= 0xd800 && code <= 0xdbff) {
+        bytes += 4;
+        index++;
+      } else bytes += 3;
+    }
+    return bytes;
+  }
+
+  const surface = jsonParse(surfaceText);
+
+  // tools: search, describe, call, and one convenience function per unambiguous safe name.
+  const tools = {};
+  define(tools, "search", function search(query, options) {
+    try {
+      const body = { kind: "search", query: requireString(query, "tools.search(query): query") };
+      if (options !== undefined && options !== null) {
+        if (typeof options !== "object")
+          throw new TypeErrorCtor("tools.search(query, options): options must be an object");
+        const limit = options.limit;
+        if (limit !== undefined) {
+          if (typeof limit !== "number")
+            throw new TypeErrorCtor("tools.search options.limit must be a number");
+          body.options = { limit };
+        }
+      }
+      return request(body, false);
+    } catch (error) {
+      return rejected(error);
+    }
+  });
+  define(tools, "describe", function describe(idOrName) {
+    try {
+      return request({ kind: "describe", target: requireString(idOrName, "tools.describe(id): id") }, false);
+    } catch (error) {
+      return rejected(error);
+    }
+  });
+  const callTool = function call(idOrName, input) {
+    try {
+      const target = requireString(idOrName, "tools.call(id, input): id");
+      return request({ kind: "call", target, input: input === undefined ? {} : input }, false);
+    } catch (error) {
+      return rejected(error);
+    }
+  };
+  define(tools, "call", callTool);
+  for (const entry of surface.toolFunctions) {
+    const toolId = entry.toolId;
+    if (apply(hasOwn, tools, [entry.name])) continue;
+    define(tools, entry.name, (input) => callTool(toolId, input));
+  }
+  freeze(tools);
+
+  // MCP.<server>.<tool>(input), $api, resources and prompts.
+  const mcp = {};
+  for (const server of surface.mcpServers) {
+    const serverId = server.identifier;
+    const namespace = {};
+    const mcpRequest = (op, toolId, args) => {
+      const body = { kind: "mcp", server: serverId, op, args };
+      if (toolId !== undefined) body.toolId = toolId;
+      return request(body, false);
+    };
+    for (const tool of server.tools) {
+      const toolId = tool.toolId;
+      define(namespace, tool.identifier, (input) =>
+        mcpRequest("call", toolId, [input === undefined ? {} : input]),
+      );
+    }
+    if (!apply(hasOwn, namespace, ["$api"])) {
+      define(namespace, "$api", (...args) => mcpRequest("$api", undefined, args));
+    }
+    if (server.resources && !apply(hasOwn, namespace, ["resources"])) {
+      const resources = {};
+      define(resources, "list", (...args) => mcpRequest("resources.list", undefined, args));
+      define(resources, "read", (...args) => mcpRequest("resources.read", undefined, args));
+      define(namespace, "resources", freeze(resources));
+    }
+    if (server.prompts && !apply(hasOwn, namespace, ["prompts"])) {
+      const prompts = {};
+      define(prompts, "list", (...args) => mcpRequest("prompts.list", undefined, args));
+      define(prompts, "get", (...args) => mcpRequest("prompts.get", undefined, args));
+      define(namespace, "prompts", freeze(prompts));
+    }
+    define(mcp, serverId, freeze(namespace));
+  }
+  freeze(mcp);
+
+  // API: the virtual declaration files, answered here without a host request.
+  const apiFiles = createObject(null);
+  const apiPaths = [];
+  for (const file of surface.apiFiles) {
+    apiFiles[file.path] = file;
+    apiPaths[apiPaths.length] = file.path;
+  }
+  function checkedApiPath(path, what, allowEmpty) {
+    if (typeof path !== "string")
+      throw new TypeErrorCtor(`${what} must be a string such as "mcp/index.d.ts"`);
+    let trimmed = path;
+    while (trimmed.length > 0 && trimmed[trimmed.length - 1] === "/") trimmed = trimmed.slice(0, -1);
+    if (trimmed.length === 0) {
+      if (allowEmpty) return "";
+      throw new TypeErrorCtor(`${what} is empty`);
+    }
+    const segments = trimmed.split("/");
+    for (let index = 0; index < segments.length; index++) {
+      const segment = segments[index];
+      if (segment === "" || segment === "." || segment === "..") {
+        throw makeError(
+          "Error",
+          `${what} "${path}" has an empty, "." or ".." segment; use paths from API.list()`,
+          "invalid_input",
+        );
+      }
+    }
+    return trimmed;
+  }
+  const api = {};
+  define(api, "list", function list(prefix) {
+    try {
+      const wanted = prefix === undefined ? "" : checkedApiPath(prefix, "API.list(prefix): prefix", true);
+      const files = [];
+      for (let index = 0; index < apiPaths.length; index++) {
+        const path = apiPaths[index];
+        if (wanted === "" || path === wanted || path.startsWith(`${wanted}/`)) {
+          const file = apiFiles[path];
+          files[files.length] = { path, description: file.description, bytes: utf8Length(file.content) };
+        }
+      }
+      return resolved(files);
+    } catch (error) {
+      return rejected(error);
+    }
+  });
+  define(api, "read", function read(path) {
+    try {
+      const wanted = checkedApiPath(path, "API.read(path): path", false);
+      const file = apiFiles[wanted];
+      if (file === undefined) {
+        throw makeError(
+          "Error",
+          `API.read: there is no file "${wanted}"; call API.list() to see the files`,
+          "invalid_input",
+        );
+      }
+      return resolved(file.content);
+    } catch (error) {
+      return rejected(error);
+    }
+  });
+  freeze(api);
+
+  // Namespaces: scope JSON with call markers turned into async functions.
+  function buildScope(value, namespaceId) {
+    if (isArray(value)) {
+      const items = [];
+      for (let index = 0; index < value.length; index++) items[index] = buildScope(value[index], namespaceId);
+      return freeze(items);
+    }
+    if (typeof value !== "object" || value === null) return value;
+    const keys = objectKeys(value);
+    if (keys.length === 1 && keys[0] === "$codecellCall" && typeof value.$codecellCall === "string") {
+      const path = value.$codecellCall;
+      return (...args) => request({ kind: "namespace", namespaceId, path, args }, false);
+    }
+    const scope = {};
+    for (let index = 0; index < keys.length; index++) {
+      define(scope, keys[index], buildScope(value[keys[index]], namespaceId));
+    }
+    return freeze(scope);
+  }
+  const namespaces = {};
+  const namespaceGlobals = [];
+  for (const entry of surface.namespaces) {
+    const scope = buildScope(entry.scope, entry.namespaceId);
+    define(namespaces, entry.globalName, scope);
+    namespaceGlobals[namespaceGlobals.length] = [entry.globalName, scope];
+  }
+  freeze(namespaces);
+
+  function text(value) {
+    host("output", "text", textOf(value));
+  }
+  function json(value) {
+    host("output", "json", toJsonText(value, "the json() value"));
+  }
+  function yieldControl(reason) {
+    const body = { kind: "yield" };
+    if (reason !== undefined) body.reason = StringCtor(reason);
+    return request(body, true);
+  }
+
+  function installGlobal(name, value) {
+    if (apply(hasOwn, globalObject, [name])) {
+      throw new TypeErrorCtor(`the guest global "${name}" already exists; pick another namespace globalName`);
+    }
+    defineProperty(globalObject, name, { value, writable: false, enumerable: false, configurable: false });
+  }
+  installGlobal("ALL_TOOLS", deepFreeze(surface.allTools));
+  installGlobal("tools", tools);
+  installGlobal("MCP", mcp);
+  installGlobal("API", api);
+  installGlobal("namespaces", namespaces);
+  installGlobal("text", freeze(text));
+  installGlobal("json", freeze(json));
+  installGlobal("yield_control", freeze(yieldControl));
+  for (let index = 0; index < namespaceGlobals.length; index++) {
+    installGlobal(namespaceGlobals[index][0], namespaceGlobals[index][1]);
+  }
+
+  function onResult(value) {
+    let resultText;
+    try {
+      resultText = toJsonText(value, "the returned value");
+    } catch (error) {
+      host("fail", describeError(error));
+      return;
+    }
+    host("done", resultText);
+  }
+  function onFailure(error) {
+    host("fail", describeError(error));
+  }
+
+  return function control(op, first, second, third) {
+    if (op === "start") {
+      let result;
+      try {
+        result = first();
+      } catch (error) {
+        result = rejected(error);
+      }
+      apply(promiseThen, result, [onResult, onFailure]);
+      return "started";
+    }
+    if (op === "settle") return settle(first, second, third);
+    return "unknown";
+  };
+}
+
+/** The prelude as source text for `evalCode`: an expression that evaluates to the function. */
+export const GUEST_PRELUDE_SOURCE = `(${guestPrelude.toString()})`;

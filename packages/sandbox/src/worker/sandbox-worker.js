@@ -1,0 +1,548 @@
+import { parentPort } from "node:worker_threads";
+import { parseHostRequestBody, parseHostToWorkerMessage } from "@codecell/bridge";
+import { isCodeModeErrorCode } from "@codecell/contract";
+import { JSException, QuickJS } from "quickjs-wasi";
+import { GUEST_PRELUDE_SOURCE } from "./guest-prelude.js";
+import { decodeSnapshot, encodeSnapshot, SnapshotCodecError } from "./snapshot-codec.js";
+
+/** The one host function; its name is baked into snapshots, so it must never change. */
+const HOST_FUNCTION_NAME = "codecellHost";
+/** QuickJS stack guard: without it deep recursion corrupts the VM instead of throwing RangeError. */
+const MAX_STACK_BYTES = 256 * 1024;
+/** Largest JSON body of one host request (tool input). */
+const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
+/** The cell is the body of an async function; the opening stays on line 1 so line numbers hold. */
+const CELL_PREFIX = "(async function () {";
+const CELL_FILENAME = "cell.js";
+/** Bound on drain rounds; each round runs every queued job, so this is never reached honestly. */
+const MAX_DRAIN_ROUNDS = 100_000;
+
+if (parentPort === null) throw new Error("sandbox-worker.js must run as a worker thread");
+const port = parentPort;
+
+/** @type {WebAssembly.Module | null} */
+let wasmModule = null;
+/** @type {string | null} */
+let snapshotSecret = null;
+/** @type {Map<string, GuestRun>} */
+const runs = new Map();
+
+/** @param {import("@codecell/bridge").WorkerToHostMessage} message @param {ArrayBuffer[]} [transfer] */
+function post(message, transfer) {
+  port.postMessage(message, transfer ?? []);
+}
+
+/** @param {string} text */
+function byteLength(text) {
+  return Buffer.byteLength(text, "utf8");
+}
+
+/**
+ * WASI fd_write: the guest must never reach host stdout or stderr. Report every byte as written so
+ * libc does not retry, and drop them.
+ * @param {WebAssembly.Memory} memory
+ */
+function silentWasi(memory) {
+  return {
+    /** @param {number} _fd @param {number} iovs @param {number} count @param {number} writtenPtr */
+    fd_write(_fd, iovs, count, writtenPtr) {
+      const view = new DataView(memory.buffer);
+      let total = 0;
+      for (let index = 0; index < count; index++) total += view.getUint32(iovs + index * 8 + 4, true);
+      view.setUint32(writtenPtr, total, true);
+      return 0;
+    },
+  };
+}
+
+/** @param {{ name: string, message: string, stack?: string }} data */
+function describeGuestError(data) {
+  let text = `${data.name}: ${data.message}`;
+  const where = typeof data.stack === "string" ? /cell\.js:(\d+):(\d+)/.exec(data.stack) : null;
+  if (where) {
+    const line = Number(where[1]);
+    const column = line === 1 ? Math.max(1, Number(where[2]) - CELL_PREFIX.length) : Number(where[2]);
+    text += ` (line ${line}, column ${column})`;
+  }
+  return text;
+}
+
+class GuestRun {
+  /**
+   * @param {string} runId
+   * @param {import("@codecell/bridge").SandboxLimits} limits
+   * @param {number} deadlineAt
+   * @param {Int32Array} signal
+   */
+  constructor(runId, limits, deadlineAt, signal) {
+    this.runId = runId;
+    this.limits = limits;
+    this.deadlineAt = deadlineAt;
+    this.signal = signal;
+    /** @type {QuickJS | null} */
+    this.vm = null;
+    /** @type {import("quickjs-wasi").JSValueHandle | null} */
+    this.control = null;
+    this.controlToken = 0;
+    /** @type {Map<string, import("@codecell/bridge").HostRequest>} */
+    this.pending = new Map();
+    this.nextRequestNumber = 0;
+    this.outputBytes = 0;
+    /** @type {import("@codecell/contract").CodeModeOutput[]} */
+    this.output = [];
+    /** @type {{ type: "completed", value: unknown } | { type: "failed", code: string | null, message: string, error: unknown } | null} */
+    this.outcome = null;
+    /** A failure decided by the host side (limits, deadline, abort): the interrupt handler enforces it. */
+    /** @type {{ code: import("@codecell/contract").CodeModeErrorCode, message: string } | null} */
+    this.forced = null;
+    this.finished = false;
+    /** Serializes this run's operations: a start awaits VM creation while other messages arrive. */
+    /** @type {Promise<void>} */
+    this.queue = Promise.resolve();
+  }
+
+  /** @param {() => Promise<void> | void} operation */
+  enqueue(operation) {
+    this.queue = this.queue
+      .then(() => (this.finished ? undefined : operation()))
+      .catch((error) => this.crash(error));
+  }
+
+  /** @param {import("@codecell/contract").CodeModeErrorCode} code @param {string} message */
+  force(code, message) {
+    if (this.forced === null) this.forced = { code, message };
+  }
+
+  shouldInterrupt() {
+    if (this.forced !== null) return true;
+    if (Atomics.load(this.signal, 0) !== 0) {
+      this.force("aborted", "The run was aborted by its caller.");
+      return true;
+    }
+    if (Date.now() >= this.deadlineAt) {
+      this.force("timeout", "The cell ran past its deadline (timeoutMs) and was stopped.");
+      return true;
+    }
+    return false;
+  }
+
+  vmOptions() {
+    return {
+      wasm: /** @type {WebAssembly.Module} */ (wasmModule),
+      memoryLimit: this.limits.memoryLimitBytes,
+      maxStackSize: MAX_STACK_BYTES,
+      timezoneOffset: 0,
+      interruptHandler: () => this.shouldInterrupt(),
+      wasi: silentWasi,
+    };
+  }
+
+  /** @param {import("quickjs-wasi").JSValueHandle[]} args */
+  hostCall(args) {
+    const vm = /** @type {QuickJS} */ (this.vm);
+    const op = args[0]?.toString();
+    let reply = "";
+    if (op === "request") reply = this.onRequest(args[1]?.toString() ?? "");
+    else if (op === "output") this.onOutput(args[1]?.toString() ?? "", args[2]?.toString() ?? "");
+    else if (op === "done") this.onDone(args[1]?.toString() ?? "null");
+    else if (op === "fail") this.onFail(args[1]?.toString() ?? "{}");
+    return vm.newString(reply);
+  }
+
+  /** @param {string} name @param {string} message @param {import("@codecell/contract").CodeModeErrorCode} code */
+  static refusal(name, message, code) {
+    return JSON.stringify({ error: { name, message, code } });
+  }
+
+  /** @param {string} bodyText */
+  onRequest(bodyText) {
+    if (this.forced !== null) return GuestRun.refusal("CodeModeError", this.forced.message, this.forced.code);
+    const bytes = byteLength(bodyText);
+    if (bytes > MAX_REQUEST_BYTES) {
+      return GuestRun.refusal(
+        "CodeModeError",
+        `The tool input is ${bytes} bytes of JSON, over the ${MAX_REQUEST_BYTES} byte bridge limit; send less data per call.`,
+        "invalid_input",
+      );
+    }
+    if (this.pending.size >= this.limits.maxPendingToolCalls) {
+      return GuestRun.refusal(
+        "CodeModeError",
+        `Too many host calls in flight: ${this.pending.size} are pending and maxPendingToolCalls is ${this.limits.maxPendingToolCalls}. Await some calls before starting more.`,
+        "too_many_pending_tool_calls",
+      );
+    }
+    let body;
+    try {
+      body = parseHostRequestBody(JSON.parse(bodyText));
+    } catch (error) {
+      return GuestRun.refusal(
+        "TypeError",
+        `Invalid host call: ${/** @type {Error} */ (error).message}`,
+        "invalid_input",
+      );
+    }
+    this.nextRequestNumber += 1;
+    const request = { requestId: `r${this.nextRequestNumber}`, ...body };
+    this.pending.set(request.requestId, request);
+    post({ type: "request", runId: this.runId, request });
+    return request.requestId;
+  }
+
+  /** @param {number} bytes @param {string} what */
+  chargeOutput(bytes, what) {
+    if (this.outputBytes + bytes > this.limits.maxOutputBytes) {
+      this.force(
+        "output_limit_exceeded",
+        `Output limit exceeded: ${what} would bring the run to ${this.outputBytes + bytes} bytes, over maxOutputBytes ${this.limits.maxOutputBytes}. Return less (summarize, filter or page).`,
+      );
+      return false;
+    }
+    this.outputBytes += bytes;
+    return true;
+  }
+
+  /** @param {string} kind @param {string} text */
+  onOutput(kind, text) {
+    if (this.forced !== null || this.outcome !== null) return;
+    if (!this.chargeOutput(byteLength(text), kind === "text" ? "text()" : "json()")) return;
+    this.output.push(kind === "text" ? { type: "text", text } : { type: "json", value: JSON.parse(text) });
+  }
+
+  /** @param {string} text */
+  onDone(text) {
+    if (this.forced !== null || this.outcome !== null) return;
+    if (!this.chargeOutput(byteLength(text), "the returned value")) return;
+    this.outcome = { type: "completed", value: JSON.parse(text) };
+  }
+
+  /** @param {string} text */
+  onFail(text) {
+    if (this.forced !== null || this.outcome !== null) return;
+    const data = JSON.parse(text);
+    const code = isCodeModeErrorCode(data.code) ? data.code : null;
+    /** @type {{ name: string, message: string, code?: string }} */
+    const error = { name: String(data.name), message: String(data.message) };
+    if (code !== null) error.code = code;
+    this.outcome = { type: "failed", code, message: describeGuestError(data), error };
+  }
+
+  registerHost() {
+    return (/** @type {import("quickjs-wasi").JSValueHandle[]} */ ...args) => this.hostCall(args);
+  }
+
+  /** @param {string} surface @param {string} code */
+  async start(surface, code) {
+    const vm = await QuickJS.create(this.vmOptions());
+    this.vm = vm;
+    if (this.finished) return this.release();
+    const host = vm.newFunction(HOST_FUNCTION_NAME, this.registerHost());
+    const prelude = vm.evalCode(GUEST_PRELUDE_SOURCE, "prelude.js");
+    const surfaceHandle = vm.newString(surface);
+    this.control = vm.callFunction(prelude, vm.undefined, host, surfaceHandle);
+    this.controlToken = vm.exportHandle(this.control);
+    surfaceHandle.dispose();
+    prelude.dispose();
+    host.dispose();
+
+    let cell;
+    try {
+      cell = vm.evalCode(`${CELL_PREFIX}${code}\n})`, CELL_FILENAME);
+    } catch (error) {
+      if (error instanceof JSException && error.name === "SyntaxError" && this.forced === null) {
+        const data = { name: error.name, message: error.message, stack: error.stack ?? "" };
+        this.outcome = {
+          type: "failed",
+          code: "invalid_input",
+          message: `The cell does not parse: ${describeGuestError(data)}`,
+          error: { name: "SyntaxError", message: error.message, code: "invalid_input" },
+        };
+        error.dispose();
+        return this.report();
+      }
+      throw error;
+    }
+    this.call("start", cell);
+    cell.dispose();
+    this.drain();
+    this.report();
+  }
+
+  /** @param {string} op @param {...(import("quickjs-wasi").JSValueHandle | string)} args */
+  call(op, ...args) {
+    const vm = /** @type {QuickJS} */ (this.vm);
+    const handles = [
+      vm.newString(op),
+      ...args.map((arg) => (typeof arg === "string" ? vm.newString(arg) : arg)),
+    ];
+    const result = vm.callFunction(
+      /** @type {import("quickjs-wasi").JSValueHandle} */ (this.control),
+      vm.undefined,
+      ...handles,
+    );
+    const reply = result.toString();
+    result.dispose();
+    for (let index = 0; index < handles.length; index++) {
+      const handle = /** @type {import("quickjs-wasi").JSValueHandle} */ (handles[index]);
+      if (index === 0 || typeof args[index - 1] === "string") handle.dispose();
+    }
+    return reply;
+  }
+
+  drain() {
+    const vm = /** @type {QuickJS} */ (this.vm);
+    for (let round = 0; round < MAX_DRAIN_ROUNDS; round++) {
+      if (vm.executePendingJobs() <= 0) return;
+    }
+    this.force("timeout", "The cell kept scheduling promise jobs without end and was stopped.");
+  }
+
+  /** @param {import("@codecell/bridge").SettleItem[]} items @param {number} deadlineAt */
+  settle(items, deadlineAt) {
+    this.deadlineAt = deadlineAt;
+    for (const item of items) {
+      if (!this.pending.delete(item.requestId)) continue;
+      this.call("settle", item.requestId, item.ok ? "1" : "0", item.json);
+    }
+    this.drain();
+    this.report();
+  }
+
+  /** @param {Uint8Array} snapshot */
+  async restore(snapshot) {
+    let decoded;
+    /** @type {{ controlToken: number, nextRequestNumber: number, outputBytes: number, pending: import("@codecell/bridge").HostRequest[] }} */
+    let state;
+    try {
+      decoded = decodeSnapshot(snapshot, snapshotSecret, this.limits.memoryLimitBytes * 2 + 64 * 1024 * 1024);
+      state = /** @type {typeof state} */ (decoded.bridgeState);
+      if (
+        typeof state !== "object" ||
+        state === null ||
+        !Number.isInteger(state.controlToken) ||
+        !Number.isInteger(state.nextRequestNumber) ||
+        !Number.isInteger(state.outputBytes) ||
+        !Array.isArray(state.pending)
+      ) {
+        throw new SnapshotCodecError("the snapshot's bridge state is malformed");
+      }
+      const vm = await QuickJS.restore(QuickJS.deserializeSnapshot(decoded.vmSnapshot), this.vmOptions());
+      this.vm = vm;
+      if (this.finished) return this.release();
+      vm.registerHostCallback(HOST_FUNCTION_NAME, this.registerHost());
+      this.control = vm.importHandle(state.controlToken);
+      this.controlToken = state.controlToken;
+    } catch (error) {
+      const reason =
+        error instanceof SnapshotCodecError
+          ? error.message
+          : `QuickJS could not restore it (${String(/** @type {Error} */ (error)?.message ?? error)})`;
+      this.outcome = {
+        type: "failed",
+        code: "snapshot_restore_failed",
+        message: `The snapshot cannot be restored: ${reason}.`,
+        error: null,
+      };
+      return this.report();
+    }
+    this.nextRequestNumber = state.nextRequestNumber;
+    this.outputBytes = state.outputBytes;
+    for (const request of state.pending) this.pending.set(request.requestId, request);
+    this.report();
+  }
+
+  suspend() {
+    const vm = this.vm;
+    if (vm === null || this.outcome !== null || this.forced !== null || this.pending.size === 0) {
+      post({
+        type: "suspend-failed",
+        runId: this.runId,
+        code: "internal_error",
+        message: "The run can only be suspended while it is idle with host calls pending.",
+      });
+      return;
+    }
+    const image = QuickJS.serializeSnapshot(vm.snapshot());
+    const bridgeState = {
+      controlToken: this.controlToken,
+      nextRequestNumber: this.nextRequestNumber,
+      outputBytes: this.outputBytes,
+      pending: [...this.pending.values()],
+    };
+    const bytes = encodeSnapshot(image, bridgeState, snapshotSecret);
+    if (bytes.byteLength > this.limits.maxSnapshotBytes) {
+      post({
+        type: "suspend-failed",
+        runId: this.runId,
+        code: "snapshot_limit_exceeded",
+        message: `The suspended VM is ${bytes.byteLength} bytes compressed, over maxSnapshotBytes ${this.limits.maxSnapshotBytes}. Keep less data alive while tool calls are pending; the run stays live.`,
+      });
+      return;
+    }
+    post({ type: "suspended", runId: this.runId, snapshot: bytes, pending: bridgeState.pending }, [
+      /** @type {ArrayBuffer} */ (bytes.buffer),
+    ]);
+    this.release();
+  }
+
+  takeOutput() {
+    const output = this.output;
+    this.output = [];
+    return output;
+  }
+
+  report() {
+    if (this.finished) return;
+    if (this.forced !== null) {
+      this.finish({ type: "failed", code: this.forced.code, message: this.forced.message, error: null });
+      return;
+    }
+    if (this.outcome !== null) {
+      this.finish(this.outcome);
+      return;
+    }
+    if (this.pending.size > 0) {
+      post({
+        type: "idle",
+        runId: this.runId,
+        pending: [...this.pending.values()],
+        output: this.takeOutput(),
+      });
+      return;
+    }
+    this.finish({
+      type: "failed",
+      code: null,
+      message:
+        "The cell is waiting on a promise that nothing can settle: no tool call or yield_control() is pending, so it would never finish. Await only promises that tools, namespaces or yield_control() return.",
+      error: null,
+    });
+  }
+
+  /** @param {NonNullable<GuestRun["outcome"]>} outcome */
+  finish(outcome) {
+    const output = this.takeOutput();
+    if (outcome.type === "completed") {
+      post({ type: "completed", runId: this.runId, value: /** @type {any} */ (outcome.value), output });
+    } else {
+      post({
+        type: "failed",
+        runId: this.runId,
+        code: /** @type {any} */ (outcome.code),
+        message: outcome.message,
+        error: /** @type {any} */ (outcome.error),
+        output,
+      });
+    }
+    this.release();
+  }
+
+  /** Anything thrown while the VM ran: classify it, discard the VM, report once. */
+  /** @param {unknown} error */
+  crash(error) {
+    if (this.finished) return;
+    if (this.forced !== null) {
+      this.report();
+      return;
+    }
+    if (error instanceof JSException) {
+      if (/out of memory/i.test(error.message)) {
+        this.force(
+          "memory_limit_exceeded",
+          `The cell ran out of memory (memoryLimitBytes ${this.limits.memoryLimitBytes}); the VM was discarded. Work on less data at once.`,
+        );
+      } else if (/string too long|array too long|too many/i.test(error.message)) {
+        // QuickJS raises these size limits as uncatchable errors, like out-of-memory.
+        this.force(
+          "memory_limit_exceeded",
+          `The cell built a value larger than the engine allows (${error.message}); the VM was discarded. Work on less data at once.`,
+        );
+      } else if (/interrupted/i.test(error.message)) {
+        this.force("timeout", "The cell was interrupted.");
+      } else {
+        this.force(
+          "internal_error",
+          `The sandbox failed outside guest code: ${error.name}: ${error.message}. The VM was discarded.`,
+        );
+      }
+    } else {
+      const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+      this.force("internal_error", `The sandbox VM failed (${message}) and was discarded.`);
+    }
+    this.report();
+  }
+
+  release() {
+    this.finished = true;
+    runs.delete(this.runId);
+    const vm = this.vm;
+    this.vm = null;
+    this.control = null;
+    if (vm !== null) {
+      try {
+        vm.dispose();
+      } catch {
+        // A VM that trapped may not dispose cleanly; it is unreachable either way.
+      }
+    }
+  }
+}
+
+/** @param {unknown} raw */
+async function onMessage(raw) {
+  const message = parseHostToWorkerMessage(raw);
+  switch (message.type) {
+    case "init": {
+      try {
+        wasmModule = /** @type {WebAssembly.Module} */ (message.module);
+        snapshotSecret = message.snapshotSecret;
+        // One throwaway VM proves the module instantiates here and warms the code paths.
+        const vm = await QuickJS.create({
+          wasm: wasmModule,
+          maxStackSize: MAX_STACK_BYTES,
+          wasi: silentWasi,
+        });
+        vm.evalCode("1 + 1").dispose();
+        vm.dispose();
+        post({ type: "ready" });
+      } catch (error) {
+        post({ type: "init-failed", message: String(/** @type {Error} */ (error)?.message ?? error) });
+      }
+      return;
+    }
+    case "start": {
+      const run = new GuestRun(message.runId, message.limits, message.deadlineAt, message.signal);
+      runs.set(message.runId, run);
+      run.enqueue(() => run.start(message.surface, message.code));
+      return;
+    }
+    case "restore": {
+      const run = new GuestRun(message.runId, message.limits, message.deadlineAt, message.signal);
+      runs.set(message.runId, run);
+      run.enqueue(() => run.restore(message.snapshot));
+      return;
+    }
+    case "settle":
+      runs
+        .get(message.runId)
+        ?.enqueue(() => runs.get(message.runId)?.settle(message.items, message.deadlineAt));
+      return;
+    case "suspend":
+      runs.get(message.runId)?.enqueue(() => runs.get(message.runId)?.suspend());
+      return;
+    case "dispose": {
+      const run = runs.get(message.runId);
+      if (run) run.enqueue(() => run.release());
+      return;
+    }
+  }
+}
+
+port.on("message", (raw) => {
+  onMessage(raw).catch((error) => {
+    // A protocol violation is a host bug: say so loudly on the way out rather than limp on.
+    setImmediate(() => {
+      throw error;
+    });
+  });
+});

@@ -1,0 +1,120 @@
+import type { JsonValue } from "@codecell/contract";
+import type {
+  GuestSurface,
+  HostRequest,
+  RunOptions,
+  SandboxEvent,
+  SandboxLimits,
+  SandboxPool,
+  SandboxRun,
+} from "../src/index.js";
+
+export const limits: SandboxLimits = {
+  memoryLimitBytes: 32 * 1024 * 1024,
+  maxOutputBytes: 64 * 1024,
+  maxPendingToolCalls: 16,
+  maxSnapshotBytes: 10 * 1024 * 1024,
+};
+
+export const emptySurface: GuestSurface = {
+  allTools: [],
+  toolFunctions: [],
+  mcpServers: [],
+  apiFiles: [],
+  namespaces: [],
+};
+
+export const surface: GuestSurface = {
+  allTools: [
+    { id: "core:host:read_file", name: "read_file", description: "Read a file", source: "core" },
+    {
+      id: "plugin:web:web_search",
+      name: "web_search",
+      description: "Search the web",
+      source: "plugin",
+      sourceName: "web",
+    },
+  ],
+  toolFunctions: [
+    { name: "read_file", toolId: "core:host:read_file" },
+    { name: "web_search", toolId: "plugin:web:web_search" },
+  ],
+  mcpServers: [
+    {
+      identifier: "github",
+      tools: [{ identifier: "createIssue", toolId: "mcp:github:create_issue" }],
+      resources: true,
+      prompts: true,
+    },
+  ],
+  apiFiles: [
+    { path: "mcp/index.d.ts", description: "All servers", content: "declare const MCP: {};" },
+    {
+      path: "mcp/github.d.ts",
+      description: "GitHub",
+      content: "declare namespace MCP.github { function createIssue(input: {}): Promise<unknown>; } // é",
+    },
+  ],
+  namespaces: [
+    {
+      namespaceId: "github-issues",
+      globalName: "Issues",
+      scope: {
+        repository: { owner: "o", name: "r" },
+        list: { $codecellCall: "list" },
+        nested: { update: { $codecellCall: "nested.update" } },
+      },
+    },
+  ],
+};
+
+export type Answer = (
+  request: HostRequest,
+) =>
+  | { ok: true; value: unknown }
+  | { ok: false; error: { name: string; message: string; code?: "nested_tool_failed" } }
+  | undefined;
+
+/**
+ * Run a cell to its terminal event, answering host requests with `answer` as soon as the run is idle.
+ * An answer of `undefined` leaves the request pending (the caller then sees an idle event).
+ */
+export async function runToEnd(
+  pool: SandboxPool,
+  code: string,
+  options: Partial<RunOptions> & { answer?: Answer; stopOnIdle?: boolean } = {},
+): Promise<{ event: SandboxEvent; run: SandboxRun; requests: HostRequest[]; events: SandboxEvent[] }> {
+  const requests: HostRequest[] = [];
+  const run = pool.run({
+    code,
+    language: "javascript",
+    surface: emptySurface,
+    limits,
+    deadlineAt: Date.now() + 5_000,
+    onRequest: (request) => requests.push(request),
+    ...options,
+  });
+  const events: SandboxEvent[] = [];
+  const answered = new Set<string>();
+  for (let round = 0; round < 10_000; round++) {
+    const event = await run.next();
+    events.push(event);
+    if (event.type !== "idle") return { event, run, requests, events };
+    if (options.stopOnIdle) return { event, run, requests, events };
+    let progressed = false;
+    for (const request of event.pending) {
+      if (answered.has(request.requestId)) continue;
+      const outcome = options.answer?.(request);
+      if (outcome === undefined) continue;
+      answered.add(request.requestId);
+      run.settle(request.requestId, outcome);
+      progressed = true;
+    }
+    if (!progressed) return { event, run, requests, events };
+  }
+  throw new Error("runToEnd: too many rounds");
+}
+
+export function value(event: SandboxEvent): JsonValue | undefined {
+  return event.type === "completed" ? event.value : undefined;
+}
