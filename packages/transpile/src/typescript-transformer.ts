@@ -45,6 +45,8 @@ type TokenTypeTable = {
   bracketL: number;
   backQuote: number;
   colon: number;
+  semi: number;
+  braceL: number;
 };
 type ContextualKeywordTable = {
   _namespace: number;
@@ -171,22 +173,29 @@ function createTransformer(sucrase: SucraseInternals): TypeScriptTransformer {
       if (!token.isType || tokens[index - 1]?.isType === true) continue;
       let last = index;
       while (tokens[last + 1]?.isType === true) last++;
+      const next = tokens[last + 1];
+      const end = tokens[last]!.end;
+      // Only a line that starts with `(`, `[` or a template after the erased run can be joined.
+      if (next === undefined || !hazards.has(next.type)) {
+        index = last;
+        continue;
+      }
       if (statementStarters.has(token.contextualKeyword) || token.type === tokenType._function) {
-        offsets.push(token.start);
-      } else if (
-        token.contextualKeyword === keyword._as ||
-        token.contextualKeyword === keyword._satisfies ||
-        token.type === tokenType.colon
-      ) {
-        const next = tokens[last + 1];
-        const end = tokens[last]!.end;
+        const previous = tokens[index - 1];
         if (
-          next !== undefined &&
-          hazards.has(next.type) &&
-          /[\n\r\u2028\u2029]/.test(typescript.slice(end, next.start))
+          previous !== undefined &&
+          previous.type !== tokenType.semi &&
+          previous.type !== tokenType.braceL
         ) {
-          offsets.push(end);
+          offsets.push(token.start);
         }
+      } else if (
+        (token.contextualKeyword === keyword._as ||
+          token.contextualKeyword === keyword._satisfies ||
+          token.type === tokenType.colon) &&
+        /[\n\r\u2028\u2029]/.test(typescript.slice(end, next.start))
+      ) {
+        offsets.push(end);
       }
       index = last;
     }
