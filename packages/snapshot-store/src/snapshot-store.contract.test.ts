@@ -323,6 +323,27 @@ describe.each([memoryFactory(), sqliteFactory()])(
         await expect(store.claim(old.runId, scopeFor())).rejects.toMatchObject({ code: "invalid_input" });
       });
 
+      it("sweeps more runs than one batch in a single call, letting the event loop run", async () => {
+        const store = await open({ maxLiveRuns: 1_300, snapshotTtlSeconds: 10 });
+        const small = suspendInput({ snapshot: patternBytes(64, 1), pendingCalls: [] });
+        for (let index = 0; index < 1_200; index += 1) await store.suspend(small);
+        clock.advance(10_000);
+        let ticks = 0;
+        const ticker = setInterval(() => {
+          ticks += 1;
+        }, 0);
+        try {
+          expect(await store.sweep()).toEqual({ expired: 1_200, purged: 0 });
+        } finally {
+          clearInterval(ticker);
+        }
+        expect(events.filter((event) => event.event === "expired")).toHaveLength(1_200);
+        expect(await store.stats()).toMatchObject({ live: 0, tombstones: 1_200 });
+        if (factory.name === "sqlite") expect(ticks).toBeGreaterThan(0);
+        clock.advance(3_600_000);
+        expect(await store.sweep()).toEqual({ expired: 0, purged: 1_200 });
+      });
+
       it("expires a run whose claim lease ran out", async () => {
         const store = await open({ snapshotTtlSeconds: 10, claimLeaseMs: 20_000 });
         const { runId } = await store.suspend(suspendInput());

@@ -1,4 +1,5 @@
 import { createRequire } from "node:module";
+import { setImmediate } from "node:timers/promises";
 import { CodeModeError } from "@codecell/contract";
 import type Database from "better-sqlite3";
 import type {
@@ -30,6 +31,8 @@ export type SqliteSnapshotBackendOptions = {
 };
 
 const SCHEMA_VERSION = 1;
+const SWEEP_BATCH = 250;
+const MAX_SWEEP_BATCHES = 100_000;
 
 // Loaded on first use, so a host that keeps the memory backend never loads the native module.
 let Driver: typeof Database | undefined;
@@ -237,19 +240,13 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
       liveScopes: db.prepare<[], RunRow>(
         `SELECT run_id, agent_id, session_key, session_id, parent_run_id, tool_call_id, bytes FROM runs WHERE live = 1`,
       ),
-      dueToExpire: db.prepare<[number, number], { run_id: string; bytes: number }>(
-        `SELECT run_id, bytes FROM runs WHERE live = 1 AND expires_at <= ? AND (state = 'waiting' OR lease_until <= ?)`,
+      dueToExpire: db.prepare<[number, number, number], { run_id: string; bytes: number }>(
+        `SELECT run_id, bytes FROM runs WHERE live = 1 AND expires_at <= ? AND (state = 'waiting' OR lease_until <= ?)
+         LIMIT ?`,
       ),
-      deleteCallsOfDue: db.prepare(
-        `DELETE FROM pending_calls WHERE run_id IN (SELECT run_id FROM runs WHERE live = 1 AND expires_at <= ?
-           AND (state = 'waiting' OR lease_until <= ?))`,
+      purgeSome: db.prepare(
+        "DELETE FROM runs WHERE rowid IN (SELECT rowid FROM runs WHERE live = 0 AND purge_at <= ? LIMIT ?)",
       ),
-      expireDue: db.prepare(
-        `UPDATE runs SET state = 'expired', live = 0, purge_at = ?, snapshot = NULL, output_json = NULL,
-           telemetry_json = NULL, host_state_json = NULL, bytes = 0, claim_token = NULL, lease_until = 0
-         WHERE live = 1 AND expires_at <= ? AND (state = 'waiting' OR lease_until <= ?)`,
-      ),
-      purge: db.prepare("DELETE FROM runs WHERE live = 0 AND purge_at <= ?"),
       stats: db.prepare<[], { live: number; running: number; tombstones: number; live_bytes: number | null }>(
         `SELECT coalesce(sum(live), 0) AS live, coalesce(sum(state = 'running'), 0) AS running,
            coalesce(sum(live = 0), 0) AS tombstones, coalesce(sum(CASE WHEN live = 1 THEN bytes END), 0) AS live_bytes
@@ -472,19 +469,34 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
     })();
   }
 
+  /**
+   * Works in batches of SWEEP_BATCH rows, one transaction each, yielding to the event loop in between:
+   * better-sqlite3 is synchronous, and a sweep of thousands of rows in one go would stall the host.
+   */
   async sweep(now: number, purgeAt: number) {
     const statements = this.#statements;
-    return this.#db.transaction(() => {
-      const expired: DroppedRun[] = statements.dueToExpire
-        .all(now, now)
-        .map((row) => ({ runId: row.run_id, bytes: row.bytes }));
-      if (expired.length > 0) {
-        statements.deleteCallsOfDue.run(now, now);
-        statements.expireDue.run(purgeAt, now, now);
+    const expired: DroppedRun[] = [];
+    let purged = 0;
+    const expireBatch = this.#db.transaction(() => {
+      const due = statements.dueToExpire.all(now, now, SWEEP_BATCH);
+      for (const row of due) {
+        this.#tombstone(row.run_id, "expired", purgeAt);
+        expired.push({ runId: row.run_id, bytes: row.bytes });
       }
-      const purged = statements.purge.run(now).changes;
-      return { expired, purged };
-    })();
+      return due.length;
+    });
+    // Bounded: each full batch removes SWEEP_BATCH rows from the candidates.
+    for (let batch = 0; batch < MAX_SWEEP_BATCHES && this.#db.open; batch += 1) {
+      if (expireBatch() < SWEEP_BATCH) break;
+      await setImmediate();
+    }
+    for (let batch = 0; batch < MAX_SWEEP_BATCHES && this.#db.open; batch += 1) {
+      const removed = statements.purgeSome.run(now, SWEEP_BATCH).changes;
+      purged += removed;
+      if (removed < SWEEP_BATCH) break;
+      await setImmediate();
+    }
+    return { expired, purged };
   }
 
   async stats(): Promise<StoreStats> {
