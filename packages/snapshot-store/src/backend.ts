@@ -1,4 +1,4 @@
-import type { RecoveryReport, RunScope, RunSelector, StoreStats } from "./types.js";
+import type { CallerScope, RecoveryReport, RunScope, RunSelector, StoreStats } from "./types.js";
 
 /**
  * The storage contract. `SnapshotStore` owns validation, ids, limits, errors, events and the sweep
@@ -97,7 +97,8 @@ export type BackendSettleAnswer =
 
 export type ClaimRequest = {
   runId: string;
-  scope: RunScope;
+  /** Compare with `callerMatches`; a mismatch answers `scope_mismatch`, before any state is revealed. */
+  caller: CallerScope;
   now: number;
   claimToken: string;
   leaseUntil: number;

@@ -13,7 +13,7 @@ export type {
 } from "./backend.js";
 export { MemorySnapshotBackend } from "./memory-backend.js";
 export { newRunId, RUN_ID_RANDOM_BYTES } from "./run-id.js";
-export { sameScope, selectorMatches } from "./scope.js";
+export { callerMatches, selectorMatches } from "./scope.js";
 export {
   DEFAULT_MAX_LIVE_RUNS,
   openSnapshotStore,
@@ -23,6 +23,8 @@ export {
 export { SqliteSnapshotBackend, type SqliteSnapshotBackendOptions } from "./sqlite-backend.js";
 export {
   type AbortReason,
+  CALLER_SCOPE_FIELDS,
+  type CallerScope,
   type CallOutcome,
   type ClaimedRun,
   type PendingCall,

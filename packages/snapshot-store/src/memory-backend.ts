@@ -11,7 +11,7 @@ import type {
   SettleRequest,
   SnapshotBackend,
 } from "./backend.js";
-import { sameScope, selectorMatches } from "./scope.js";
+import { callerMatches, selectorMatches } from "./scope.js";
 import type { RecoveryReport, RunSelector, RunState, StoreStats } from "./types.js";
 
 type Entry = {
@@ -94,7 +94,7 @@ export class MemorySnapshotBackend implements SnapshotBackend {
   async claim(request: ClaimRequest): Promise<BackendClaimAnswer> {
     const entry = this.#entries.get(request.runId);
     if (entry === undefined) return { status: "unknown" };
-    if (!sameScope(entry.record.scope, request.scope)) return { status: "scope_mismatch" };
+    if (!callerMatches(entry.record.scope, request.caller)) return { status: "scope_mismatch" };
     switch (entry.state) {
       case "aborted":
         return { status: "aborted" };

@@ -1,4 +1,4 @@
-import type { RunScope, RunSelector } from "./types.js";
+import type { CallerScope, RunScope, RunSelector } from "./types.js";
 
 /** True when the run's scope matches every field the selector gives. */
 export function selectorMatches(selector: RunSelector, runId: string, scope: RunScope): boolean {
@@ -11,13 +11,13 @@ export function selectorMatches(selector: RunSelector, runId: string, scope: Run
   return true;
 }
 
-export function sameScope(a: RunScope, b: RunScope): boolean {
+/** True when the caller may resume a run of this scope: same agent, session key, session and agent run. */
+export function callerMatches(scope: RunScope, caller: CallerScope): boolean {
   return (
-    a.agentId === b.agentId &&
-    a.sessionKey === b.sessionKey &&
-    a.sessionId === b.sessionId &&
-    a.parentRunId === b.parentRunId &&
-    a.toolCallId === b.toolCallId
+    scope.agentId === caller.agentId &&
+    scope.sessionKey === caller.sessionKey &&
+    scope.sessionId === caller.sessionId &&
+    scope.parentRunId === caller.parentRunId
   );
 }
 

@@ -11,7 +11,7 @@ import {
   sqliteFactory,
   suspendInput,
 } from "./testing/fixtures.js";
-import { RUN_SCOPE_FIELDS, type SnapshotStoreEvent } from "./types.js";
+import { CALLER_SCOPE_FIELDS, type SnapshotStoreEvent } from "./types.js";
 
 async function thrown(action: () => Promise<unknown>): Promise<CodeModeError> {
   try {
@@ -103,7 +103,7 @@ describe.each([memoryFactory(), sqliteFactory()])(
 
     describe("scope: a caller outside the run's scope gets exactly the unknown-runId answer", () => {
       const otherValue = (field: string) => `${field}-of-someone-else`;
-      it.each(RUN_SCOPE_FIELDS.map((field) => [field]))("a different %s", async (field) => {
+      it.each(CALLER_SCOPE_FIELDS.map((field) => [field]))("a different %s", async (field) => {
         const store = await open();
         const { runId } = await store.suspend(suspendInput());
         const mismatch = await thrown(() => store.claim(runId, scopeFor({ [field]: otherValue(field) })));
@@ -120,6 +120,25 @@ describe.each([memoryFactory(), sqliteFactory()])(
           "scope_mismatch",
           "unknown_run",
         ]);
+      });
+
+      it("does not compare toolCallId: the wait is a tool call of its own", async () => {
+        const store = await open();
+        const { runId } = await store.suspend(suspendInput());
+        const { toolCallId: _execCall, ...caller } = scopeFor();
+        const claim = await store.claim(runId, { ...caller, toolCallId: "toolu_wait_7" } as never);
+        expect(claim.scope.toolCallId).toBe("toolu_exec_1");
+        await store.release(claim);
+        expect((await store.claim(runId, caller)).resumeCount).toBe(2);
+      });
+
+      it("refuses a caller scope with a missing field as invalid input, not as unknown", async () => {
+        const store = await open();
+        const { runId } = await store.suspend(suspendInput());
+        const { parentRunId: _missing, ...caller } = scopeFor();
+        const error = await thrown(() => store.claim(runId, caller as never));
+        expect(error.code).toBe("invalid_input");
+        expect(error.message).toContain("scope.parentRunId");
       });
 
       it("also for an aborted, expired or finished run of another scope", async () => {

@@ -12,10 +12,10 @@ import { looksLikeRunId, newRunId } from "./run-id.js";
 import { utf8Bytes } from "./scope.js";
 import type {
   AbortReason,
+  CallerScope,
   CallOutcome,
   ClaimedRun,
   RecoveryReport,
-  RunScope,
   RunSelector,
   SettleResult,
   SnapshotEventReason,
@@ -27,6 +27,7 @@ import type {
   SweepReport,
 } from "./types.js";
 import {
+  checkCallerScope,
   checkOutcome,
   checkPendingCalls,
   checkScope,
@@ -237,13 +238,14 @@ export class SnapshotStore {
   }
 
   /**
-   * Takes a waiting run for `wait`. Throws `invalid_input` "unknown runId" for an unknown id and equally
-   * for a run of another scope, `snapshot_expired`, `aborted`, or `invalid_input` when another claim
-   * holds the run or the run already finished.
+   * Takes a waiting run for `wait`. The caller's agentId, sessionKey, sessionId and parentRunId must
+   * equal the run's (its toolCallId is the wait call's own and is not compared). Throws `invalid_input`
+   * "unknown runId" for an unknown id and, word for word, for a run of another scope; `snapshot_expired`;
+   * `aborted`; or `invalid_input` when another claim holds the run or the run already finished.
    */
-  async claim(runId: string, scope: RunScope): Promise<ClaimedRun> {
+  async claim(runId: string, caller: CallerScope): Promise<ClaimedRun> {
     this.#ensureOpen("claim");
-    const checkedScope = checkScope(scope, "claim");
+    const checkedCaller = checkCallerScope(caller, "claim");
     const shown = preview(String(runId));
     if (typeof runId !== "string" || !looksLikeRunId(runId)) {
       this.#emit("refused", shown, "unknown_run");
@@ -253,7 +255,7 @@ export class SnapshotStore {
     const claimToken = randomBytes(16).toString("base64url");
     const answer = await this.backend.claim({
       runId,
-      scope: checkedScope,
+      caller: checkedCaller,
       now,
       claimToken,
       leaseUntil: now + this.claimLeaseMs,

@@ -15,7 +15,7 @@ import type {
   SettleRequest,
   SnapshotBackend,
 } from "./backend.js";
-import { sameScope, selectorMatches, utf8Bytes } from "./scope.js";
+import { callerMatches, selectorMatches, utf8Bytes } from "./scope.js";
 import type { RecoveryReport, RunScope, RunSelector, RunState, StoreStats } from "./types.js";
 
 export type SqliteSnapshotBackendOptions = {
@@ -346,7 +346,7 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
     return this.#db.transaction((): BackendClaimAnswer => {
       const head = statements.runHead.get(request.runId);
       if (head === undefined) return { status: "unknown" };
-      if (!sameScope(scopeOf(head as RunRow), request.scope)) return { status: "scope_mismatch" };
+      if (!callerMatches(scopeOf(head as RunRow), request.caller)) return { status: "scope_mismatch" };
       switch (head.state) {
         case "aborted":
           return { status: "aborted" };

@@ -22,6 +22,14 @@ export type RunScope = {
 
 export const RUN_SCOPE_FIELDS = ["agentId", "sessionKey", "sessionId", "parentRunId", "toolCallId"] as const;
 
+/**
+ * Who is asking to resume: the run's scope without `toolCallId`, because a `wait` is a tool call of its
+ * own and cannot present the exec call's id. Agent, session and agent run must all match.
+ */
+export type CallerScope = Omit<RunScope, "toolCallId">;
+
+export const CALLER_SCOPE_FIELDS = ["agentId", "sessionKey", "sessionId", "parentRunId"] as const;
+
 /** The run state machine of the spec. Only `waiting` and `running` records are live. */
 export type RunState = "running" | "waiting" | "completed" | "failed" | "expired" | "aborted";
 

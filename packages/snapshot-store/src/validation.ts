@@ -1,5 +1,7 @@
 import { CodeModeError, closestMatches, type JsonValue } from "@codecell/contract";
 import {
+  CALLER_SCOPE_FIELDS,
+  type CallerScope,
   type CallOutcome,
   type PendingCallState,
   RUN_SCOPE_FIELDS,
@@ -35,6 +37,18 @@ export function checkScope(scope: unknown, where: string): RunScope {
   }
   const { agentId, sessionKey, sessionId, parentRunId, toolCallId } = scope as RunScope;
   return { agentId, sessionKey, sessionId, parentRunId, toolCallId };
+}
+
+/** The caller's scope; extra fields (such as the wait call's own toolCallId) are ignored. */
+export function checkCallerScope(scope: unknown, where: string): CallerScope {
+  if (!isRecord(scope)) fail(`${where}: scope must be an object with ${CALLER_SCOPE_FIELDS.join(", ")}`);
+  for (const field of CALLER_SCOPE_FIELDS) {
+    if (!isNonEmptyString(scope[field])) {
+      fail(`${where}: scope.${field} must be a non-empty string (got ${describe(scope[field])})`);
+    }
+  }
+  const { agentId, sessionKey, sessionId, parentRunId } = scope as CallerScope;
+  return { agentId, sessionKey, sessionId, parentRunId };
 }
 
 export function checkSelector(selector: unknown, where: string): RunSelector {
