@@ -1,0 +1,281 @@
+#!/usr/bin/env node
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { CodeModeError, type CodeModeResult } from "@codecell/contract";
+import { NO_APPROVAL_CLIENT } from "./approvals.js";
+import { connectBanner } from "./banner.js";
+import { formatProblem } from "./config/config-problem.js";
+import { DEFAULT_CONFIG_FILE, type GatewayConfig, loadGatewayConfig } from "./config/load-config.js";
+import { EXIT } from "./exit-codes.js";
+import { Gateway } from "./gateway.js";
+import { serveHttp } from "./http-transport.js";
+import { catalogView } from "./mcp-front.js";
+import { serveStdio } from "./stdio-transport.js";
+import { GATEWAY_VERSION } from "./version.js";
+
+const CLI_PATH = fileURLToPath(import.meta.url);
+const MAX_AUTO_WAITS = 100;
+
+const HELP: Record<string, string> = {
+  main: `codecell ${GATEWAY_VERSION}: an MCP server that shows a model two tools, exec and wait.
+
+Usage: codecell <command> [options]
+
+Commands:
+  serve     run the MCP server (stdio, or Streamable HTTP with --http <port>)
+  exec      run one cell headless and print the result JSON
+  catalog   print the hidden tool catalog as a cell sees it
+  check     validate a config file and list every problem
+
+Options: --help (also after a command), --version
+Without --config the embedded default is used (demo workspace, notes plugin, memory MCP server).
+Exit codes: 0 ok, 1 internal error, 2 usage error, 3 invalid config, 4 exec failed, 5 exec still waiting.`,
+  serve: `Usage: codecell serve [--config <file>] [--http <port>] [--host 127.0.0.1] [--session <id>]
+
+Without --http, speaks MCP over stdin/stdout (logs go to stderr). With --http, serves MCP at /mcp,
+GET /healthz, and the playground at /. --port 0 picks a free port. --session sets the stdio session id
+(default "stdio"); a restart with the same id and a SQLite snapshot store can resume waiting runs.`,
+  exec: `Usage: codecell exec [--config <file>] [--language javascript|typescript] [--no-wait] <file.js|file.ts|->
+
+Runs one cell (a file, or "-" for stdin) and prints the code-mode result as JSON on stdout. A waiting
+result is continued with wait until it completes (at most ${MAX_AUTO_WAITS} times) unless --no-wait.
+Calls that need approval are refused (there is no client to ask). Exit 0 completed, 4 failed, 5 waiting.`,
+  catalog: `Usage: codecell catalog [--config <file>] [--search <query>]
+
+Prints ALL_TOOLS as a cell sees it and the MCP servers behind MCP.<server>, as JSON. With --search,
+the ranked results of tools.search(query) instead (MCP tools included).`,
+  check: `Usage: codecell check [--config <file>] [--connect]
+
+Validates the config file and loads its plugins; prints every problem, one line each, on stderr, and
+exits 3 if there is any. --connect also starts the MCP servers and reports those that fail.`,
+};
+
+class UsageError extends Error {}
+
+function fail(code: number, message: string): never {
+  process.stderr.write(`codecell: ${message}\n`);
+  process.exit(code);
+}
+
+function loadConfigOrExit(path: string | undefined): GatewayConfig {
+  const loaded = loadGatewayConfig(path ?? DEFAULT_CONFIG_FILE);
+  if (!loaded.config) {
+    for (const problem of loaded.problems) process.stderr.write(`${formatProblem(problem)}\n`);
+    const count = loaded.problems.length;
+    fail(EXIT.config, `${count} problem${count === 1 ? "" : "s"} in the config; nothing was started.`);
+  }
+  for (const warning of loaded.config.warnings) process.stderr.write(`codecell: warning: ${warning}\n`);
+  return loaded.config;
+}
+
+async function startGateway(config: GatewayConfig, connectMcp = true): Promise<Gateway> {
+  try {
+    return await Gateway.start(config, { connectMcp });
+  } catch (error) {
+    if (CodeModeError.is(error) && error.code === "invalid_config") fail(EXIT.config, error.message);
+    throw error;
+  }
+}
+
+/** Stops on SIGINT/SIGTERM: transports first, then downstream servers, plugins and the store. */
+function onStopSignal(stop: () => Promise<void>): void {
+  let stopping = false;
+  const handler = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    process.stderr.write(`codecell: ${signal} received, shutting down\n`);
+    stop().then(
+      () => process.exit(EXIT.ok),
+      (error) => fail(EXIT.internal, `shutdown failed: ${String(error)}`),
+    );
+  };
+  process.once("SIGINT", handler);
+  process.once("SIGTERM", handler);
+}
+
+function parsePort(value: string): number {
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new UsageError(`--http needs a port number from 0 to 65535, got "${value}".`);
+  }
+  return port;
+}
+
+async function serve(args: string[]): Promise<number | undefined> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      config: { type: "string" },
+      http: { type: "string" },
+      port: { type: "string" },
+      host: { type: "string", default: "127.0.0.1" },
+      session: { type: "string", default: "stdio" },
+    },
+  });
+  const config = loadConfigOrExit(values.config);
+  const gateway = await startGateway(config);
+  const httpPort = values.http ?? values.port;
+  if (httpPort === undefined) {
+    process.stderr.write(
+      `codecell: serving MCP over stdio (config: ${config.file}, session "${values.session}")\n`,
+    );
+    onStopSignal(() => gateway.close());
+    await serveStdio(gateway, values.session);
+    await gateway.close();
+    process.exit(EXIT.ok);
+  }
+  const http = await serveHttp(gateway, { port: parsePort(httpPort), host: values.host });
+  onStopSignal(async () => {
+    await http.close();
+    await gateway.close();
+  });
+  process.stdout.write(
+    `${connectBanner({ url: http.url, mcpUrl: http.mcpUrl, configFile: config.file, cliPath: CLI_PATH })}\n`,
+  );
+  return undefined;
+}
+
+function readCell(path: string): string {
+  try {
+    return readFileSync(path === "-" ? 0 : path, "utf8");
+  } catch (error) {
+    throw new UsageError(
+      `cannot read the cell ${path === "-" ? "from stdin" : `"${path}"`}: ${(error as Error).message}`,
+    );
+  }
+}
+
+async function exec(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      config: { type: "string" },
+      language: { type: "string" },
+      "no-wait": { type: "boolean", default: false },
+    },
+  });
+  if (positionals.length !== 1)
+    throw new UsageError('exec needs exactly one cell: a .js or .ts file, or "-" for stdin.');
+  const file = positionals[0]!;
+  const language = values.language ?? (/\.(m|c)?ts$/.test(file) ? "typescript" : "javascript");
+  if (language !== "javascript" && language !== "typescript") {
+    throw new UsageError(`--language must be javascript or typescript, got "${language}".`);
+  }
+  const code = readCell(file);
+  const config = loadConfigOrExit(values.config);
+  if (!config.codeMode.enabled) {
+    fail(
+      EXIT.config,
+      `${config.file}: tools.codeMode is not enabled, so there is no exec. Set "tools": { "codeMode": true }.`,
+    );
+  }
+  const gateway = await startGateway(config);
+  try {
+    const session = gateway.openSession(`exec-${process.pid}-${Date.now()}`, NO_APPROVAL_CLIENT);
+    let result: CodeModeResult = await session.exec({ code, language });
+    for (
+      let waits = 0;
+      result.status === "waiting" && !values["no-wait"] && waits < MAX_AUTO_WAITS;
+      waits++
+    ) {
+      result = await session.wait({ runId: result.runId });
+    }
+    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    await session.end();
+    return result.status === "completed"
+      ? EXIT.ok
+      : result.status === "failed"
+        ? EXIT.execFailed
+        : EXIT.execWaiting;
+  } finally {
+    await gateway.close();
+  }
+}
+
+async function catalog(args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { config: { type: "string" }, search: { type: "string" } } });
+  const gateway = await startGateway(loadConfigOrExit(values.config));
+  try {
+    process.stdout.write(`${JSON.stringify(catalogView(gateway, values.search), null, 2)}\n`);
+    return EXIT.ok;
+  } finally {
+    await gateway.close();
+  }
+}
+
+async function check(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: { config: { type: "string" }, connect: { type: "boolean", default: false } },
+  });
+  const config = loadConfigOrExit(values.config);
+  const gateway = await startGateway(config, values.connect);
+  try {
+    const problems = values.connect
+      ? gateway.connector.diagnostics.map((d) => `${config.file}: mcpServers.${d.server}: ${d.message}`)
+      : [];
+    for (const problem of problems) process.stderr.write(`${problem}\n`);
+    if (problems.length) {
+      process.stderr.write(
+        `codecell: ${problems.length} MCP server${problems.length === 1 ? "" : "s"} failed to start.\n`,
+      );
+      return EXIT.config;
+    }
+    const tools = gateway.catalog();
+    process.stdout.write(
+      `ok: ${config.file}: code mode ${config.codeMode.enabled ? "on" : "off"}, ${Object.keys(config.mcpServers).length} MCP server(s), ${config.plugins.length} plugin(s), ${tools.entries.length} tool(s) after policy${values.connect ? "" : " (MCP tools not counted without --connect)"}\n`,
+    );
+    return EXIT.ok;
+  } finally {
+    await gateway.close();
+  }
+}
+
+const COMMANDS: Record<string, (args: string[]) => Promise<number | undefined>> = {
+  serve,
+  exec,
+  catalog,
+  check,
+};
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  if (command === "--version" || command === "-v") {
+    process.stdout.write(`${GATEWAY_VERSION}\n`);
+    return;
+  }
+  if (command === undefined || command === "--help" || command === "-h" || command === "help") {
+    process.stdout.write(`${HELP.main}\n`);
+    return;
+  }
+  const run = COMMANDS[command];
+  if (!run)
+    throw new UsageError(`unknown command "${command}". Commands: serve, exec, catalog, check (see --help).`);
+  if (rest.includes("--help") || rest.includes("-h")) {
+    process.stdout.write(`${HELP[command]}\n`);
+    return;
+  }
+  const code = await run(rest);
+  if (typeof code === "number") {
+    process.exitCode = code;
+    // Downstream servers and timers are closed; exit explicitly so a stray handle cannot hold the CLI.
+    process.exit(code);
+  }
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  if (error instanceof UsageError) fail(EXIT.usage, `${error.message}`);
+  const code = (error as { code?: string }).code;
+  if (
+    code === "ERR_PARSE_ARGS_UNKNOWN_OPTION" ||
+    code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE" ||
+    code === "ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL"
+  ) {
+    fail(EXIT.usage, `${(error as Error).message} (see --help)`);
+  }
+  if (CodeModeError.is(error))
+    fail(error.code === "invalid_config" ? EXIT.config : EXIT.internal, `${error.code}: ${error.message}`);
+  fail(EXIT.internal, `unexpected error: ${(error as Error).stack ?? String(error)}`);
+});

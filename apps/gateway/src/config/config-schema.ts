@@ -1,0 +1,84 @@
+import { z } from "zod";
+
+/**
+ * The gateway's config file, apart from `tools.codeMode` (validated by `@codecell/contract`) and the
+ * shape of each `mcpServers` entry (checked one by one so every entry gets its own message).
+ */
+export const stdioServerSchema = z.strictObject({
+  command: z.string().min(1),
+  args: z.array(z.string()).optional(),
+  env: z.record(z.string(), z.string()).optional(),
+  cwd: z.string().min(1).optional(),
+});
+
+export const packageServerSchema = z.strictObject({
+  package: z.string().min(1),
+  bin: z.string().min(1).optional(),
+  args: z.array(z.string()).optional(),
+  env: z.record(z.string(), z.string()).optional(),
+  cwd: z.string().min(1).optional(),
+});
+
+export const httpServerSchema = z.strictObject({
+  url: z.url({ protocol: /^https?$/ }),
+  headers: z.record(z.string(), z.string()).optional(),
+  transport: z.enum(["streamable-http", "sse"]).optional(),
+});
+
+const patternList = z.array(z.string().trim().min(1));
+
+export const pluginEntrySchema = z.union([
+  z.string().min(1),
+  z.strictObject({ module: z.string().min(1), options: z.unknown().optional() }),
+]);
+
+export const snapshotStoreSchema = z.discriminatedUnion("kind", [
+  z.strictObject({ kind: z.literal("memory") }),
+  z.strictObject({ kind: z.literal("sqlite"), path: z.string().min(1) }),
+]);
+
+export const gatewayConfigSchema = z.strictObject({
+  $schema: z.string().optional(),
+  tools: z
+    .strictObject({
+      codeMode: z.unknown().optional(),
+      allow: patternList.optional(),
+      deny: patternList.optional(),
+      approval: patternList.optional(),
+    })
+    .optional(),
+  mcpServers: z.record(z.string().regex(/^[A-Za-z0-9_-]+$/), z.unknown()).optional(),
+  plugins: z.array(pluginEntrySchema).optional(),
+  snapshotStore: snapshotStoreSchema.optional(),
+  workspace: z.string().min(1).optional(),
+});
+
+/** What each field takes, for "expected ..." in error messages. */
+export const FIELD_HINTS: Record<string, string> = {
+  tools: 'an object such as { "codeMode": true, "deny": ["write_file"] }',
+  "tools.allow": 'an array of tool ids or names, "*" globs allowed, e.g. ["core:codecell:*", "notes_*"]',
+  "tools.deny": 'an array of tool ids or names, "*" globs allowed, e.g. ["mcp:memory:delete_*"]',
+  "tools.approval":
+    'an array of tool ids or names that need the user\'s approval, e.g. ["core:codecell:write_file"]',
+  mcpServers: 'an object of server id (letters, digits, "_" or "-") to { "command", "args" } or { "url" }',
+  plugins: 'an array of module paths or package names, or { "module": "...", "options": {...} }',
+  snapshotStore: '{ "kind": "memory" } or { "kind": "sqlite", "path": "runs.db" }',
+  "snapshotStore.kind": '"memory" or "sqlite"',
+  "snapshotStore.path": "a file path for the SQLite database, relative to the config file",
+  workspace: "a folder path, relative to the config file, that the core file tools may touch",
+  command: 'the program to start, e.g. "node"',
+  args: "an array of strings",
+  env: "an object of environment variable names to string values",
+  cwd: "a folder path",
+  package: 'an installed npm package that has a bin, e.g. "@modelcontextprotocol/server-memory"',
+  bin: "the name of one of the package's bin entries",
+  url: 'an http(s) URL such as "http://127.0.0.1:3001/mcp"',
+  headers: "an object of header names to string values",
+  transport: '"streamable-http" or "sse"',
+  module: "a module path (relative to the config file) or a package name",
+};
+
+export const TOP_LEVEL_KEYS = ["$schema", "tools", "mcpServers", "plugins", "snapshotStore", "workspace"];
+export const TOOLS_KEYS = ["codeMode", "allow", "deny", "approval"];
+
+export type GatewayConfigFile = z.infer<typeof gatewayConfigSchema>;

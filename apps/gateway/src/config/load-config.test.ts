@@ -1,0 +1,148 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: config files use ${ENV} references
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { loadGatewayConfig, resolveGatewayConfig } from "./load-config.js";
+
+const dir = mkdtempSync(join(tmpdir(), "codecell-config-"));
+const resolve = (input: unknown, env: NodeJS.ProcessEnv = {}) =>
+  resolveGatewayConfig(input, "c.json5", dir, env);
+
+describe("resolveGatewayConfig", () => {
+  it("resolves a full config", () => {
+    const { config, problems } = resolve(
+      {
+        tools: { codeMode: { enabled: true, timeoutMs: 50 }, allow: ["*"], approval: ["write_file"] },
+        workspace: ".",
+        mcpServers: {
+          memory: { package: "@modelcontextprotocol/server-memory" },
+          remote: { url: "http://127.0.0.1:9/mcp", headers: { authorization: "Bearer ${TOKEN}" } },
+          local: { command: "node", args: ["server.js"], env: { A: "${HOME:-/root}" } },
+        },
+        plugins: ["@codecell/plugin-example-notes"],
+        snapshotStore: { kind: "sqlite", path: "runs.db" },
+      },
+      { TOKEN: "t0k" },
+    );
+    expect(problems).toEqual([]);
+    expect(config?.codeMode).toMatchObject({ enabled: true, timeoutMs: 100 });
+    expect(config?.warnings[0]).toMatch(/timeoutMs: 50 is outside its range; using 100/);
+    expect(config?.mcpServers.memory).toMatchObject({ command: process.execPath });
+    expect((config!.mcpServers.memory as { args: string[] }).args[0]).toMatch(/server-memory.*index\.js$/);
+    expect(config?.mcpServers.remote).toEqual({
+      url: "http://127.0.0.1:9/mcp",
+      headers: { authorization: "Bearer t0k" },
+    });
+    expect(config?.mcpServers.local).toEqual({ command: "node", args: ["server.js"], env: { A: "/root" } });
+    expect(config?.plugins[0]?.module).toMatch(/plugin-example-notes/);
+    expect(config?.snapshotStore).toEqual({ kind: "sqlite", path: join(dir, "runs.db") });
+  });
+
+  it("defaults to code mode off, memory store, no workspace", () => {
+    const { config } = resolve({});
+    expect(config).toMatchObject({
+      codeMode: { enabled: false },
+      snapshotStore: { kind: "memory" },
+      workspace: null,
+    });
+  });
+
+  const cases: Array<[string, unknown, string, RegExp]> = [
+    ["a misspelt top-level key", { workspce: "." }, "workspce", /Did you mean "workspace"/],
+    ["a misspelt tools key", { tools: { deni: [] } }, "tools.deni", /Did you mean "deny"/],
+    [
+      "a bad codeMode type",
+      { tools: { codeMode: "yes" } },
+      "tools.codeMode",
+      /expected true, false, or an object/,
+    ],
+    ["an allow that is no array", { tools: { allow: "x" } }, "tools.allow", /Expected an array/],
+    ["an empty pattern", { tools: { deny: [" "] } }, "tools.deny.0", /got " "/],
+    [
+      "a server id with spaces",
+      { mcpServers: { "my server": { command: "x" } } },
+      "mcpServers.my server",
+      /invalid name/,
+    ],
+    ["a server with no kind", { mcpServers: { s: {} } }, "mcpServers.s", /needs "command"/],
+    [
+      "a server args not strings",
+      { mcpServers: { s: { command: "x", args: [1] } } },
+      "mcpServers.s.args.0",
+      /got 1/,
+    ],
+    [
+      "an unknown server key",
+      { mcpServers: { s: { command: "x", cmd: "y" } } },
+      "mcpServers.s.cmd",
+      /unknown key/,
+    ],
+    [
+      "a missing cwd",
+      { mcpServers: { s: { command: "x", cwd: "nope" } } },
+      "mcpServers.s.cwd",
+      /does not exist/,
+    ],
+    [
+      "a package without bin",
+      { mcpServers: { s: { package: "zod" } } },
+      "mcpServers.s.package",
+      /has no bin/,
+    ],
+    [
+      "a plugin object without module",
+      { plugins: [{ options: {} }] },
+      "plugins.0",
+      /or \{ "module": "\.\.\."/,
+    ],
+    [
+      "a sqlite store without path",
+      { snapshotStore: { kind: "sqlite" } },
+      "snapshotStore.path",
+      /got nothing/,
+    ],
+    [
+      "a sqlite store in a missing folder",
+      { snapshotStore: { kind: "sqlite", path: "no/such/dir/x.db" } },
+      "snapshotStore.path",
+      /does not exist/,
+    ],
+    [
+      "an unset env reference",
+      { workspace: "${CODECELL_NOPE}" },
+      "workspace",
+      /CODECELL_NOPE, which is not set/,
+    ],
+  ];
+  it.each(cases)("reports %s", (_label, input, path, message) => {
+    const { config, problems } = resolve(input);
+    expect(config).toBeNull();
+    const problem = problems.find((candidate) => candidate.path === path);
+    expect(problem, JSON.stringify(problems)).toBeDefined();
+    expect(problem!.message).toMatch(message);
+    expect(problem!.file).toBe("c.json5");
+  });
+
+  it("reports several problems at once", () => {
+    const { problems } = resolve({ extra: 1, workspace: "missing", tools: { codeMode: { enabled: "yes" } } });
+    expect(problems.map((problem) => problem.path).sort()).toEqual([
+      "extra",
+      "tools.codeMode.enabled",
+      "workspace",
+    ]);
+  });
+});
+
+describe("loadGatewayConfig", () => {
+  it("reads JSON5 with comments and trailing commas", () => {
+    const file = join(dir, "ok.json5");
+    writeFileSync(file, "// comment\n{ tools: { codeMode: true, }, }\n");
+    expect(loadGatewayConfig(file).config?.codeMode.enabled).toBe(true);
+  });
+
+  it("names a missing file", () => {
+    const { problems } = loadGatewayConfig(join(dir, "missing.json5"));
+    expect(problems[0]?.message).toMatch(/the file does not exist/);
+  });
+});

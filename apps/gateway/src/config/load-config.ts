@@ -1,0 +1,375 @@
+import { existsSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { dirname, isAbsolute, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import {
+  CodeModeError,
+  closestMatches,
+  type JsonValue,
+  type ResolvedCodeModeConfig,
+  resolveCodeModeConfig,
+} from "@codecell/contract";
+import type { McpServerConfig } from "@codecell/mcp-connector";
+import JSON5 from "json5";
+import type { z } from "zod";
+import { type ConfigProblem, describeValue } from "./config-problem.js";
+import {
+  FIELD_HINTS,
+  gatewayConfigSchema,
+  httpServerSchema,
+  packageServerSchema,
+  pluginEntrySchema,
+  stdioServerSchema,
+  TOOLS_KEYS,
+  TOP_LEVEL_KEYS,
+} from "./config-schema.js";
+import { expandEnvReferences } from "./env-references.js";
+
+export type PluginSpec = { entry: string; module: string; options: JsonValue };
+export type SnapshotStoreSpec = { kind: "memory" } | { kind: "sqlite"; path: string };
+
+/** A checked config with every path made absolute: what the gateway runs on. */
+export type GatewayConfig = {
+  file: string;
+  configDir: string;
+  codeMode: ResolvedCodeModeConfig;
+  allow: string[] | undefined;
+  deny: string[] | undefined;
+  approval: string[];
+  mcpServers: Record<string, McpServerConfig>;
+  plugins: PluginSpec[];
+  snapshotStore: SnapshotStoreSpec;
+  /** Real path of the folder the core file tools may touch; null turns those tools off. */
+  workspace: string | null;
+  /** Non-fatal notes, such as clamped limits. */
+  warnings: string[];
+};
+
+export type LoadedConfig =
+  | { config: GatewayConfig; problems: [] }
+  | { config: null; problems: ConfigProblem[] };
+
+/** The config used when no `--config` is given: shipped next to the app's `dist`. */
+export const DEFAULT_CONFIG_FILE = fileURLToPath(new URL("../../codecell.default.json5", import.meta.url));
+
+const gatewayRequire = createRequire(import.meta.url);
+
+function hintFor(path: string): string | undefined {
+  const key = path.replace(/^mcpServers\.[^.]+\./, "").replace(/^plugins\.\d+\./, "");
+  return FIELD_HINTS[path] ?? FIELD_HINTS[key] ?? FIELD_HINTS[key.replace(/\.\d+$/, "")];
+}
+
+function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let current = root;
+  for (const key of path) {
+    if (current === null || typeof current !== "object") return undefined;
+    current = (current as Record<PropertyKey, unknown>)[key];
+  }
+  return current;
+}
+
+function zodProblems(error: z.ZodError, input: unknown, file: string, base: string[] = []): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  for (const issue of error.issues) {
+    const segments = [...base, ...issue.path.map(String)];
+    if (issue.code === "unrecognized_keys") {
+      const known = segments.length === 0 ? TOP_LEVEL_KEYS : segments.join(".") === "tools" ? TOOLS_KEYS : [];
+      for (const key of issue.keys) {
+        const [suggestion] = closestMatches(key, known, 1);
+        problems.push({
+          file,
+          path: [...segments, key].join("."),
+          message: `unknown key.${suggestion ? ` Did you mean "${suggestion}"?` : ""}${known.length ? ` Known keys: ${known.join(", ")}.` : " Remove it."}`,
+        });
+      }
+      continue;
+    }
+    const path = segments.join(".");
+    const hint = hintFor(path);
+    const received = valueAt(input, issue.path);
+    const why =
+      issue.code === "invalid_key" ? `invalid name ${describeValue(issue.path.at(-1))}` : issue.message;
+    problems.push({
+      file,
+      path,
+      message: `got ${describeValue(received)} (${why.replace(/^Invalid input: /, "")}).${hint ? ` Expected ${hint}.` : ""}`,
+    });
+  }
+  return problems;
+}
+
+function absolute(configDir: string, path: string): string {
+  return isAbsolute(path) ? path : resolve(configDir, path);
+}
+
+function isRelativeModule(spec: string): boolean {
+  return spec.startsWith("./") || spec.startsWith("../") || isAbsolute(spec) || spec.startsWith("file:");
+}
+
+/** Resolves a module path or package name from the config's folder, then from the gateway itself. */
+export function resolveModule(spec: string, configDir: string): string {
+  if (isRelativeModule(spec)) {
+    const path = spec.startsWith("file:") ? fileURLToPath(spec) : absolute(configDir, spec);
+    if (!existsSync(path)) throw new Error(`no such file ${path}`);
+    return path;
+  }
+  try {
+    return createRequire(join(configDir, "codecell.config.js")).resolve(spec);
+  } catch {
+    return gatewayRequire.resolve(spec);
+  }
+}
+
+function packageBin(name: string, bin: string | undefined, configDir: string): string {
+  let manifestPath: string;
+  try {
+    manifestPath = resolveModule(`${name}/package.json`, configDir);
+  } catch {
+    throw new Error(
+      `package "${name}" is not installed next to the config file or the gateway. Install it (npm install ${name}) or use { "command": ... }.`,
+    );
+  }
+  const manifest = JSON.parse(readFileSync(manifestPath, "utf8")) as {
+    bin?: string | Record<string, string>;
+  };
+  const bins = typeof manifest.bin === "string" ? { [name]: manifest.bin } : (manifest.bin ?? {});
+  const names = Object.keys(bins);
+  const chosen = bin ?? (names.length === 1 ? names[0] : undefined);
+  if (!chosen || !bins[chosen]) {
+    throw new Error(
+      names.length === 0
+        ? `package "${name}" has no bin to start.`
+        : `package "${name}" has bins ${names.map((n) => `"${n}"`).join(", ")}; name one with "bin".`,
+    );
+  }
+  return resolve(dirname(manifestPath), bins[chosen]);
+}
+
+function checkServer(
+  id: string,
+  raw: unknown,
+  configDir: string,
+  file: string,
+  problems: ConfigProblem[],
+): McpServerConfig | null {
+  const base = ["mcpServers", id];
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
+    problems.push({
+      file,
+      path: base.join("."),
+      message: `got ${describeValue(raw)}. Expected { "command": "node", "args": [...] }, { "package": "<npm package>" } or { "url": "http://..." }.`,
+    });
+    return null;
+  }
+  const entry = raw as Record<string, unknown>;
+  const schema =
+    "url" in entry
+      ? httpServerSchema
+      : "package" in entry
+        ? packageServerSchema
+        : "command" in entry
+          ? stdioServerSchema
+          : null;
+  if (!schema) {
+    problems.push({
+      file,
+      path: base.join("."),
+      message: `needs "command" (a program started over stdio), "package" (an installed npm package with a bin) or "url" (Streamable HTTP). Got keys ${Object.keys(entry).join(", ") || "none"}.`,
+    });
+    return null;
+  }
+  const parsed = schema.safeParse(entry);
+  if (!parsed.success) {
+    problems.push(...zodProblems(parsed.error, entry, file, base));
+    return null;
+  }
+  const value = parsed.data as Record<string, unknown>;
+  const cwd = typeof value.cwd === "string" ? absolute(configDir, value.cwd) : undefined;
+  if (cwd && !existsSync(cwd)) {
+    problems.push({
+      file,
+      path: [...base, "cwd"].join("."),
+      message: `folder ${cwd} does not exist. Create it or fix the path.`,
+    });
+    return null;
+  }
+  if ("url" in value) return value as McpServerConfig;
+  const env = value.env as Record<string, string> | undefined;
+  const args = (value.args as string[] | undefined) ?? [];
+  if ("package" in value) {
+    try {
+      const bin = packageBin(String(value.package), value.bin as string | undefined, configDir);
+      return {
+        command: process.execPath,
+        args: [bin, ...args],
+        ...(env ? { env } : {}),
+        ...(cwd ? { cwd } : {}),
+      };
+    } catch (error) {
+      problems.push({ file, path: [...base, "package"].join("."), message: (error as Error).message });
+      return null;
+    }
+  }
+  return { command: String(value.command), args, ...(env ? { env } : {}), ...(cwd ? { cwd } : {}) };
+}
+
+/**
+ * Checks a parsed config object and resolves it against its folder. Every problem is collected, so
+ * `codecell check` can report them all at once.
+ */
+export function resolveGatewayConfig(
+  input: unknown,
+  file: string,
+  configDir: string,
+  env = process.env,
+): LoadedConfig {
+  const problems: ConfigProblem[] = [];
+  const builtins = { CODECELL_CONFIG_DIR: configDir, CODECELL_TMPDIR: tmpdir() };
+  const expanded = expandEnvReferences(input, { ...builtins, ...env }, file, problems);
+  if (expanded === null || typeof expanded !== "object" || Array.isArray(expanded)) {
+    problems.push({
+      file,
+      path: "",
+      message: `the config must be an object, got ${describeValue(expanded)}.`,
+    });
+    return { config: null, problems };
+  }
+  const parsed = gatewayConfigSchema.safeParse(expanded);
+  if (!parsed.success) problems.push(...zodProblems(parsed.error, expanded, file));
+  const data = (parsed.success ? parsed.data : expanded) as Record<string, unknown>;
+  const tools = (parsed.success ? parsed.data.tools : undefined) ?? {};
+
+  let codeMode: ResolvedCodeModeConfig | null = null;
+  const warnings: string[] = [];
+  try {
+    codeMode = resolveCodeModeConfig((expanded as { tools?: { codeMode?: unknown } }).tools?.codeMode);
+    for (const clamp of codeMode.clamped) {
+      warnings.push(
+        `${file}: tools.codeMode.${clamp.field}: ${clamp.received} is outside its range; using ${clamp.applied}.`,
+      );
+    }
+  } catch (error) {
+    if (!CodeModeError.is(error)) throw error;
+    const listed = (error.details?.problems as Array<{ path: string; message: string }> | undefined) ?? [];
+    if (listed.length === 0) problems.push({ file, path: "tools.codeMode", message: error.message });
+    for (const problem of listed) {
+      problems.push({ file, path: problem.path, message: problem.message.replace(`${problem.path}: `, "") });
+    }
+  }
+
+  const mcpServers: Record<string, McpServerConfig> = {};
+  const rawServers = (expanded as { mcpServers?: unknown }).mcpServers;
+  if (rawServers && typeof rawServers === "object" && !Array.isArray(rawServers)) {
+    for (const [id, raw] of Object.entries(rawServers)) {
+      const server = checkServer(id, raw, configDir, file, problems);
+      if (server) mcpServers[id] = server;
+    }
+  }
+
+  const plugins: PluginSpec[] = [];
+  // Resolved even when other parts failed, so one `check` run reports a missing plugin too.
+  const rawPlugins = (expanded as { plugins?: unknown }).plugins;
+  if (Array.isArray(rawPlugins)) {
+    for (const [index, raw] of rawPlugins.entries()) {
+      const entry = pluginEntrySchema.safeParse(raw);
+      if (!entry.success) continue;
+      const { data } = entry;
+      const spec = typeof data === "string" ? data : data.module;
+      try {
+        plugins.push({
+          entry: spec,
+          module: resolveModule(spec, configDir),
+          options: (typeof data === "string" ? null : (data.options ?? null)) as JsonValue,
+        });
+      } catch (error) {
+        problems.push({
+          file,
+          path: `plugins.${index}${typeof data === "string" ? "" : ".module"}`,
+          message: `cannot find plugin module "${spec}" (${(error as Error).message.split("\n")[0]}). Use a path relative to the config file ("./my-plugin.js") or an installed package name.`,
+        });
+      }
+    }
+  }
+
+  let workspace: string | null = null;
+  if (typeof data.workspace === "string") {
+    const path = absolute(configDir, data.workspace);
+    if (!existsSync(path) || !statSync(path).isDirectory()) {
+      problems.push({
+        file,
+        path: "workspace",
+        message: `folder ${path} does not exist. Create it or point "workspace" at an existing folder.`,
+      });
+    } else {
+      workspace = realpathSync(path);
+    }
+  }
+
+  let snapshotStore: SnapshotStoreSpec = { kind: "memory" };
+  if (parsed.success && parsed.data.snapshotStore?.kind === "sqlite") {
+    const path = absolute(configDir, parsed.data.snapshotStore.path);
+    if (!existsSync(dirname(path))) {
+      problems.push({
+        file,
+        path: "snapshotStore.path",
+        message: `folder ${dirname(path)} does not exist. Create it first.`,
+      });
+    }
+    snapshotStore = { kind: "sqlite", path };
+  }
+
+  if (problems.length > 0 || !codeMode) return { config: null, problems };
+  return {
+    config: {
+      file,
+      configDir,
+      codeMode,
+      allow: tools.allow,
+      deny: tools.deny,
+      approval: tools.approval ?? [],
+      mcpServers,
+      plugins,
+      snapshotStore,
+      workspace,
+      warnings,
+    },
+    problems: [],
+  };
+}
+
+/** Reads a JSON5 config file, expands `${ENV}` references and checks it. */
+export function loadGatewayConfig(path: string, env = process.env): LoadedConfig {
+  const file = resolve(path);
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (error) {
+    const reason =
+      (error as NodeJS.ErrnoException).code === "ENOENT"
+        ? "the file does not exist"
+        : (error as Error).message;
+    return { config: null, problems: [{ file, path: "", message: `cannot read the config: ${reason}.` }] };
+  }
+  let input: unknown;
+  try {
+    input = JSON5.parse(text);
+  } catch (error) {
+    const { lineNumber, columnNumber, message } = error as SyntaxError & {
+      lineNumber?: number;
+      columnNumber?: number;
+    };
+    const where = lineNumber ? `line ${lineNumber}, column ${columnNumber}` : "";
+    return {
+      config: null,
+      problems: [
+        {
+          file,
+          path: where,
+          message: `not valid JSON5: ${message.replace(/^JSON5: /, "")}. Fix the syntax there.`,
+        },
+      ],
+    };
+  }
+  return resolveGatewayConfig(input, file, dirname(file), env);
+}

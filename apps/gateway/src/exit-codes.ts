@@ -1,0 +1,14 @@
+/** The `codecell` command's exit codes (documented in the README). */
+export const EXIT = {
+  ok: 0,
+  /** An unexpected failure: a bug or an environment problem; the message says which. */
+  internal: 1,
+  /** Wrong command line: unknown command or flag, missing argument. */
+  usage: 2,
+  /** The config file has problems (`check` lists them all). */
+  config: 3,
+  /** `exec`: the cell ran and its result is `failed`. */
+  execFailed: 4,
+  /** `exec --no-wait`: the cell is still `waiting`. */
+  execWaiting: 5,
+} as const;

@@ -1,0 +1,265 @@
+import { buildToolCatalog, type ToolCatalog } from "@codecell/catalog";
+import { CodeModeError, type HostTool, type JsonValue } from "@codecell/contract";
+import {
+  type CodeModeEngine,
+  createCodeModeEngine,
+  type McpServerRequest,
+  type ToolExecutor,
+} from "@codecell/engine";
+import { createMcpConnector, type McpConnector } from "@codecell/mcp-connector";
+import {
+  MemorySnapshotBackend,
+  openSnapshotStore,
+  type SnapshotStore,
+  SqliteSnapshotBackend,
+} from "@codecell/snapshot-store";
+import { type ApprovalClient, requireApproval } from "./approvals.js";
+import type { GatewayConfig } from "./config/load-config.js";
+import { type CoreTool, createCoreTools, SHELL_TOOL_ID } from "./core-tools/core-tools.js";
+import { type LoadedPlugin, loadPlugin } from "./plugins/load-plugins.js";
+import { GatewaySession } from "./session.js";
+import { compilePatterns } from "./tool-patterns.js";
+
+export type GatewayOptions = {
+  /** Operator log lines (startup, diagnostics); default stderr. */
+  log?: (line: string) => void;
+  /** Start downstream MCP servers; `check`-style callers may skip it. Default true. */
+  connectMcp?: boolean;
+};
+
+/** Where one tool call runs, whichever way it was reached (nested in a cell, or directly). */
+export type ToolCallRequest = {
+  tool: HostTool;
+  toolId: string;
+  input: JsonValue;
+  sessionId: string;
+  approvals: ApprovalClient;
+  signal: AbortSignal;
+};
+
+function toolIdOf(tool: HostTool): string {
+  return `${tool.source}:${tool.owner}:${tool.name}`;
+}
+
+/**
+ * One running gateway: the engine, the snapshot store, downstream MCP servers, core tools and plugins.
+ * Transports open sessions on it; everything else is shared.
+ */
+export class Gateway {
+  readonly config: GatewayConfig;
+  readonly engine: CodeModeEngine;
+  readonly store: SnapshotStore;
+  readonly connector: McpConnector;
+  readonly plugins: readonly LoadedPlugin[];
+  readonly coreTools: readonly CoreTool[];
+  readonly #needsApproval: (id: string, name: string) => boolean;
+  readonly #sessions = new Map<string, GatewaySession>();
+  readonly #log: (line: string) => void;
+  #toolsVersion = 0;
+  #closed: Promise<void> | null = null;
+
+  private constructor(
+    config: GatewayConfig,
+    parts: {
+      store: SnapshotStore;
+      connector: McpConnector;
+      plugins: LoadedPlugin[];
+      log: (line: string) => void;
+    },
+  ) {
+    this.config = config;
+    this.store = parts.store;
+    this.connector = parts.connector;
+    this.plugins = parts.plugins;
+    this.coreTools = createCoreTools(config.workspace);
+    this.#log = parts.log;
+    this.#needsApproval = compilePatterns(config.approval);
+    this.engine = createCodeModeEngine({ config: config.codeMode, store: parts.store });
+    this.connector.onChange(({ server, reason }) => {
+      this.#toolsVersion++;
+      this.#log(
+        `MCP server "${server}": ${reason === "tools_changed" ? "tool list changed" : "disconnected"}`,
+      );
+    });
+  }
+
+  static async start(config: GatewayConfig, options: GatewayOptions = {}): Promise<Gateway> {
+    const log = options.log ?? ((line: string) => process.stderr.write(`codecell: ${line}\n`));
+    const store = await openSnapshotStore({
+      backend:
+        config.snapshotStore.kind === "sqlite"
+          ? new SqliteSnapshotBackend({ path: config.snapshotStore.path })
+          : new MemorySnapshotBackend(),
+      maxSnapshotBytes: config.codeMode.maxSnapshotBytes,
+      snapshotTtlSeconds: config.codeMode.snapshotTtlSeconds,
+    });
+    const connector = createMcpConnector(config.mcpServers, { clientName: "codecell-gateway" });
+    const plugins: LoadedPlugin[] = [];
+    try {
+      const taken = new Set<string>();
+      for (const spec of config.plugins) {
+        const loaded = await loadPlugin(spec, config.configDir, taken);
+        taken.add(loaded.plugin.id);
+        plugins.push(loaded);
+      }
+      if (options.connectMcp !== false) {
+        await connector.start();
+        for (const diagnostic of connector.diagnostics) log(`warning: ${diagnostic.message}`);
+      }
+    } catch (error) {
+      for (const plugin of plugins) await plugin.unload().catch(() => {});
+      await connector.close().catch(() => {});
+      await store.close().catch(() => {});
+      throw error;
+    }
+    return new Gateway(config, { store, connector, plugins, log });
+  }
+
+  /** Bumped when a downstream server changes its tools, so sessions re-prepare their run. */
+  get toolsVersion(): number {
+    return this.#toolsVersion;
+  }
+
+  /** Every tool from the three sources the gateway has, before policy. */
+  hostTools(): HostTool[] {
+    const core = this.coreTools.map(({ execute: _execute, ...tool }) => tool);
+    return [...core, ...this.plugins.flatMap((plugin) => plugin.hostTools), ...this.connector.hostTools()];
+  }
+
+  /**
+   * Policy as the config says, plus one rule of the gateway: the shell tool is off unless `tools.allow`
+   * names its exact id (a glob such as `core:*` is not enough).
+   */
+  policy(): { allow: string[] | undefined; deny: string[] } {
+    const allow = this.config.allow;
+    const deny = [...(this.config.deny ?? [])];
+    if (!allow?.includes(SHELL_TOOL_ID)) deny.push(SHELL_TOOL_ID);
+    return { allow, deny };
+  }
+
+  /** The catalog a session would get now, for `codecell catalog` and tests. */
+  catalog(): ToolCatalog {
+    return buildToolCatalog(this.hostTools(), {
+      ...this.policy(),
+      searchDefaultLimit: this.config.codeMode.searchDefaultLimit,
+      maxSearchLimit: this.config.codeMode.maxSearchLimit,
+    });
+  }
+
+  /** Effective tools: the host tools that policy lets through. */
+  effectiveTools(): HostTool[] {
+    const catalog = this.catalog();
+    return [...catalog.entries.map((entry) => entry.tool), ...catalog.directOnly];
+  }
+
+  openSession(sessionId: string, approvals: ApprovalClient): GatewaySession {
+    if (this.#closed) throw new CodeModeError("runtime_unavailable", "The gateway is shutting down.");
+    const existing = this.#sessions.get(sessionId);
+    if (existing) return existing;
+    const session = new GatewaySession(this, sessionId, approvals, () => this.#sessions.delete(sessionId));
+    this.#sessions.set(sessionId, session);
+    return session;
+  }
+
+  get sessionCount(): number {
+    return this.#sessions.size;
+  }
+
+  /** The executor a session hands the engine: every nested call comes through here. */
+  executorFor(sessionId: string, approvals: ApprovalClient): ToolExecutor {
+    return {
+      callTool: (call) =>
+        this.runTool({
+          tool: call.tool,
+          toolId: call.toolId,
+          input: call.input,
+          sessionId,
+          approvals,
+          signal: call.signal,
+        }),
+      mcpRequest: (request) => this.#mcpRequest(request),
+    };
+  }
+
+  /** Runs one tool from any source, after policy (the caller's) and approval (here). */
+  async runTool(request: ToolCallRequest): Promise<unknown> {
+    const { tool, toolId, input, signal } = request;
+    if (this.#needsApproval(toolId, tool.name))
+      await requireApproval(request.approvals, toolId, input, signal);
+    if (signal.aborted)
+      throw new CodeModeError("aborted", `The call to ${toolId} was cancelled before it started.`);
+    switch (tool.source) {
+      case "core": {
+        const core = this.coreTools.find((candidate) => candidate.name === tool.name);
+        if (!core) break;
+        return core.execute(input, { signal });
+      }
+      case "plugin": {
+        const plugin = this.plugins.find((candidate) => candidate.plugin.id === tool.owner);
+        const pluginTool = plugin?.tool(tool.name);
+        if (!pluginTool) break;
+        return pluginTool.execute(input, { signal, sessionId: request.sessionId });
+      }
+      case "mcp":
+        return this.connector.callTool(tool.owner, tool.name, input ?? {}, { signal });
+      default:
+        break;
+    }
+    throw new CodeModeError("invalid_input", `The gateway has no tool ${toolId}.`);
+  }
+
+  async #mcpRequest(request: McpServerRequest): Promise<unknown> {
+    const { server, op, args, signal } = request;
+    const first = args[0];
+    switch (op) {
+      case "resources.list":
+        return this.connector.listResources(server, { signal });
+      case "resources.read": {
+        const uri = typeof first === "string" ? first : (first as { uri?: unknown } | null)?.uri;
+        if (typeof uri !== "string") {
+          throw new CodeModeError(
+            "invalid_input",
+            'resources.read needs { uri: "..." } (a URI from resources.list()).',
+          );
+        }
+        return this.connector.readResource(server, { uri }, { signal });
+      }
+      case "prompts.list":
+        return this.connector.listPrompts(server, { signal });
+      case "prompts.get": {
+        const input = (typeof first === "string" ? { name: first } : first) as {
+          name?: unknown;
+          arguments?: Record<string, string>;
+        } | null;
+        if (typeof input?.name !== "string") {
+          throw new CodeModeError("invalid_input", 'prompts.get needs { name: "...", arguments?: {...} }.');
+        }
+        return this.connector.getPrompt(
+          server,
+          { name: input.name, ...(input.arguments ? { arguments: input.arguments } : {}) },
+          { signal },
+        );
+      }
+    }
+  }
+
+  toolIdOf(tool: HostTool): string {
+    return toolIdOf(tool);
+  }
+
+  /**
+   * Stops cleanly: sessions' live calls are cancelled (their waiting runs stay in a durable store),
+   * downstream servers are closed, plugins unloaded, the store flushed and closed.
+   */
+  close(): Promise<void> {
+    this.#closed ??= (async () => {
+      for (const session of this.#sessions.values()) session.detach();
+      this.#sessions.clear();
+      await this.engine.close().catch((error) => this.#log(`engine close failed: ${String(error)}`));
+      await this.connector.close().catch((error) => this.#log(`MCP close failed: ${String(error)}`));
+      for (const plugin of this.plugins) await plugin.unload().catch(() => {});
+      await this.store.close().catch((error) => this.#log(`store close failed: ${String(error)}`));
+    })();
+    return this.#closed;
+  }
+}

@@ -1,0 +1,16 @@
+export { type ApprovalClient, NO_APPROVAL_CLIENT } from "./approvals.js";
+export { type ConfigProblem, formatProblem } from "./config/config-problem.js";
+export {
+  DEFAULT_CONFIG_FILE,
+  type GatewayConfig,
+  type LoadedConfig,
+  loadGatewayConfig,
+  resolveGatewayConfig,
+} from "./config/load-config.js";
+export { createCoreTools, SHELL_TOOL_ID } from "./core-tools/core-tools.js";
+export { EXIT } from "./exit-codes.js";
+export { Gateway, type GatewayOptions } from "./gateway.js";
+export { type RunningHttpServer, serveHttp } from "./http-transport.js";
+export { catalogView, createSessionServer, toCallToolResult } from "./mcp-front.js";
+export { GATEWAY_AGENT_ID, GatewaySession } from "./session.js";
+export { serveStdio } from "./stdio-transport.js";

@@ -1,0 +1,180 @@
+import { type CodeModeResult, codeModeResultJsonSchema, type JsonValue } from "@codecell/contract";
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import {
+  CallToolRequestSchema,
+  type CallToolResult,
+  ListResourcesRequestSchema,
+  ListToolsRequestSchema,
+  ReadResourceRequestSchema,
+  type RequestId,
+} from "@modelcontextprotocol/sdk/types.js";
+import type { ApprovalClient } from "./approvals.js";
+import type { Gateway } from "./gateway.js";
+import type { GatewaySession } from "./session.js";
+import { GATEWAY_VERSION } from "./version.js";
+
+const { $schema: _dropped, ...resultSchema } = codeModeResultJsonSchema as Record<string, unknown>;
+/** exec and wait declare the contract's result type, so clients get typed structured content. */
+const RESULT_OUTPUT_SCHEMA = { type: "object" as const, ...resultSchema };
+
+const TRAJECTORY_URI = "codecell://session/trajectory";
+const CATALOG_URI = "codecell://session/catalog";
+
+/** A code-mode result as an MCP tool result: structured, and the same JSON as text for older clients. */
+export function toCallToolResult(result: CodeModeResult): CallToolResult {
+  return {
+    content: [{ type: "text", text: JSON.stringify(result) }],
+    structuredContent: result as unknown as Record<string, unknown>,
+    ...(result.status === "failed" ? { isError: true } : {}),
+  };
+}
+
+/** A passthrough tool's value as an MCP tool result (MCP tools' results are forwarded as they are). */
+function directResult(value: unknown, fromMcp: boolean): CallToolResult {
+  if (fromMcp && value && typeof value === "object" && Array.isArray((value as CallToolResult).content)) {
+    return value as CallToolResult;
+  }
+  const text = typeof value === "string" ? value : (JSON.stringify(value) ?? "null");
+  const structured = value !== null && typeof value === "object" && !Array.isArray(value);
+  return {
+    content: [{ type: "text", text }],
+    ...(structured ? { structuredContent: value as Record<string, unknown> } : {}),
+  };
+}
+
+function errorResult(error: unknown): CallToolResult {
+  const code = (error as { code?: unknown }).code;
+  const prefix = typeof code === "string" ? `${code}: ` : "";
+  return {
+    content: [{ type: "text", text: `${prefix}${(error as Error).message ?? String(error)}` }],
+    isError: true,
+  };
+}
+
+/**
+ * One MCP server object for one client session. It answers tools/list with exec and wait (or the
+ * passthrough tools when code mode is off), routes tools/call, and offers the session's trajectory and
+ * catalog as resources for viewers such as the playground.
+ */
+export function createSessionServer(
+  gateway: Gateway,
+  sessionIdOf: () => string,
+): { server: Server; approvals: ApprovalClient; session: () => GatewaySession } {
+  const server = new Server(
+    { name: "codecell", version: GATEWAY_VERSION },
+    {
+      capabilities: { tools: { listChanged: false }, resources: {} },
+      instructions:
+        "codecell runs JavaScript/TypeScript cells that call many tools. Use exec with code; if the result is waiting, call wait with its runId.",
+    },
+  );
+  const inFlight: RequestId[] = [];
+  const approvals: ApprovalClient = {
+    canElicit: () => Boolean(server.getClientCapabilities()?.elicitation?.form),
+    async askApproval(message, signal) {
+      const related = inFlight.at(-1);
+      const answer = await server.elicitInput(
+        {
+          mode: "form",
+          message,
+          requestedSchema: {
+            type: "object",
+            properties: { approve: { type: "boolean", title: "Approve this call", default: false } },
+            required: ["approve"],
+          },
+        },
+        { signal, ...(related !== undefined ? { relatedRequestId: related } : {}) },
+      );
+      return answer.action === "accept" && answer.content?.approve === true;
+    },
+  };
+  let session: GatewaySession | null = null;
+  const current = () => {
+    session ??= gateway.openSession(sessionIdOf(), approvals);
+    return session;
+  };
+
+  server.setRequestHandler(ListToolsRequestSchema, () => {
+    const active = current().run.active;
+    return {
+      tools: current()
+        .modelTools()
+        .map((tool) => ({
+          name: tool.name,
+          description: tool.description,
+          inputSchema: tool.inputSchema as { type: "object" },
+          ...(active && (tool.name === "exec" || tool.name === "wait")
+            ? { outputSchema: RESULT_OUTPUT_SCHEMA }
+            : {}),
+        })),
+    };
+  });
+
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const { name, arguments: input = {} } = request.params;
+    const session = current();
+    inFlight.push(extra.requestId);
+    try {
+      if (session.run.active && (name === "exec" || name === "wait")) {
+        return toCallToolResult(name === "exec" ? await session.exec(input) : await session.wait(input));
+      }
+      try {
+        const { tool, value } = await session.callDirect(name, input as JsonValue, extra.signal);
+        return directResult(value, tool.source === "mcp");
+      } catch (error) {
+        return errorResult(error);
+      }
+    } finally {
+      inFlight.splice(inFlight.indexOf(extra.requestId), 1);
+    }
+  });
+
+  server.setRequestHandler(ListResourcesRequestSchema, () => ({
+    resources: [
+      {
+        uri: TRAJECTORY_URI,
+        name: "trajectory",
+        title: "Nested calls of this session",
+        description: "Every exec and wait call of this MCP session with the nested tool calls made under it.",
+        mimeType: "application/json",
+      },
+      {
+        uri: CATALOG_URI,
+        name: "catalog",
+        title: "Hidden tool catalog",
+        description: "ALL_TOOLS as a cell sees it, and the MCP servers behind MCP.<server>.",
+        mimeType: "application/json",
+      },
+    ],
+  }));
+
+  server.setRequestHandler(ReadResourceRequestSchema, (request) => {
+    const { uri } = request.params;
+    let value: unknown;
+    if (uri === TRAJECTORY_URI) value = current().trajectory();
+    else if (uri === CATALOG_URI) value = catalogView(gateway);
+    else throw new Error(`Unknown resource ${uri}; this server offers ${TRAJECTORY_URI} and ${CATALOG_URI}.`);
+    return { contents: [{ uri, mimeType: "application/json", text: JSON.stringify(value) }] };
+  });
+
+  return { server, approvals, session: current };
+}
+
+/** The catalog as a guest sees it: `ALL_TOOLS`, and per MCP server its tool names. */
+export function catalogView(gateway: Gateway, query?: string) {
+  const catalog = gateway.catalog();
+  const servers = gateway.connector.describeServers().map((server) => ({
+    name: server.name,
+    tools: catalog.entries
+      .filter((entry) => entry.source === "mcp" && entry.sourceName === server.name)
+      .map((entry) => entry.name),
+  }));
+  return {
+    codeMode: gateway.config.codeMode.enabled,
+    ...(query === undefined
+      ? { allTools: catalog.guestEntries }
+      : { query, results: catalog.search(query, { includeMcp: true }) }),
+    mcpServers: servers,
+    bySource: catalog.countsBySource,
+  };
+}

@@ -1,0 +1,76 @@
+import { existsSync, realpathSync, statSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import type { ServerResponse } from "node:http";
+import { extname, join, relative, resolve, sep } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** Where the playground's build lands (apps/playground/dist), next to this app in the repository. */
+export const PLAYGROUND_DIST = fileURLToPath(new URL("../../playground/dist", import.meta.url));
+
+const TYPES: Record<string, string> = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".mjs": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".json": "application/json",
+  ".svg": "image/svg+xml",
+  ".png": "image/png",
+  ".ico": "image/x-icon",
+  ".woff2": "font/woff2",
+  ".map": "application/json",
+  ".txt": "text/plain; charset=utf-8",
+};
+
+function notBuiltPage(mcpUrl: string): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>codecell</title>
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:42rem;margin:3rem auto;padding:0 1rem}code{background:#eee;padding:0 .25rem}</style>
+</head><body>
+<h1>codecell gateway</h1>
+<p>The gateway is running. Its MCP endpoint is <code>${mcpUrl}</code>.</p>
+<p>The playground is not built, so there is no page to show here yet. Build it with
+<code>pnpm --filter @codecell/playground build</code> (or <code>pnpm build</code> at the repository root)
+and reload.</p>
+</body></html>
+`;
+}
+
+/**
+ * Serves the playground's static files from `root` when it has been built, else a short page saying
+ * so. Paths are confined to `root`; unknown paths without an extension get `index.html` (client routing).
+ */
+export async function serveStatic(
+  pathname: string,
+  res: ServerResponse,
+  mcpUrl: string,
+  root = PLAYGROUND_DIST,
+) {
+  const index = join(root, "index.html");
+  if (!existsSync(index)) {
+    res.writeHead(pathname === "/" ? 200 : 404, { "content-type": "text/html; charset=utf-8" });
+    res.end(notBuiltPage(mcpUrl));
+    return;
+  }
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(pathname);
+  } catch {
+    res.writeHead(400).end("bad path");
+    return;
+  }
+  const realRoot = realpathSync(root);
+  let file = resolve(realRoot, `.${decoded}`);
+  if (existsSync(file) && statSync(file).isDirectory()) file = join(file, "index.html");
+  if (!existsSync(file)) file = extname(decoded) ? "" : index;
+  const rel = file ? relative(realRoot, realpathSync(file)) : "..";
+  if (!file || rel.startsWith(`..${sep}`) || rel === "..") {
+    res.writeHead(404, { "content-type": "text/plain" }).end("not found");
+    return;
+  }
+  const body = await readFile(file);
+  res.writeHead(200, {
+    "content-type": TYPES[extname(file)] ?? "application/octet-stream",
+    "cache-control": file === index ? "no-cache" : "public, max-age=300",
+  });
+  res.end(body);
+}

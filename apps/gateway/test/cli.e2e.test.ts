@@ -1,0 +1,191 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: config files use ${ENV} references
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { baseConfig, connectStdio, makeSetup, runCli } from "./harness.js";
+
+describe("codecell check", () => {
+  it("lists every problem of a broken config, one line each, and exits 3", async () => {
+    const setup = makeSetup({});
+    writeFileSync(
+      setup.configPath,
+      `{
+        tools: { codeMode: { enabled: true, timeoutMs: "fast", langauges: ["javascript"] }, deny: "write_file", aprovals: [] },
+        workspace: "./missing-folder",
+        plugins: ["./no-such-plugin.js"],
+        mcpServers: {
+          broken: { args: ["x"] },
+          remote: { url: "ftp://example.com" },
+          pkg: { package: "@modelcontextprotocol/not-installed-anywhere" },
+          secret: { url: "http://127.0.0.1:1/mcp", headers: { authorization: "Bearer \${CODECELL_TEST_UNSET_TOKEN}" } },
+        },
+        snapshotStore: { kind: "redis" },
+        extra: true,
+      }`,
+    );
+    const { code, stderr, stdout } = await runCli(["check", "--config", setup.configPath]);
+    expect(code).toBe(3);
+    expect(stdout).toBe("");
+    const lines = stderr.trim().split("\n");
+    const expected: Array<[string, RegExp]> = [
+      ["tools.codeMode.timeoutMs", /received "fast"/],
+      ["tools.codeMode.langauges", /Did you mean "languages"/],
+      ["tools.deny", /got "write_file".*Expected an array of tool ids or names/],
+      ["tools.aprovals", /Did you mean "approval"/],
+      ["workspace", /missing-folder does not exist/],
+      ["plugins.0", /cannot find plugin module "\.\/no-such-plugin\.js"/],
+      ["mcpServers.broken", /needs "command".*"package".*"url"/],
+      ["mcpServers.remote.url", /got "ftp:\/\/example\.com"/],
+      ["mcpServers.pkg.package", /not installed/],
+      ["mcpServers.secret.headers.authorization", /CODECELL_TEST_UNSET_TOKEN, which is not set/],
+      ["snapshotStore.kind", /"memory" or "sqlite"/],
+      ["extra", /unknown key/],
+    ];
+    for (const [path, message] of expected) {
+      const line = lines.find((candidate) => candidate.startsWith(`${setup.configPath}: ${path}: `));
+      expect(line, `no line for ${path} in:\n${stderr}`).toBeDefined();
+      expect(line).toMatch(message);
+    }
+    expect(lines.at(-1)).toMatch(/^codecell: \d+ problems in the config; nothing was started\.$/);
+  });
+
+  it("reports a JSON5 syntax error with its line", async () => {
+    const setup = makeSetup({});
+    writeFileSync(setup.configPath, "{\n  tools: { codeMode: true },\n  workspace: ./x\n}");
+    const { code, stderr } = await runCli(["check", "--config", setup.configPath]);
+    expect(code).toBe(3);
+    expect(stderr).toMatch(/line 3, column \d+: not valid JSON5/);
+  });
+
+  it("accepts a good config, and --connect starts its MCP servers", async () => {
+    const setup = makeSetup(baseConfig());
+    const plain = await runCli(["check", "--config", setup.configPath]);
+    expect(plain.code, plain.stderr).toBe(0);
+    expect(plain.stdout).toMatch(/^ok: .*code mode on, 1 MCP server\(s\), 1 plugin\(s\)/);
+    const connected = await runCli(["check", "--connect", "--config", setup.configPath]);
+    expect(connected.code, connected.stderr).toBe(0);
+    expect(connected.stdout).toMatch(/17 tool\(s\) after policy/);
+  });
+
+  it("reports an MCP server that fails to start with --connect", async () => {
+    const setup = makeSetup(
+      baseConfig({ mcpServers: { dead: { command: process.execPath, args: ["-e", "process.exit(3)"] } } }),
+    );
+    const { code, stderr } = await runCli(["check", "--connect", "--config", setup.configPath]);
+    expect(code).toBe(3);
+    expect(stderr).toMatch(/mcpServers\.dead: .*dead/);
+  });
+});
+
+describe("codecell exec, catalog and the command line", () => {
+  it("prints the version and help, and exits 2 on usage errors", async () => {
+    const version = await runCli(["--version"]);
+    expect(version).toMatchObject({ code: 0, stdout: "0.1.0\n" });
+    for (const command of ["serve", "exec", "catalog", "check"]) {
+      const help = await runCli([command, "--help"]);
+      expect(help.code).toBe(0);
+      expect(help.stdout).toMatch(new RegExp(`^Usage: codecell ${command}`));
+    }
+    const unknown = await runCli(["launch"]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toBe(
+      'codecell: unknown command "launch". Commands: serve, exec, catalog, check (see --help).\n',
+    );
+    const flag = await runCli(["catalog", "--frobnicate"]);
+    expect(flag.code).toBe(2);
+    expect(flag.stderr).toMatch(/--frobnicate/);
+  });
+
+  it("runs a cell from stdin and from a TypeScript file", async () => {
+    const setup = makeSetup(baseConfig({ mcpServers: {} }));
+    const fromStdin = await runCli(["exec", "--config", setup.configPath, "-"], {
+      input:
+        'const t = await tools.read_file({ path: "todo.md" }); text("read"); return t.content.split("\\n")[0];',
+    });
+    expect(fromStdin.code, fromStdin.stderr).toBe(0);
+    expect(JSON.parse(fromStdin.stdout)).toMatchObject({
+      status: "completed",
+      value: "# Todo",
+      output: [{ type: "text", text: "read" }],
+    });
+    const cell = join(setup.dir, "cell.ts");
+    writeFileSync(cell, "const n: number = (await Notes.list()).length;\nreturn n * 2;\n");
+    const typed = await runCli(["exec", "--config", setup.configPath, cell]);
+    expect(JSON.parse(typed.stdout)).toMatchObject({ status: "completed", value: 4 });
+  });
+
+  it("exits 4 on a failed cell and 5 on a waiting one with --no-wait", async () => {
+    const setup = makeSetup(baseConfig({ mcpServers: {} }));
+    const failed = await runCli(["exec", "--config", setup.configPath, "-"], {
+      input: "throw new Error('boom')",
+    });
+    expect(failed.code).toBe(4);
+    expect(JSON.parse(failed.stdout)).toMatchObject({
+      status: "failed",
+      error: expect.stringMatching(/boom/),
+    });
+    const waiting = await runCli(["exec", "--no-wait", "--config", setup.configPath, "-"], {
+      input: "await yield_control('later'); return 1;",
+    });
+    expect(waiting.code).toBe(5);
+    expect(JSON.parse(waiting.stdout)).toMatchObject({ status: "waiting", reason: "yield" });
+    const resumed = await runCli(["exec", "--config", setup.configPath, "-"], {
+      input: "await yield_control('later'); return 1;",
+    });
+    expect(resumed.code).toBe(0);
+    expect(JSON.parse(resumed.stdout)).toMatchObject({ status: "completed", value: 1 });
+  });
+
+  it("prints the catalog and ranked search results", async () => {
+    const setup = makeSetup(baseConfig());
+    const all = await runCli(["catalog", "--config", setup.configPath]);
+    expect(all.code, all.stderr).toBe(0);
+    const catalog = JSON.parse(all.stdout) as {
+      allTools: Array<{ id: string }>;
+      mcpServers: Array<{ name: string; tools: string[] }>;
+    };
+    expect(catalog.allTools.map((tool) => tool.id)).toContain("plugin:notes:notes_search");
+    expect(catalog.allTools.map((tool) => tool.id)).not.toContain("core:codecell:exec");
+    expect(catalog.mcpServers[0]).toMatchObject({
+      name: "memory",
+      tools: expect.arrayContaining(["read_graph"]),
+    });
+    const search = await runCli([
+      "catalog",
+      "--config",
+      setup.configPath,
+      "--search",
+      "knowledge graph entities",
+    ]);
+    const ranked = JSON.parse(search.stdout) as { results: Array<{ id: string }> };
+    expect(ranked.results[0]!.id).toMatch(/^mcp:memory:/);
+  });
+});
+
+describe("code mode disabled", () => {
+  it("lists the effective tools directly and forwards calls", async () => {
+    const setup = makeSetup(
+      baseConfig({ tools: { codeMode: false, deny: ["notes_delete", "mcp:memory:delete_*"] } }),
+    );
+    const gateway = await connectStdio(setup.configPath);
+    try {
+      const names = (await gateway.client.listTools()).tools.map((tool) => tool.name);
+      expect(names).not.toContain("wait");
+      expect(names).toEqual(
+        expect.arrayContaining(["read_file", "list_dir", "notes_add", "read_graph", "create_entities"]),
+      );
+      expect(names).not.toContain("notes_delete");
+      expect(names).not.toContain("delete_entities");
+      expect(names).not.toContain("exec");
+      const read = await gateway.client.callTool({ name: "read_file", arguments: { path: "todo.md" } });
+      expect(read.structuredContent).toMatchObject({ path: "todo.md" });
+      const graph = await gateway.client.callTool({ name: "read_graph", arguments: {} });
+      expect(graph.structuredContent).toMatchObject({ entities: [] });
+      const denied = await gateway.client.callTool({ name: "notes_delete", arguments: { id: "note-1" } });
+      expect(denied.isError).toBe(true);
+      expect((denied.content as Array<{ text: string }>)[0]!.text).toMatch(/Unknown tool "notes_delete"/);
+    } finally {
+      await gateway.close();
+    }
+  });
+});

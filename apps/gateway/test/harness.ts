@@ -1,0 +1,169 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: config files use ${ENV} references
+import { type ChildProcess, spawn } from "node:child_process";
+import { cpSync, mkdtempSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { ClientCapabilities } from "@modelcontextprotocol/sdk/types.js";
+
+export const APP_DIR = fileURLToPath(new URL("..", import.meta.url));
+export const CLI = join(APP_DIR, "dist", "cli.js");
+const require = createRequire(import.meta.url);
+
+export function everythingBin(): string {
+  const manifest = require.resolve("@modelcontextprotocol/server-everything/package.json");
+  return join(manifest, "..", "dist", "index.js");
+}
+
+/** A fresh folder holding a copy of the demo workspace and a config written from `config`. */
+export function makeSetup(config: Record<string, unknown>): {
+  dir: string;
+  configPath: string;
+  workspace: string;
+} {
+  const dir = mkdtempSync(join(tmpdir(), "codecell-gateway-"));
+  const workspace = join(dir, "workspace");
+  cpSync(join(APP_DIR, "demo-workspace"), workspace, { recursive: true });
+  const configPath = join(dir, "codecell.json5");
+  writeFileSync(configPath, JSON.stringify(config, null, 2));
+  return { dir, configPath, workspace };
+}
+
+/** The embedded default's shape, with the memory server's file kept inside the test folder. */
+export function baseConfig(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    tools: { codeMode: { enabled: true, timeoutMs: 1500 } },
+    workspace: "./workspace",
+    plugins: ["@codecell/plugin-example-notes"],
+    mcpServers: {
+      memory: {
+        package: "@modelcontextprotocol/server-memory",
+        env: { MEMORY_FILE_PATH: "${CODECELL_CONFIG_DIR}/memory.jsonl" },
+      },
+    },
+    ...overrides,
+  };
+}
+
+export type Connected = { client: Client; close(): Promise<void>; stderr: () => string };
+
+function newClient(capabilities: ClientCapabilities = {}): Client {
+  return new Client({ name: "codecell-test", version: "1.0.0" }, { capabilities });
+}
+
+export async function connectStdio(
+  configPath: string,
+  options: { args?: string[]; capabilities?: ClientCapabilities } = {},
+): Promise<Connected> {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [CLI, "serve", "--config", configPath, ...(options.args ?? [])],
+    stderr: "pipe",
+  });
+  let stderr = "";
+  transport.stderr?.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString("utf8");
+  });
+  const client = newClient(options.capabilities);
+  await client.connect(transport);
+  return { client, close: () => client.close(), stderr: () => stderr };
+}
+
+export type HttpGateway = {
+  url: string;
+  mcpUrl: string;
+  child: ChildProcess;
+  stop(): Promise<number | null>;
+  output(): string;
+};
+
+/** Spawns `codecell serve --http 0` and reads the URL it prints. */
+export async function startHttpGateway(configPath: string): Promise<HttpGateway> {
+  const child = spawn(process.execPath, [CLI, "serve", "--config", configPath, "--http", "0"], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const mcpUrl = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${output}`)), 30_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString("utf8");
+      const match = /MCP endpoint\s+(http:\/\/\S+\/mcp)/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]!);
+      }
+    };
+    child.stdout.on("data", onData);
+    child.stderr.on("data", onData);
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`gateway exited with ${code}:\n${output}`));
+    });
+  });
+  return {
+    url: mcpUrl.replace(/mcp$/, ""),
+    mcpUrl,
+    child,
+    output: () => output,
+    async stop() {
+      if (child.exitCode === null) child.kill("SIGTERM");
+      return exited;
+    },
+  };
+}
+
+export async function connectHttp(mcpUrl: string, capabilities: ClientCapabilities = {}): Promise<Connected> {
+  const client = newClient(capabilities);
+  const transport = new StreamableHTTPClientTransport(new URL(mcpUrl));
+  await client.connect(transport);
+  return {
+    client,
+    close: async () => {
+      await transport.terminateSession().catch(() => {});
+      await client.close();
+    },
+    stderr: () => "",
+  };
+}
+
+/** Calls exec or wait and returns the structured result, checking the text item says the same. */
+export async function callCodeMode(client: Client, tool: "exec" | "wait", args: Record<string, unknown>) {
+  const result = await client.callTool({ name: tool, arguments: args });
+  const text = (result.content as Array<{ type: string; text: string }>)[0]!.text;
+  const structured = result.structuredContent as Record<string, unknown> & {
+    status: string;
+    value?: unknown;
+    runId?: string;
+    error?: string;
+    code?: string;
+    output?: Array<{ type: string; text?: string; value?: unknown }>;
+  };
+  if (JSON.stringify(JSON.parse(text)) !== JSON.stringify(structured)) {
+    throw new Error("text content and structuredContent differ");
+  }
+  return structured;
+}
+
+export function runCli(
+  args: string[],
+  options: { input?: string } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI, ...args], { stdio: ["pipe", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString("utf8");
+    });
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString("utf8");
+    });
+    child.stdin.end(options.input ?? "");
+    child.once("exit", (code) => resolve({ code, stdout, stderr }));
+  });
+}
