@@ -113,9 +113,12 @@ async function serve(args: string[]): Promise<number | undefined> {
       session: { type: "string", default: "stdio" },
     },
   });
+  const httpPort = values.http ?? values.port;
+  // Over stdio, stdout carries the protocol: anything a plugin logs goes to stderr instead.
+  if (httpPort === undefined)
+    for (const method of ["log", "info", "debug"] as const) console[method] = console.error;
   const config = loadConfigOrExit(values.config);
   const gateway = await startGateway(config);
-  const httpPort = values.http ?? values.port;
   if (httpPort === undefined) {
     process.stderr.write(
       `codecell: serving MCP over stdio (config: ${config.file}, session "${values.session}")\n`,

@@ -15,12 +15,15 @@ import { GATEWAY_VERSION } from "./version.js";
 
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
 const MAX_SESSIONS = 256;
+/** A session with no request for this long is closed (its waiting runs go with it). */
+const IDLE_SESSION_MS = 30 * 60 * 1000;
+const SWEEP_INTERVAL_MS = 60 * 1000;
 const LOOPBACK = new Set(["localhost", "127.0.0.1", "[::1]", "::1"]);
 
 export type HttpServeOptions = { port: number; host: string; playgroundDir?: string };
 export type RunningHttpServer = { url: string; mcpUrl: string; port: number; close(): Promise<void> };
 
-type Entry = { transport: StreamableHTTPServerTransport; end: () => Promise<void> };
+type Entry = { transport: StreamableHTTPServerTransport; lastSeen: number };
 
 function json(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
@@ -79,6 +82,7 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
         rpcError(res, 404, "Unknown or expired MCP session; start a new one with an initialize request.");
         return;
       }
+      entry.lastSeen = Date.now();
       await entry.transport.handleRequest(req, res, body);
       return;
     }
@@ -90,6 +94,7 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
       );
       return;
     }
+    if (sessions.size >= MAX_SESSIONS) await evictIdle(SWEEP_INTERVAL_MS);
     if (sessions.size >= MAX_SESSIONS) {
       rpcError(res, 503, `Too many MCP sessions (${MAX_SESSIONS}); close some and retry.`);
       return;
@@ -100,7 +105,7 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (newId) => {
         id = newId;
-        sessions.set(newId, { transport, end: () => front.session().end() });
+        sessions.set(newId, { transport, lastSeen: Date.now() });
       },
     });
     transport.onclose = () => {
@@ -111,6 +116,17 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
     await front.server.connect(transport);
     await transport.handleRequest(req, res, body);
   }
+
+  /** Closes sessions idle for longer than `idleMs` (clients that vanished without a DELETE). */
+  async function evictIdle(idleMs: number): Promise<void> {
+    const now = Date.now();
+    for (const entry of [...sessions.values()]) {
+      // A GET stream or a long exec keeps the session busy; only silent sessions go.
+      if (now - entry.lastSeen > idleMs) await entry.transport.close().catch(() => {});
+    }
+  }
+  const sweeper = setInterval(() => void evictIdle(IDLE_SESSION_MS), SWEEP_INTERVAL_MS);
+  sweeper.unref();
 
   const server: HttpServer = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://localhost");
@@ -159,6 +175,7 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
     mcpUrl: `${base}/mcp`,
     port,
     async close() {
+      clearInterval(sweeper);
       for (const [id, entry] of sessions) {
         sessions.delete(id);
         await entry.transport.close().catch(() => {});

@@ -189,3 +189,26 @@ describe("code mode disabled", () => {
     }
   });
 });
+
+describe("a plugin that logs", () => {
+  it("never writes to the stdio protocol stream", async () => {
+    const setup = makeSetup(baseConfig({ mcpServers: {}, plugins: ["./chatty.mjs"] }));
+    writeFileSync(
+      join(setup.dir, "chatty.mjs"),
+      `console.log("chatty loaded");
+       export default { id: "chatty", tools: [{ name: "chatty_hello", description: "Says hello", parameters: { type: "object" },
+         execute() { console.log("hello from a tool"); console.info("info too"); return "hello"; } }] };`,
+    );
+    const gateway = await connectStdio(setup.configPath);
+    try {
+      const result = await gateway.client.callTool({
+        name: "exec",
+        arguments: { code: "return await tools.chatty_hello({})" },
+      });
+      expect(result.structuredContent).toMatchObject({ status: "completed", value: "hello" });
+      expect(gateway.stderr()).toMatch(/chatty loaded[\s\S]*hello from a tool[\s\S]*info too/);
+    } finally {
+      await gateway.close();
+    }
+  });
+});
