@@ -1,0 +1,29 @@
+export { CodeModeEngine, createCodeModeEngine } from "./engine.js";
+export {
+  assertCodeModePayload,
+  EXEC_TOOL_NAME,
+  execDescription,
+  WAIT_DESCRIPTION,
+  WAIT_TOOL_NAME,
+} from "./model-surface.js";
+export {
+  importTrajectory,
+  TRAJECTORY_FORMAT,
+  type TrajectoryEntry,
+  type TrajectoryExport,
+  trajectoryTree,
+} from "./trajectory.js";
+export type {
+  CodeModeEngineOptions,
+  ControlCall,
+  EngineStats,
+  ExecHookMetadata,
+  McpServerRequest,
+  ModelTool,
+  NestedCallVia,
+  NestedToolCall,
+  PreparedRun,
+  PrepareRunOptions,
+  RunContext,
+  ToolExecutor,
+} from "./types.js";

@@ -1,0 +1,126 @@
+import type { CodeModeResult, HostTool, JsonValue, ResolvedCodeModeConfig } from "@codecell/contract";
+import type { McpServerDescription } from "@codecell/mcp-declarations";
+import type { SandboxPool } from "@codecell/sandbox";
+import type { SnapshotStore } from "@codecell/snapshot-store";
+import type { TrajectoryEntry } from "./trajectory.js";
+
+/** Who a run belongs to and what it may do: handed to every nested call unchanged. */
+export type RunContext = {
+  agentId: string;
+  sessionKey: string;
+  sessionId: string;
+  /** The host's agent run (one user turn and its model calls). */
+  runId: string;
+  sender?: string;
+  channel?: string;
+  /** Host policies, passed through to the executor as they are. */
+  sandboxPolicy?: JsonValue;
+  approvalPolicy?: JsonValue;
+  /** Host configuration for namespaces' `createScope`. */
+  config?: unknown;
+  /** Aborts the whole agent run: live cells stop, waiting runs are aborted. */
+  signal?: AbortSignal;
+};
+
+/** How guest code reached a nested tool (`tools.call` includes the `tools.<name>` shortcuts). */
+export type NestedCallVia = "tools.call" | "mcp" | "namespace";
+
+/** One nested tool call, as the host's executor receives it. */
+export type NestedToolCall = {
+  /** Exact catalog id, e.g. `core:host:read_file`. */
+  toolId: string;
+  tool: HostTool;
+  input: JsonValue;
+  via: NestedCallVia;
+  /** The code-mode control call this nested call runs under. */
+  parent: { toolCallId: string; tool: "exec" | "wait"; codeModeRunId: string };
+  context: RunContext;
+  /** Aborted when the run is aborted or ends before the call does. */
+  signal: AbortSignal;
+};
+
+export type McpServerRequest = {
+  server: string;
+  op: "resources.list" | "resources.read" | "prompts.list" | "prompts.get";
+  args: JsonValue[];
+  context: RunContext;
+  signal: AbortSignal;
+};
+
+/**
+ * The host's normal tool path: policy, approvals, `before_tool_call` hooks, streaming, audit. Code mode
+ * never runs a tool itself; every nested call goes through here. Throwing fails the nested call (the
+ * guest sees a catchable error); a `CodeModeError` keeps its code, anything else is `nested_tool_failed`.
+ */
+export interface ToolExecutor {
+  callTool(call: NestedToolCall): Promise<unknown>;
+  /** MCP resources and prompts, for `MCP.<server>.resources/prompts`; absent: those calls fail. */
+  mcpRequest?(request: McpServerRequest): Promise<unknown>;
+}
+
+/** A tool definition as sent to the model. */
+export type ModelTool = { name: string; description: string; inputSchema: unknown };
+
+export type PrepareRunOptions = {
+  /** The run's effective tools from all four sources, before code mode (and before policy). */
+  tools: readonly HostTool[];
+  /** Policy: ids or names with `*` globs. An empty allow list means "no tools". */
+  allow?: readonly string[];
+  deny?: readonly string[];
+  /** A run that deliberately has no tools (a raw model call). */
+  disableTools?: boolean;
+  /** Connected MCP servers (tools/list answers), for the `MCP` namespace and the `API` files. */
+  mcpServers?: readonly McpServerDescription[];
+  context: RunContext;
+  executor: ToolExecutor;
+};
+
+/** The identity of one model tool call of exec or wait. */
+export type ControlCall = { toolCallId: string };
+
+/** Metadata a host's hooks see for an outer exec call, so policy can tell it from a shell exec. */
+export type ExecHookMetadata = {
+  toolKind: "code_mode_exec";
+  toolInputKind?: "javascript" | "typescript";
+};
+
+export interface PreparedRun {
+  /** True when code mode took over this run's tool surface. */
+  readonly active: boolean;
+  /** Why code mode is or is not active, for logs. */
+  readonly reason: "disabled" | "no_tools" | "active";
+  /** What the model sees: exec and wait (plus directOnly tools), or the tools unchanged. */
+  readonly modelTools: readonly ModelTool[];
+  exec(input: unknown, call: ControlCall): Promise<CodeModeResult>;
+  wait(input: unknown, call: ControlCall): Promise<CodeModeResult>;
+  hookMetadata(input: unknown): ExecHookMetadata;
+}
+
+export type CodeModeEngineOptions = {
+  /** `tools.codeMode` as written by a user (boolean or object), or an already resolved config. */
+  config: unknown;
+  /** Shared sandbox pool; default one is created lazily on the first active run. */
+  pool?: SandboxPool;
+  /** Where suspended runs live; default an in-memory store. */
+  store?: SnapshotStore;
+  /** Redacts a nested call's input before it is written to the trajectory or debug log. */
+  redactInput?: (toolId: string, input: JsonValue) => JsonValue;
+  /** Debug lines (activation, surface, counts) go here; default stderr when CODECELL_DEBUG_CODE_MODE=1. */
+  debug?: (line: string) => void;
+  /** Largest number of trajectory entries kept per engine (oldest dropped first). Default 10,000. */
+  maxTrajectoryEntries?: number;
+};
+
+export type EngineStats = {
+  runsPrepared: number;
+  activeRuns: number;
+  execCount: number;
+  waitCount: number;
+  results: { completed: number; waiting: number; failed: number };
+  failuresByCode: Record<string, number>;
+  nestedCalls: number;
+  nestedSearches: number;
+  nestedDescribes: number;
+};
+
+export type { ResolvedCodeModeConfig, TrajectoryEntry };

@@ -1,0 +1,328 @@
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import { afterAll, describe, expect, it } from "vitest";
+import { createCodeModeEngine } from "../src/index.js";
+import { context, hostTools, TestExecutor } from "./support.js";
+
+const engine = createCodeModeEngine({
+  config: {
+    enabled: true,
+    timeoutMs: 2000,
+    memoryLimitBytes: 16 * 1024 * 1024,
+    maxOutputBytes: 4096,
+    maxPendingToolCalls: 4,
+  },
+});
+afterAll(() => engine.close());
+
+function setup(overrides: Partial<Parameters<typeof engine.prepareRun>[0]> = {}) {
+  const executor = new TestExecutor();
+  const run = engine.prepareRun({
+    tools: hostTools,
+    deny: ["admin_*"],
+    context: context(),
+    executor,
+    ...overrides,
+  });
+  let n = 0;
+  const exec = (code: string, language?: "javascript" | "typescript") =>
+    run.exec({ code, ...(language ? { language } : {}) }, { toolCallId: `call-${++n}` });
+  return { run, executor, exec };
+}
+
+describe("the guest catalog", () => {
+  it("lists every effective non-MCP tool in ALL_TOOLS, compact and without schemas", async () => {
+    const { exec } = setup();
+    const result = await exec("return ALL_TOOLS");
+    expect(result.status).toBe("completed");
+    const entries = (result as { value: Array<Record<string, unknown>> }).value;
+    expect(entries.map((entry) => entry.id)).toEqual([
+      "core:host:exec",
+      "core:host:fail_always",
+      "core:host:read_file",
+      "core:host:slow_echo",
+      "plugin:notes:notes_add",
+      "plugin:notes:notes_list",
+      "client:app:select_file",
+    ]);
+    expect(entries[0]).toEqual({
+      id: "core:host:exec",
+      name: "exec",
+      description: "Run a shell command in the workspace.",
+      source: "core",
+      sourceName: "host",
+    });
+  });
+
+  it("searches, describes and calls core, plugin and client tools", async () => {
+    const { exec, executor } = setup();
+    const result = await exec(`
+      const hits = await tools.search("read local file");
+      const described = await tools.describe(hits[0].id);
+      const content = await tools.call(described.id, { path: "README.md" });
+      const notes = await tools.notes_list({ tag: "home" });
+      const picked = await tools.call("client:app:select_file", {});
+      return { first: hits[0].id, schema: described.parameters, content, notes, picked };
+    `);
+    expect(result).toMatchObject({
+      status: "completed",
+      value: {
+        first: "core:host:read_file",
+        schema: { type: "object", required: ["path"] },
+        content: { content: "content of README.md" },
+        notes: [{ text: "buy milk", tag: "home" }],
+        picked: { path: "picked.txt" },
+      },
+    });
+    expect(executor.calls.map((call) => [call.toolId, call.via])).toEqual([
+      ["core:host:read_file", "tools.call"],
+      ["plugin:notes:notes_list", "tools.call"],
+      ["client:app:select_file", "tools.call"],
+    ]);
+    expect(result.telemetry.nested).toMatchObject({ searches: 1, describes: 1, calls: 3 });
+  });
+
+  it("hands the run's context and the parent exec call to the executor", async () => {
+    const { exec, executor } = setup();
+    await exec("return tools.read_file({ path: 'a' })");
+    expect(executor.calls[0]).toMatchObject({
+      agentId: "agent-1",
+      sessionId: "session-1",
+      parent: { toolCallId: "call-1", tool: "exec" },
+    });
+  });
+
+  it("hides denied tools and refuses them by a guessed id", async () => {
+    const { exec, executor } = setup();
+    const result = await exec(`
+      const listed = ALL_TOOLS.some((tool) => tool.name.startsWith("admin"));
+      const found = (await tools.search("delete every record")).map((tool) => tool.id);
+      let error;
+      try { await tools.call("core:host:admin_delete_everything", {}); } catch (e) { error = { code: e.code, message: e.message }; }
+      return { listed, found, error, shortcut: typeof tools.admin_delete_everything };
+    `);
+    expect(result.status).toBe("completed");
+    const value = (
+      result as { value: { listed: boolean; found: string[]; error: { code: string }; shortcut: string } }
+    ).value;
+    expect(value.listed).toBe(false);
+    expect(value.found).not.toContain("core:host:admin_delete_everything");
+    expect(value.error.code).toBe("invalid_input");
+    expect(value.shortcut).toBe("undefined");
+    expect(executor.calls).toHaveLength(0);
+  });
+
+  it("calls the shell exec by its catalog id but never the code-mode exec or wait", async () => {
+    const { exec } = setup();
+    const result = await exec(`
+      const shell = await tools.call("core:host:exec", { command: "ls" });
+      const attempts = [];
+      for (const id of ["wait", "core:host:wait", "tool_search", "code_mode:exec"]) {
+        try { await tools.call(id, {}); attempts.push("called " + id); } catch (e) { attempts.push(e.code); }
+      }
+      return { shell, attempts, waitShortcut: typeof tools.wait };
+    `);
+    expect(result).toMatchObject({
+      status: "completed",
+      value: {
+        shell: { stdout: "ran ls" },
+        attempts: ["invalid_input", "invalid_input", "invalid_input", "invalid_input"],
+        waitShortcut: "undefined",
+      },
+    });
+  });
+
+  it("gives describe and call errors with did-you-mean suggestions", async () => {
+    const { exec } = setup();
+    const result = await exec(`try { await tools.describe("raed_file"); } catch (e) { return e.message; }`);
+    expect(result.status).toBe("completed");
+    expect((result as { value: string }).value).toContain("read_file");
+  });
+});
+
+describe("nested calls", () => {
+  it("drains ten sequential awaits inside one exec", async () => {
+    const { exec } = setup();
+    const result = await exec(`
+      let total = 0;
+      for (let i = 0; i < 10; i++) total += (await tools.slow_echo({ ms: 5, value: i }));
+      return total;
+    `);
+    expect(result).toMatchObject({ status: "completed", value: 45 });
+    expect(result.telemetry.nested.calls).toBe(10);
+  });
+
+  it("runs calls in parallel with Promise.all", async () => {
+    const { exec } = setup();
+    const started = Date.now();
+    const result = await exec(`
+      return await Promise.all([1, 2, 3, 4].map((i) => tools.slow_echo({ ms: 150, value: i })));
+    `);
+    expect(result).toMatchObject({ status: "completed", value: [1, 2, 3, 4] });
+    // Four 150 ms calls in parallel; sequential would be 600 ms. A loose bound, not a benchmark.
+    expect(Date.now() - started).toBeLessThan(550);
+  });
+
+  it("refuses calls beyond maxPendingToolCalls with a catchable too_many_pending_tool_calls", async () => {
+    const { exec } = setup();
+    const caught = await exec(`
+      const calls = [1, 2, 3, 4, 5].map((i) => tools.slow_echo({ ms: 20, value: i }).catch((e) => e.code));
+      return await Promise.all(calls);
+    `);
+    expect(caught).toMatchObject({ status: "completed", value: [1, 2, 3, 4, "too_many_pending_tool_calls"] });
+    const uncaught = await exec(`
+      return await Promise.all([1, 2, 3, 4, 5].map((i) => tools.slow_echo({ ms: 20, value: i })));
+    `);
+    expect(uncaught).toMatchObject({ status: "failed", code: "too_many_pending_tool_calls" });
+    expect(uncaught.telemetry.limitFailures.pendingToolCalls).toBe(1);
+  });
+
+  it("delivers a tool failure as a catchable error, and fails the run with nested_tool_failed when uncaught", async () => {
+    const { exec } = setup();
+    const caught = await exec(
+      `try { await tools.fail_always({}); } catch (e) { return [e.code, e.message, e instanceof Error]; }`,
+    );
+    expect(caught).toMatchObject({
+      status: "completed",
+      value: ["nested_tool_failed", "Tool core:host:fail_always failed: disk on fire", true],
+    });
+    const uncaught = await exec("await tools.fail_always({}); return 1;");
+    expect(uncaught).toMatchObject({ status: "failed", code: "nested_tool_failed" });
+    expect((uncaught as { error: string }).error).toContain("disk on fire");
+    expect(uncaught.telemetry.nested.failedCalls).toBe(1);
+  });
+
+  it("keeps the host's approval decisions: a declined call is a catchable error", async () => {
+    const { exec, executor } = setup();
+    executor.approvals.set("core:host:exec", false);
+    const result = await exec(
+      `try { await tools.exec({ command: "rm -rf /" }); } catch (e) { return e.message; }`,
+    );
+    expect(result).toMatchObject({ status: "completed" });
+    expect((result as { value: string }).value).toContain("The user declined exec");
+  });
+});
+
+describe("cells", () => {
+  it("returns output in order and the final value", async () => {
+    const { exec } = setup();
+    const result = await exec(`text("one"); json({ two: 2 }); text(3); return { done: true };`);
+    expect(result).toMatchObject({
+      status: "completed",
+      value: { done: true },
+      output: [
+        { type: "text", text: "one" },
+        { type: "json", value: { two: 2 } },
+        { type: "text", text: "3" },
+      ],
+    });
+  });
+
+  it("transforms and runs TypeScript", async () => {
+    const { exec } = setup();
+    const result = await exec(
+      `type Row = { id: number }; const rows: Row[] = [{ id: 1 }, { id: 2 }] as const as Row[];\nreturn rows.map((row): number => row.id * 2);`,
+      "typescript",
+    );
+    expect(result).toMatchObject({ status: "completed", value: [2, 4] });
+  });
+
+  it.each([
+    ["bad TypeScript", "const x: = 1;", "typescript", "typescript_transform_failed"],
+    ["a static import", "import fs from 'node:fs'; return 1", "javascript", "module_access_denied"],
+    ["require", "return require('fs')", "javascript", "module_access_denied"],
+    ["dynamic import", "return await import('fs')", "javascript", "module_access_denied"],
+    ["a syntax error", "return (1 +", "javascript", "invalid_input"],
+  ] as const)("refuses %s with %s", async (_name, code, language, expected) => {
+    const { exec } = setup();
+    const result = await exec(code, language);
+    expect(result).toMatchObject({ status: "failed", code: expected });
+  });
+
+  it.each([
+    ["empty code", { code: "" }, "invalid_input"],
+    ["code and command that differ", { code: "return 1", command: "return 2" }, "invalid_input"],
+    ["an unknown language", { code: "x", language: "python" }, "unsupported_language"],
+  ])("validates exec input: %s", async (_name, input, code) => {
+    const { run } = setup();
+    const result = await run.exec(input, { toolCallId: "x" });
+    expect(result).toMatchObject({ status: "failed", code });
+  });
+
+  it("refuses a language the config disables", async () => {
+    const jsOnly = createCodeModeEngine({
+      config: { enabled: true, languages: ["javascript"] },
+      pool: engine.pool,
+    });
+    const run = jsOnly.prepareRun({ tools: hostTools, context: context(), executor: new TestExecutor() });
+    const result = await run.exec({ code: "return 1", language: "typescript" }, { toolCallId: "x" });
+    expect(result).toMatchObject({ status: "failed", code: "unsupported_language" });
+    expect(run.modelTools[0]!.description).not.toContain("TypeScript");
+  });
+
+  it.each([
+    [
+      "the file system",
+      "return typeof require === 'undefined' && typeof process === 'undefined' && typeof fetch === 'undefined'",
+    ],
+    [
+      "the environment",
+      "return typeof process === 'undefined' && typeof Deno === 'undefined' && typeof Bun === 'undefined'",
+    ],
+    [
+      "the network and timers",
+      "return typeof fetch === 'undefined' && typeof XMLHttpRequest === 'undefined' && typeof setTimeout === 'undefined' && typeof WebSocket === 'undefined'",
+    ],
+    [
+      "modules through eval",
+      "try { await eval('import(\"fs\")'); return false; } catch (e) { return true; }",
+    ],
+  ])("cannot reach %s", async (_name, code) => {
+    const { exec } = setup();
+    expect(await exec(code)).toMatchObject({ status: "completed", value: true });
+  });
+
+  it("times out an infinite loop without blocking the host", async () => {
+    const { exec } = setup();
+    const histogram = monitorEventLoopDelay({ resolution: 10 });
+    histogram.enable();
+    const result = await exec("while (true) {}");
+    histogram.disable();
+    expect(result).toMatchObject({ status: "failed", code: "timeout" });
+    expect(result.telemetry.limitFailures.timeout).toBe(1);
+    expect(histogram.max / 1e6).toBeLessThan(200);
+  });
+
+  it("stops a memory bomb with memory_limit_exceeded, and the next cell runs", async () => {
+    const { exec } = setup();
+    const result = await exec("const parts = []; while (true) parts.push('x'.repeat(100000));");
+    expect(result).toMatchObject({ status: "failed", code: "memory_limit_exceeded" });
+    expect(result.telemetry.limitFailures.memory).toBe(1);
+    expect(await exec("return 2")).toMatchObject({ status: "completed", value: 2 });
+  });
+
+  it.each([
+    ["huge output", "for (let i = 0; i < 1000; i++) text('line ' + i); return 1"],
+    ["a huge value", "return 'x'.repeat(10000)"],
+  ])("enforces maxOutputBytes on %s", async (_name, code) => {
+    const { exec } = setup();
+    const result = await exec(code);
+    expect(result).toMatchObject({ status: "failed", code: "output_limit_exceeded" });
+    expect(result.telemetry.limitFailures.output).toBe(1);
+  });
+
+  it("aborts a running cell when the agent run is aborted", async () => {
+    const controller = new AbortController();
+    const { exec } = setup({ context: { ...context(), signal: controller.signal } });
+    setTimeout(() => controller.abort(), 100);
+    const result = await exec("while (true) {}");
+    expect(result).toMatchObject({ status: "failed", code: "aborted" });
+  });
+
+  it("fails at once when the cell waits on a promise nothing can settle", async () => {
+    const { exec } = setup();
+    const started = Date.now();
+    const result = await exec("await new Promise(() => {}); return 1");
+    expect(result.status).toBe("failed");
+    expect(Date.now() - started).toBeLessThan(1500);
+  });
+});

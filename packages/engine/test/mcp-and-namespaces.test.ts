@@ -1,0 +1,179 @@
+import { createMcpConnector, type McpConnector } from "@codecell/mcp-connector";
+import {
+  clearCodeModeNamespacesForTest,
+  createCodeModeNamespaceTool,
+  registerCodeModeNamespaceForPlugin,
+} from "@codecell/namespaces";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createCodeModeEngine, type McpServerRequest } from "../src/index.js";
+import { context, hostTools, serverBin, TestExecutor } from "./support.js";
+
+let mcp: McpConnector;
+const engine = createCodeModeEngine({ config: { enabled: true, timeoutMs: 5000 } });
+
+beforeAll(async () => {
+  mcp = createMcpConnector({
+    memory: {
+      command: process.execPath,
+      args: [serverBin("@modelcontextprotocol/server-memory")],
+      env: { MEMORY_FILE_PATH: `/tmp/codecell-engine-test-memory-${process.pid}.jsonl` },
+    },
+  });
+  await mcp.start();
+  expect(mcp.diagnostics).toEqual([]);
+  registerCodeModeNamespaceForPlugin("notes", {
+    id: "notes",
+    globalName: "Notes",
+    description: "Personal notes.",
+    prompt: "Use Notes.list(tag?) and Notes.add(text, tag?).",
+    requiredToolNames: ["notes_list", "notes_add"],
+    createScope: () => ({
+      list: createCodeModeNamespaceTool("notes_list", ([tag]) => (tag ? { tag } : {})),
+      add: createCodeModeNamespaceTool("notes_add", ([text, tag]) => ({ text, tag })),
+      nested: { count: createCodeModeNamespaceTool("notes_list") },
+    }),
+  });
+});
+
+afterAll(async () => {
+  clearCodeModeNamespacesForTest();
+  await engine.close();
+  await mcp?.close();
+});
+
+class McpExecutor extends TestExecutor {
+  readonly mcpRequests: McpServerRequest[] = [];
+  async mcpRequest(request: McpServerRequest): Promise<unknown> {
+    this.mcpRequests.push(request);
+    if (request.op === "resources.list") return mcp.listResources(request.server);
+    throw new Error(`unsupported ${request.op}`);
+  }
+}
+
+function setup(overrides: Partial<Parameters<typeof engine.prepareRun>[0]> = {}) {
+  const executor = new McpExecutor();
+  executor.mcp = mcp;
+  const run = engine.prepareRun({
+    tools: [...hostTools, ...mcp.hostTools()],
+    mcpServers: mcp.describeServers(),
+    context: context(),
+    executor,
+    ...overrides,
+  });
+  return { run, executor };
+}
+
+describe("MCP in the guest", () => {
+  it("reads declarations through API without any bridge or tool call", async () => {
+    const { run, executor } = setup();
+    const result = await run.exec(
+      {
+        code: `
+          const files = await API.list("mcp");
+          const memory = await API.read("mcp/memory.d.ts");
+          let refused;
+          try { await API.read("mcp/../secrets"); } catch (e) { refused = e.message; }
+          return { paths: files.map((file) => file.path), hasCreate: memory.includes("createEntities"), refused };
+        `,
+      },
+      { toolCallId: "e1" },
+    );
+    expect(result).toMatchObject({
+      status: "completed",
+      value: { paths: ["mcp/index.d.ts", "mcp/memory.d.ts"], hasCreate: true },
+    });
+    expect((result as { value: { refused: string } }).value.refused).toBeTruthy();
+    expect(result.telemetry.nested).toMatchObject({ calls: 0, searches: 0, describes: 0 });
+    expect(executor.calls).toHaveLength(0);
+  });
+
+  it("calls a real MCP server through MCP.<server>.<tool>() and keeps MCP out of tools.*", async () => {
+    const { run, executor } = setup();
+    const result = await run.exec(
+      {
+        code: `
+          await MCP.memory.createEntities({ entities: [{ name: "Ada", entityType: "person", observations: ["likes tea"] }] });
+          const graph = await MCP.memory.readGraph({});
+          const header = await MCP.memory.$api("read_graph");
+          const inAllTools = ALL_TOOLS.some((tool) => tool.source === "mcp");
+          const searched = (await tools.search("read graph")).map((tool) => tool.id);
+          let callError;
+          try { await tools.call("mcp:memory:read_graph", {}); } catch (e) { callError = e.message; }
+          return { text: graph.content[0].text, header, inAllTools, searched, callError, shortcut: typeof tools.read_graph };
+        `,
+      },
+      { toolCallId: "e2" },
+    );
+    expect(result.status).toBe("completed");
+    const value = (result as { value: Record<string, unknown> }).value;
+    expect(value.text).toContain("Ada");
+    expect(value.header).toContain("readGraph");
+    expect(value.inAllTools).toBe(false);
+    expect(value.searched).not.toContain("mcp:memory:read_graph");
+    expect(value.callError).toContain("MCP.<server>.<tool>");
+    expect(value.shortcut).toBe("undefined");
+    expect(executor.calls.map((call) => [call.toolId, call.via])).toEqual([
+      ["mcp:memory:create_entities", "mcp"],
+      ["mcp:memory:read_graph", "mcp"],
+    ]);
+  });
+
+  it("denied MCP tools are absent from the declarations and not callable", async () => {
+    const { run } = setup({ deny: ["mcp:memory:delete_*"] });
+    const result = await run.exec(
+      {
+        code: `return { declared: (await API.read("mcp/memory.d.ts")).includes("deleteEntities"), member: typeof MCP.memory.deleteEntities }`,
+      },
+      { toolCallId: "e3" },
+    );
+    expect(result).toMatchObject({ status: "completed", value: { declared: false, member: "undefined" } });
+  });
+});
+
+describe("namespaces in the guest", () => {
+  it("calls a plugin namespace through its global and through namespaces.<name>", async () => {
+    const { run, executor } = setup();
+    const result = await run.exec(
+      {
+        code: `
+          await Notes.add("call mom", "family");
+          const family = await namespaces.Notes.list("family");
+          const all = await Notes.nested.count();
+          return { family, count: all.length };
+        `,
+      },
+      { toolCallId: "e4" },
+    );
+    expect(result).toMatchObject({
+      status: "completed",
+      value: { family: [{ text: "call mom", tag: "family" }], count: 2 },
+    });
+    expect(executor.calls.map((call) => [call.toolId, call.via, call.input])).toEqual([
+      ["plugin:notes:notes_add", "namespace", { text: "call mom", tag: "family" }],
+      ["plugin:notes:notes_list", "namespace", { tag: "family" }],
+      ["plugin:notes:notes_list", "namespace", {}],
+    ]);
+  });
+
+  it("hides the namespace when its tools are not visible", async () => {
+    const { run } = setup({ deny: ["notes_add"] });
+    const result = await run.exec(
+      { code: "return [typeof Notes, typeof namespaces.Notes]" },
+      { toolCallId: "e5" },
+    );
+    expect(result).toMatchObject({ status: "completed", value: ["undefined", "undefined"] });
+  });
+
+  it("namespace errors are catchable in the guest", async () => {
+    const { run, executor } = setup();
+    executor.approvals.set("plugin:notes:notes_add", false);
+    const result = await run.exec(
+      { code: `try { await Notes.add("x"); } catch (e) { return [e.code, e.message]; }` },
+      { toolCallId: "e6" },
+    );
+    expect(result).toMatchObject({
+      status: "completed",
+      value: ["nested_tool_failed", expect.stringContaining("declined")],
+    });
+  });
+});
