@@ -1,0 +1,7 @@
+// The zod-free part of the contract, for code on hot start-up paths (sandbox workers, the bridge,
+// transpile): importing it costs well under a millisecond, while the full entry loads zod (about 40 ms).
+// Everything here is also exported from the main entry.
+export { CodeModeError, type CodeModeErrorData } from "./code-mode-error.js";
+export { CODE_MODE_ERROR_CODES, type CodeModeErrorCode, isCodeModeErrorCode } from "./error-codes.js";
+export type { JsonObject, JsonValue } from "./json.js";
+export { closestMatches, editDistance } from "./suggestions.js";
