@@ -6,6 +6,7 @@ export {
   toJsonText,
   toJsonValue,
 } from "./json-adapter.js";
+export { parseWorkerToHostMessage, type WorkerToHostMessage } from "./protocol.js";
 export {
   type CompiledWasmModule,
   type GuestSurface,
@@ -19,8 +20,6 @@ export {
   ProtocolError,
   parseHostRequestBody,
   parseHostToWorkerMessage,
-  parseWorkerToHostMessage,
   type SandboxLimits,
   type SettleItem,
-  type WorkerToHostMessage,
-} from "./protocol.js";
+} from "./worker-protocol.js";

@@ -119,3 +119,32 @@ describe("toJsonText", () => {
     );
   });
 });
+
+describe("toJsonText fast path", () => {
+  const shared = { v: 1 };
+  const cases: unknown[] = [
+    { a: 1, b: [1, "x", null, true], c: { d: { e: "f" } } },
+    { n: 5n, when: new Date(0), nested: [new Map([["k", new Set([1])]]), new TypeError("t")] },
+    [undefined, () => 1, Symbol("s"), Number.NaN],
+    { u: undefined, f() {}, keep: 1 },
+    undefined,
+    [shared, shared],
+    Object.assign(Object.create(null), { bare: true }),
+    new (class Point {
+      x = 1;
+      y = 2;
+    })(),
+  ];
+  it.each(cases.map((value, index) => ({ index, value })))(
+    "matches the full conversion for case $index",
+    ({ value }) => {
+      expect(toJsonText(value, { maxBytes: 1 << 20 }).text).toBe(JSON.stringify(toJsonValue(value)));
+    },
+  );
+
+  it("still names the path of a cycle found by the fast path", () => {
+    const a: Record<string, unknown> = { list: [] };
+    (a.list as unknown[]).push(a);
+    expect(() => toJsonText(a, { maxBytes: 1 << 20 })).toThrow(/cycle at \$\.list\[0\]/);
+  });
+});

@@ -145,9 +145,36 @@ export function toJsonValue(value: unknown, options: Omit<JsonTextOptions, "maxB
   return convert(value, false) ?? null;
 }
 
+/** Thrown inside the fast path's replacer: the value needs the full conversion. */
+const needsFullConversion = Symbol("needsFullConversion");
+
+// Plain data (the common case: tool results) goes straight through JSON.stringify. Anything the
+// fallbacks treat specially (and cycles, which JSON.stringify throws on) takes the full pass, which
+// also names the path of a refused value.
+function fastReplacer(_key: string, value: unknown): unknown {
+  if (typeof value === "bigint") return value.toString();
+  if (typeof value === "object" && value !== null && !Array.isArray(value)) {
+    const prototype = Object.getPrototypeOf(value);
+    if (prototype !== Object.prototype && prototype !== null) {
+      if (value instanceof Map || value instanceof Set || value instanceof Error || isBinary(value)) {
+        throw needsFullConversion;
+      }
+    }
+  }
+  return value;
+}
+
+function fastJsonText(value: unknown): string | undefined {
+  try {
+    return JSON.stringify(value, fastReplacer) ?? "null";
+  } catch {
+    return undefined;
+  }
+}
+
 /** Serialize a host value for the bridge: one JSON text, refused when over `maxBytes`. */
 export function toJsonText(value: unknown, options: JsonTextOptions): JsonText {
-  const text = JSON.stringify(toJsonValue(value, options));
+  const text = fastJsonText(value) ?? JSON.stringify(toJsonValue(value, options));
   const bytes = Buffer.byteLength(text, "utf8");
   if (bytes > options.maxBytes) {
     throw new CodeModeError(

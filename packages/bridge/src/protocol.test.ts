@@ -1,10 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-  ProtocolError,
-  parseHostRequestBody,
-  parseHostToWorkerMessage,
-  parseWorkerToHostMessage,
-} from "./protocol.js";
+import { parseWorkerToHostMessage } from "./protocol.js";
+import { ProtocolError, parseHostRequestBody, parseHostToWorkerMessage } from "./worker-protocol.js";
 
 const limits = {
   memoryLimitBytes: 1 << 20,
@@ -62,6 +58,21 @@ describe("messages", () => {
     expect(() => parseHostToWorkerMessage({ type: "shutdown" })).toThrow(/unknown type/);
   });
 
+  it("validates every message inside a batch and refuses nested batches", () => {
+    const request = { requestId: "r1", kind: "yield" };
+    const idle = { type: "idle", runId: "r", pending: [request], output: [] };
+    expect(
+      parseWorkerToHostMessage({ type: "batch", messages: [{ type: "request", runId: "r", request }, idle] })
+        .type,
+    ).toBe("batch");
+    expect(() =>
+      parseWorkerToHostMessage({ type: "batch", messages: [{ type: "idle", runId: "r" }] }),
+    ).toThrow(/pending/);
+    expect(() =>
+      parseWorkerToHostMessage({ type: "batch", messages: [{ type: "batch", messages: [] }] }),
+    ).toThrow(ProtocolError);
+  });
+
   it("validates worker-to-host messages", () => {
     const request = { requestId: "r1", kind: "call", target: "t", input: {} };
     expect(parseWorkerToHostMessage({ type: "request", runId: "r", request }).type).toBe("request");
@@ -105,9 +116,11 @@ describe("init", () => {
     const wasm = (globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<object> } })
       .WebAssembly;
     const module = await wasm.compile(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]));
-    expect(parseHostToWorkerMessage({ type: "init", module, snapshotSecret: null }).type).toBe("init");
-    expect(() => parseHostToWorkerMessage({ type: "init", module: {}, snapshotSecret: null })).toThrow(
-      /module/,
-    );
+    expect(
+      parseHostToWorkerMessage({ type: "init", module, snapshotSecret: null, errorCodes: ["timeout"] }).type,
+    ).toBe("init");
+    expect(() =>
+      parseHostToWorkerMessage({ type: "init", module: {}, snapshotSecret: null, errorCodes: [] }),
+    ).toThrow(/module/);
   });
 });

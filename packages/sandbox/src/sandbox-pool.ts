@@ -7,7 +7,7 @@ import {
   parseWorkerToHostMessage,
   type WorkerToHostMessage,
 } from "@codecell/bridge";
-import { CodeModeError, type CodeModeErrorCode } from "@codecell/contract";
+import { CODE_MODE_ERROR_CODES, CodeModeError, type CodeModeErrorCode } from "@codecell/contract";
 import { prepareCell } from "@codecell/transpile";
 import { RunHandle, type RunHost, type RunSettings } from "./sandbox-run.js";
 import type { RestoreOptions, RunOptions, SandboxPool, SandboxPoolOptions, SandboxRun } from "./types.js";
@@ -51,9 +51,11 @@ class WorkerSlot implements RunHost {
         );
         return;
       }
-      if (message.type === "ready") markReady();
-      else if (message.type === "init-failed") markFailed(new Error(message.message));
-      else this.runs.get(message.runId)?.receive(message);
+      for (const item of message.type === "batch" ? message.messages : [message]) {
+        if (item.type === "ready") markReady();
+        else if (item.type === "init-failed") markFailed(new Error(item.message));
+        else if (item.type !== "batch") this.runs.get(item.runId)?.receive(item);
+      }
     });
     this.worker.on("error", (error) => {
       markFailed(error);
@@ -70,6 +72,7 @@ class WorkerSlot implements RunHost {
           type: "init",
           module: compiled,
           snapshotSecret,
+          errorCodes: [...CODE_MODE_ERROR_CODES],
         } satisfies HostToWorkerMessage),
       (error: Error) => markFailed(error),
     );

@@ -53,14 +53,25 @@ describe("deadline", () => {
         onRequest: () => {},
       });
       expect(await bystander.next()).toMatchObject({ type: "idle" });
-      // A default (string) sort of 3e6 numbers runs in C for seconds without reaching the interrupt handler.
+      // A default (string) sort of 3e6 numbers runs in C for seconds without reaching the interrupt
+      // handler. The array is built first (interruptible, and slow on a busy machine); the short
+      // deadline starts only when the cell resumes into the sort.
       const code =
-        "const a = new Array(3e6); for (let i = 0; i < a.length; i++) a[i] = (i * 7919) % 3e6; a.sort(); return 1";
-      const started = Date.now();
-      const { event } = await runToEnd(lonely, code, {
+        "const a = new Array(3e6); for (let i = 0; i < a.length; i++) a[i] = (i * 7919) % 3e6; await tools.call('go', {}); a.sort(); return 1";
+      const requests: string[] = [];
+      const run = lonely.run({
+        code,
+        language: "javascript",
+        surface,
         limits: { ...limits, memoryLimitBytes: 512 * 1024 * 1024 },
-        deadlineAt: Date.now() + 400,
+        deadlineAt: Date.now() + 15_000,
+        onRequest: (request) => requests.push(request.requestId),
       });
+      expect(await run.next()).toMatchObject({ type: "idle" });
+      const started = Date.now();
+      run.setDeadline(Date.now() + 200);
+      run.settle(requests[0] as string, { ok: true, value: null });
+      const event = await run.next();
       expect(event).toMatchObject({ type: "failed", code: "timeout" });
       expect(Date.now() - started).toBeLessThan(3_000);
       expect(lonely.stats().workersReplaced).toBe(before + 1);

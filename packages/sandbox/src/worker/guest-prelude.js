@@ -23,7 +23,6 @@ export function guestPrelude(host, surfaceText) {
   const defineProperty = ObjectCtor.defineProperty;
   const createObject = ObjectCtor.create;
   const ownNames = ObjectCtor.getOwnPropertyNames;
-  const ownDescriptor = ObjectCtor.getOwnPropertyDescriptor;
   const objectKeys = ObjectCtor.keys;
   const protoOf = ObjectCtor.prototype.isPrototypeOf;
   const hasOwn = ObjectCtor.prototype.hasOwnProperty;
@@ -39,16 +38,16 @@ export function guestPrelude(host, surfaceText) {
   const StringCtor = String;
   const charCodeAt = StringCtor.prototype.charCodeAt;
   const isArray = Array.isArray;
+  const getPrototypeOf = ObjectCtor.getPrototypeOf;
+  const objectPrototype = ObjectCtor.prototype;
+  const arrayPrototype = Array.prototype;
   const isView = ArrayBuffer.isView;
-  const arrayBufferLength = ownDescriptor(ArrayBuffer.prototype, "byteLength").get;
-  const sharedBufferLength =
-    typeof SharedArrayBuffer === "function"
-      ? ownDescriptor(SharedArrayBuffer.prototype, "byteLength").get
-      : null;
-  const mapSize = ownDescriptor(Map.prototype, "size").get;
-  const mapForEach = Map.prototype.forEach;
-  const setSize = ownDescriptor(Set.prototype, "size").get;
-  const setForEach = Set.prototype.forEach;
+  const arrayBufferPrototype = ArrayBuffer.prototype;
+  const sharedBufferPrototype = typeof SharedArrayBuffer === "function" ? SharedArrayBuffer.prototype : null;
+  const mapPrototype = Map.prototype;
+  const mapForEach = mapPrototype.forEach;
+  const setPrototype = Set.prototype;
+  const setForEach = setPrototype.forEach;
   const WeakSetCtor = WeakSet;
   const weakSetAdd = WeakSetCtor.prototype.add;
   const weakSetHas = WeakSetCtor.prototype.has;
@@ -58,14 +57,8 @@ export function guestPrelude(host, surfaceText) {
   /** Resolvers of in-flight host requests, keyed by request id. */
   const pending = createObject(null);
 
-  function hasBrand(getter, value) {
-    if (getter === null) return false;
-    try {
-      apply(getter, value, []);
-      return true;
-    } catch {
-      return false;
-    }
+  function inherits(prototype, value) {
+    return prototype !== null && apply(protoOf, prototype, [value]);
   }
 
   function makeError(name, message, code, details) {
@@ -99,18 +92,22 @@ export function guestPrelude(host, surfaceText) {
     return new PromiseCtor((resolve) => resolve(value));
   }
 
-  // The guest half of the JSON adapter: the same fallbacks as the host half in @codecell/bridge.
+  // The guest half of the JSON adapter: the same fallbacks as the host half in @codecell/bridge. Only
+  // the guest's own output depends on these checks (it crosses as JSON text either way), so they favour
+  // speed: plain objects and arrays return at once, and nothing here throws to test a brand.
   function replacer(_key, value) {
     const type = typeof value;
     if (type === "bigint") return StringCtor(value);
     if (type === "function" || type === "symbol") return undefined;
     if (type !== "object" || value === null) return value;
-    if (isView(value) || hasBrand(arrayBufferLength, value) || hasBrand(sharedBufferLength, value)) {
+    const prototype = getPrototypeOf(value);
+    if (prototype === objectPrototype || prototype === arrayPrototype || prototype === null) return value;
+    if (isView(value) || inherits(arrayBufferPrototype, value) || inherits(sharedBufferPrototype, value)) {
       throw new TypeErrorCtor(
         "binary values (ArrayBuffer, typed arrays, DataView) cannot cross the sandbox bridge in v1; send base64 text or an array of numbers",
       );
     }
-    if (hasBrand(mapSize, value)) {
+    if (inherits(mapPrototype, value)) {
       const pairs = [];
       let index = 0;
       apply(mapForEach, value, [
@@ -120,7 +117,7 @@ export function guestPrelude(host, surfaceText) {
       ]);
       return pairs;
     }
-    if (hasBrand(setSize, value)) {
+    if (inherits(setPrototype, value)) {
       const items = [];
       let index = 0;
       apply(setForEach, value, [
@@ -130,7 +127,7 @@ export function guestPrelude(host, surfaceText) {
       ]);
       return items;
     }
-    if (apply(protoOf, errorPrototype, [value])) {
+    if (inherits(errorPrototype, value)) {
       const data = { name: StringCtor(value.name), message: StringCtor(value.message) };
       if (typeof value.code === "string") data.code = value.code;
       return data;

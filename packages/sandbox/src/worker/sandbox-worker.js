@@ -1,6 +1,6 @@
 import { parentPort } from "node:worker_threads";
-import { parseHostRequestBody, parseHostToWorkerMessage } from "@codecell/bridge";
-import { isCodeModeErrorCode } from "@codecell/contract";
+// The zod-free subpath: a worker never loads the contract's runtime, which would slow every start.
+import { parseHostRequestBody, parseHostToWorkerMessage } from "@codecell/bridge/worker-protocol";
 import { JSException, QuickJS } from "quickjs-wasi";
 import { GUEST_PRELUDE_SOURCE } from "./guest-prelude.js";
 import { decodeSnapshot, encodeSnapshot, SnapshotCodecError } from "./snapshot-codec.js";
@@ -16,6 +16,8 @@ const CELL_PREFIX = "(async function () {";
 const CELL_FILENAME = "cell.js";
 /** Bound on drain rounds; each round runs every queued job, so this is never reached honestly. */
 const MAX_DRAIN_ROUNDS = 100_000;
+/** How long requests may wait in the outbox for the end of the drain. */
+const OUTBOX_HOLD_MS = 1;
 
 if (parentPort === null) throw new Error("sandbox-worker.js must run as a worker thread");
 const port = parentPort;
@@ -24,6 +26,15 @@ const port = parentPort;
 let wasmModule = null;
 /** @type {string | null} */
 let snapshotSecret = null;
+/** The closed set of error codes, from the host (the contract's list). */
+/** @type {Set<string>} */
+let errorCodes = new Set();
+/**
+ * The prelude compiled once per worker from our own source. Evaluating bytecode skips parsing it for
+ * every VM; it is never read from anywhere else, so no outside bytes reach the bytecode reader.
+ * @type {Uint8Array | null}
+ */
+let preludeBytecode = null;
 /** @type {Map<string, GuestRun>} */
 const runs = new Map();
 
@@ -96,6 +107,14 @@ class GuestRun {
     /** @type {{ code: import("@codecell/contract").CodeModeErrorCode, message: string } | null} */
     this.forced = null;
     this.finished = false;
+    /**
+     * Requests issued during a short drain wait here and leave with the state message that ends the
+     * drain: one message per round trip instead of two. A drain that runs long sends them at once so
+     * the host can start work in parallel.
+     * @type {import("@codecell/bridge").WorkerToHostMessage[]}
+     */
+    this.outbox = [];
+    this.commandStartedAt = 0;
     /** Serializes this run's operations: a start awaits VM creation while other messages arrive. */
     /** @type {Promise<void>} */
     this.queue = Promise.resolve();
@@ -104,7 +123,11 @@ class GuestRun {
   /** @param {() => Promise<void> | void} operation */
   enqueue(operation) {
     this.queue = this.queue
-      .then(() => (this.finished ? undefined : operation()))
+      .then(() => {
+        if (this.finished) return undefined;
+        this.commandStartedAt = performance.now();
+        return operation();
+      })
       .catch((error) => this.crash(error));
   }
 
@@ -185,7 +208,8 @@ class GuestRun {
     this.nextRequestNumber += 1;
     const request = { requestId: `r${this.nextRequestNumber}`, ...body };
     this.pending.set(request.requestId, request);
-    post({ type: "request", runId: this.runId, request });
+    this.outbox.push({ type: "request", runId: this.runId, request });
+    if (performance.now() - this.commandStartedAt > OUTBOX_HOLD_MS) this.flushOutbox();
     return request.requestId;
   }
 
@@ -220,7 +244,7 @@ class GuestRun {
   onFail(text) {
     if (this.forced !== null || this.outcome !== null) return;
     const data = JSON.parse(text);
-    const code = isCodeModeErrorCode(data.code) ? data.code : null;
+    const code = typeof data.code === "string" && errorCodes.has(data.code) ? data.code : null;
     /** @type {{ name: string, message: string, code?: string }} */
     const error = { name: String(data.name), message: String(data.message) };
     if (code !== null) error.code = code;
@@ -237,7 +261,7 @@ class GuestRun {
     this.vm = vm;
     if (this.finished) return this.release();
     const host = vm.newFunction(HOST_FUNCTION_NAME, this.registerHost());
-    const prelude = vm.evalCode(GUEST_PRELUDE_SOURCE, "prelude.js");
+    const prelude = vm.evalBytecode(/** @type {Uint8Array} */ (preludeBytecode));
     const surfaceHandle = vm.newString(surface);
     this.control = vm.callFunction(prelude, vm.undefined, host, surfaceHandle);
     this.controlToken = vm.exportHandle(this.control);
@@ -385,6 +409,15 @@ class GuestRun {
     this.release();
   }
 
+  /** @param {import("@codecell/bridge").WorkerToHostMessage} [last] @param {ArrayBuffer[]} [transfer] */
+  flushOutbox(last, transfer) {
+    if (last !== undefined) this.outbox.push(last);
+    const messages = this.outbox;
+    this.outbox = [];
+    if (messages.length === 1) post(/** @type {any} */ (messages[0]), transfer);
+    else if (messages.length > 1) post({ type: "batch", messages }, transfer);
+  }
+
   takeOutput() {
     const output = this.output;
     this.output = [];
@@ -402,7 +435,7 @@ class GuestRun {
       return;
     }
     if (this.pending.size > 0) {
-      post({
+      this.flushOutbox({
         type: "idle",
         runId: this.runId,
         pending: [...this.pending.values()],
@@ -423,9 +456,14 @@ class GuestRun {
   finish(outcome) {
     const output = this.takeOutput();
     if (outcome.type === "completed") {
-      post({ type: "completed", runId: this.runId, value: /** @type {any} */ (outcome.value), output });
+      this.flushOutbox({
+        type: "completed",
+        runId: this.runId,
+        value: /** @type {any} */ (outcome.value),
+        output,
+      });
     } else {
-      post({
+      this.flushOutbox({
         type: "failed",
         runId: this.runId,
         code: /** @type {any} */ (outcome.code),
@@ -496,13 +534,14 @@ async function onMessage(raw) {
       try {
         wasmModule = /** @type {WebAssembly.Module} */ (message.module);
         snapshotSecret = message.snapshotSecret;
-        // One throwaway VM proves the module instantiates here and warms the code paths.
+        errorCodes = new Set(message.errorCodes);
+        // One throwaway VM proves the module instantiates here and compiles the prelude once.
         const vm = await QuickJS.create({
           wasm: wasmModule,
           maxStackSize: MAX_STACK_BYTES,
           wasi: silentWasi,
         });
-        vm.evalCode("1 + 1").dispose();
+        preludeBytecode = vm.compile(GUEST_PRELUDE_SOURCE, "prelude.js");
         vm.dispose();
         post({ type: "ready" });
       } catch (error) {

@@ -1,0 +1,211 @@
+// Type-only imports: this module is what sandbox workers load, and it must not pull in the contract's
+// runtime (zod), which would add tens of milliseconds to every worker start.
+import type { JsonValue, ToolCatalogEntry } from "@codecell/contract";
+
+/** The JSON surface the engine builds and the trusted prelude installs as guest globals. */
+export type GuestSurface = {
+  allTools: ToolCatalogEntry[];
+  toolFunctions: Array<{ name: string; toolId: string }>;
+  mcpServers: Array<{
+    identifier: string;
+    tools: Array<{ identifier: string; toolId: string }>;
+    resources: boolean;
+    prompts: boolean;
+  }>;
+  apiFiles: Array<{ path: string; description: string; content: string }>;
+  /** Scope JSON; a `{"$codecellCall": "<path>"}` marker becomes an async function. */
+  namespaces: Array<{ namespaceId: string; globalName: string; scope: JsonValue }>;
+};
+
+export const MCP_OPERATIONS = [
+  "call",
+  "$api",
+  "resources.list",
+  "resources.read",
+  "prompts.list",
+  "prompts.get",
+] as const;
+export type McpOperation = (typeof MCP_OPERATIONS)[number];
+
+/** What a guest call asks of the host. */
+export type HostRequestBody =
+  | { kind: "search"; query: string; options?: { limit?: number } }
+  | { kind: "describe"; target: string }
+  | { kind: "call"; target: string; input: JsonValue }
+  | { kind: "mcp"; server: string; op: McpOperation; toolId?: string; args: JsonValue[] }
+  | { kind: "namespace"; namespaceId: string; path: string; args: JsonValue[] }
+  | { kind: "yield"; reason?: string };
+
+export type HostRequest = { requestId: string } & HostRequestBody;
+export type HostRequestKind = HostRequest["kind"];
+
+export type SandboxLimits = {
+  memoryLimitBytes: number;
+  maxOutputBytes: number;
+  maxPendingToolCalls: number;
+  maxSnapshotBytes: number;
+};
+
+/** One settled request as it travels to the worker: the value or error already as JSON text. */
+export type SettleItem = { requestId: string; ok: boolean; json: string };
+
+/** A compiled `WebAssembly.Module` (typed opaquely: this package's lib has no WebAssembly types). */
+export type CompiledWasmModule = object;
+
+const isWasmModule = (value: unknown): boolean =>
+  typeof value === "object" &&
+  value !== null &&
+  Object.prototype.toString.call(value) === "[object WebAssembly.Module]";
+
+/** Host to worker. */
+export type HostToWorkerMessage =
+  | { type: "init"; module: CompiledWasmModule; snapshotSecret: string | null; errorCodes: string[] }
+  | {
+      type: "start";
+      runId: string;
+      code: string;
+      surface: string;
+      limits: SandboxLimits;
+      deadlineAt: number;
+      signal: Int32Array;
+    }
+  | {
+      type: "restore";
+      runId: string;
+      snapshot: Uint8Array;
+      limits: SandboxLimits;
+      deadlineAt: number;
+      signal: Int32Array;
+    }
+  | { type: "settle"; runId: string; items: SettleItem[]; deadlineAt: number }
+  | { type: "suspend"; runId: string }
+  | { type: "dispose"; runId: string };
+
+/** Thrown when a message does not match the protocol: a bug on one side, never guest-controlled. */
+export class ProtocolError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ProtocolError";
+  }
+}
+
+export type Check = (value: unknown) => boolean;
+
+export const isString: Check = (value) => typeof value === "string";
+export const isNumber: Check = (value) => typeof value === "number" && Number.isFinite(value);
+export const isBoolean: Check = (value) => typeof value === "boolean";
+export const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+export const isArrayOf =
+  (item: Check): Check =>
+  (value) =>
+    Array.isArray(value) && value.every(item);
+export const isJson: Check = (value) => value !== undefined && typeof value !== "function";
+
+function expectFields(value: unknown, fields: Record<string, Check>, what: string): Record<string, unknown> {
+  if (!isRecord(value)) throw new ProtocolError(`${what}: expected an object`);
+  for (const [key, check] of Object.entries(fields)) {
+    if (!check(value[key])) throw new ProtocolError(`${what}: field "${key}" is missing or malformed`);
+  }
+  return value;
+}
+
+const isLimits: Check = (value) =>
+  isRecord(value) &&
+  ["memoryLimitBytes", "maxOutputBytes", "maxPendingToolCalls", "maxSnapshotBytes"].every(
+    (key) => isNumber(value[key]) && (value[key] as number) > 0,
+  );
+
+export const isOutput: Check = (value) =>
+  isRecord(value) &&
+  ((value.type === "text" && isString(value.text)) || (value.type === "json" && "value" in value));
+
+const requestBodyChecks: Record<HostRequestKind, Record<string, Check>> = {
+  search: {
+    query: isString,
+    options: (value) =>
+      value === undefined || (isRecord(value) && (value.limit === undefined || isNumber(value.limit))),
+  },
+  describe: { target: isString },
+  call: { target: isString, input: isJson },
+  mcp: {
+    server: isString,
+    op: (value) => (MCP_OPERATIONS as readonly unknown[]).includes(value),
+    toolId: (value) => value === undefined || isString(value),
+    args: isArrayOf(isJson),
+  },
+  namespace: { namespaceId: isString, path: isString, args: isArrayOf(isJson) },
+  yield: { reason: (value) => value === undefined || isString(value) },
+};
+
+/** Validate a request body the guest produced (kind plus fields), without the id. */
+export function parseHostRequestBody(value: unknown): HostRequestBody {
+  if (!isRecord(value) || typeof value.kind !== "string" || !(value.kind in requestBodyChecks)) {
+    throw new ProtocolError("host request: unknown kind");
+  }
+  expectFields(value, requestBodyChecks[value.kind as HostRequestKind], `host request "${value.kind}"`);
+  return value as HostRequestBody;
+}
+
+export function isHostRequest(value: unknown): value is HostRequest {
+  if (!isRecord(value) || !isString(value.requestId)) return false;
+  try {
+    parseHostRequestBody(value);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const isSignal: Check = (value) => value instanceof Int32Array && value.length >= 1;
+
+const hostMessageChecks: Record<HostToWorkerMessage["type"], Record<string, Check>> = {
+  init: {
+    module: isWasmModule,
+    snapshotSecret: (value) => value === null || isString(value),
+    errorCodes: isArrayOf(isString),
+  },
+  start: {
+    runId: isString,
+    code: isString,
+    surface: isString,
+    limits: isLimits,
+    deadlineAt: isNumber,
+    signal: isSignal,
+  },
+  restore: {
+    runId: isString,
+    snapshot: (value) => value instanceof Uint8Array,
+    limits: isLimits,
+    deadlineAt: isNumber,
+    signal: isSignal,
+  },
+  settle: {
+    runId: isString,
+    deadlineAt: isNumber,
+    items: isArrayOf(
+      (item) => isRecord(item) && isString(item.requestId) && isBoolean(item.ok) && isString(item.json),
+    ),
+  },
+  suspend: { runId: isString },
+  dispose: { runId: isString },
+};
+
+export function parseMessage<T>(
+  value: unknown,
+  checks: Record<string, Record<string, Check>>,
+  side: string,
+): T {
+  if (!isRecord(value) || typeof value.type !== "string" || !Object.hasOwn(checks, value.type)) {
+    throw new ProtocolError(
+      `${side} message: unknown type ${JSON.stringify(isRecord(value) ? value.type : value)}`,
+    );
+  }
+  expectFields(value, checks[value.type] as Record<string, Check>, `${side} message "${value.type}"`);
+  return value as T;
+}
+
+/** Validate what the worker received from the host. */
+export function parseHostToWorkerMessage(value: unknown): HostToWorkerMessage {
+  return parseMessage<HostToWorkerMessage>(value, hostMessageChecks, "host-to-worker");
+}
