@@ -1,4 +1,4 @@
-import { CodeModeError, type CodeModeErrorData, isCodeModeErrorCode } from "@codecell/contract";
+import { CodeModeError, type CodeModeErrorData, isCodeModeErrorCode } from "@codecell/contract/errors";
 import { toJsonValue } from "./json-adapter.js";
 
 /** Longest name and message kept when an error crosses into the guest. */

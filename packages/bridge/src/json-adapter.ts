@@ -1,4 +1,4 @@
-import { CodeModeError, type CodeModeErrorCode, type JsonValue } from "@codecell/contract";
+import { CodeModeError, type CodeModeErrorCode, type JsonValue } from "@codecell/contract/errors";
 
 /**
  * The one way a value crosses between host and guest: as a single JSON text with an explicit byte cap.

@@ -116,11 +116,9 @@ describe("init", () => {
     const wasm = (globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<object> } })
       .WebAssembly;
     const module = await wasm.compile(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]));
-    expect(
-      parseHostToWorkerMessage({ type: "init", module, snapshotSecret: null, errorCodes: ["timeout"] }).type,
-    ).toBe("init");
-    expect(() =>
-      parseHostToWorkerMessage({ type: "init", module: {}, snapshotSecret: null, errorCodes: [] }),
-    ).toThrow(/module/);
+    expect(parseHostToWorkerMessage({ type: "init", module, snapshotSecret: null }).type).toBe("init");
+    expect(() => parseHostToWorkerMessage({ type: "init", module: {}, snapshotSecret: null })).toThrow(
+      /module/,
+    );
   });
 });

@@ -1,10 +1,9 @@
+import type { CodeModeOutput, JsonValue } from "@codecell/contract";
 import {
   type CodeModeErrorCode,
   type CodeModeErrorData,
-  type CodeModeOutput,
   isCodeModeErrorCode,
-  type JsonValue,
-} from "@codecell/contract";
+} from "@codecell/contract/errors";
 import { isErrorData } from "./error-data.js";
 import {
   type Check,

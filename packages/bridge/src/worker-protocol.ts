@@ -1,5 +1,4 @@
-// Type-only imports: this module is what sandbox workers load, and it must not pull in the contract's
-// runtime (zod), which would add tens of milliseconds to every worker start.
+// Type-only: sandbox workers load this module on start-up, so it must not pull in the contract's zod.
 import type { JsonValue, ToolCatalogEntry } from "@codecell/contract";
 
 /** The JSON surface the engine builds and the trusted prelude installs as guest globals. */
@@ -59,7 +58,7 @@ const isWasmModule = (value: unknown): boolean =>
 
 /** Host to worker. */
 export type HostToWorkerMessage =
-  | { type: "init"; module: CompiledWasmModule; snapshotSecret: string | null; errorCodes: string[] }
+  | { type: "init"; module: CompiledWasmModule; snapshotSecret: string | null }
   | {
       type: "start";
       runId: string;
@@ -163,7 +162,6 @@ const hostMessageChecks: Record<HostToWorkerMessage["type"], Record<string, Chec
   init: {
     module: isWasmModule,
     snapshotSecret: (value) => value === null || isString(value),
-    errorCodes: isArrayOf(isString),
   },
   start: {
     runId: isString,

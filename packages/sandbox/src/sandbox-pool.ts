@@ -7,7 +7,7 @@ import {
   parseWorkerToHostMessage,
   type WorkerToHostMessage,
 } from "@codecell/bridge";
-import { CODE_MODE_ERROR_CODES, CodeModeError, type CodeModeErrorCode } from "@codecell/contract";
+import { CodeModeError, type CodeModeErrorCode } from "@codecell/contract/errors";
 import { prepareCell } from "@codecell/transpile";
 import { RunHandle, type RunHost, type RunSettings } from "./sandbox-run.js";
 import type { RestoreOptions, RunOptions, SandboxPool, SandboxPoolOptions, SandboxRun } from "./types.js";
@@ -72,7 +72,6 @@ class WorkerSlot implements RunHost {
           type: "init",
           module: compiled,
           snapshotSecret,
-          errorCodes: [...CODE_MODE_ERROR_CODES],
         } satisfies HostToWorkerMessage),
       (error: Error) => markFailed(error),
     );

@@ -6,7 +6,7 @@ import {
   toJsonText,
   type WorkerToHostMessage,
 } from "@codecell/bridge";
-import { CodeModeError, type CodeModeErrorCode } from "@codecell/contract";
+import { CodeModeError, type CodeModeErrorCode } from "@codecell/contract/errors";
 import type { SandboxEvent, SandboxLimits, SandboxRun, SettleOutcome, SuspendedRun } from "./types.js";
 
 /** What a run needs from the worker that hosts it. */

@@ -1,6 +1,7 @@
 import { parentPort } from "node:worker_threads";
-// The zod-free subpath: a worker never loads the contract's runtime, which would slow every start.
-import { parseHostRequestBody, parseHostToWorkerMessage } from "@codecell/bridge/worker-protocol";
+// Both entries are zod-free, so a worker starts without loading the contract's schemas.
+import { parseHostRequestBody, parseHostToWorkerMessage } from "@codecell/bridge";
+import { isCodeModeErrorCode } from "@codecell/contract/errors";
 import { JSException, QuickJS } from "quickjs-wasi";
 import { GUEST_PRELUDE_SOURCE } from "./guest-prelude.js";
 import { decodeSnapshot, encodeSnapshot, SnapshotCodecError } from "./snapshot-codec.js";
@@ -26,9 +27,6 @@ const port = parentPort;
 let wasmModule = null;
 /** @type {string | null} */
 let snapshotSecret = null;
-/** The closed set of error codes, from the host (the contract's list). */
-/** @type {Set<string>} */
-let errorCodes = new Set();
 /**
  * The prelude compiled once per worker from our own source. Evaluating bytecode skips parsing it for
  * every VM; it is never read from anywhere else, so no outside bytes reach the bytecode reader.
@@ -244,7 +242,7 @@ class GuestRun {
   onFail(text) {
     if (this.forced !== null || this.outcome !== null) return;
     const data = JSON.parse(text);
-    const code = typeof data.code === "string" && errorCodes.has(data.code) ? data.code : null;
+    const code = isCodeModeErrorCode(data.code) ? data.code : null;
     /** @type {{ name: string, message: string, code?: string }} */
     const error = { name: String(data.name), message: String(data.message) };
     if (code !== null) error.code = code;
@@ -534,7 +532,6 @@ async function onMessage(raw) {
       try {
         wasmModule = /** @type {WebAssembly.Module} */ (message.module);
         snapshotSecret = message.snapshotSecret;
-        errorCodes = new Set(message.errorCodes);
         // One throwaway VM proves the module instantiates here and compiles the prelude once.
         const vm = await QuickJS.create({
           wasm: wasmModule,
