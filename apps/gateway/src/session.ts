@@ -122,9 +122,12 @@ export class GatewaySession {
     };
   }
 
-  /** Leaves the session without deleting its waiting runs (a restart may resume them). */
+  /**
+   * Leaves the session without deleting its waiting runs, so a restart on a durable store may resume
+   * them. The run context's signal is not aborted here: that would abort the waiting runs too. Live
+   * nested calls are cancelled by the engine's close.
+   */
   detach(): void {
-    this.#abort.abort(new CodeModeError("aborted", "The gateway is shutting down."));
     this.#onEnd();
   }
 

@@ -18,26 +18,29 @@ describe("a restart with the SQLite snapshot store", () => {
     const after = await connectStdio(setup.configPath, { args: ["--session", "restart-test"] });
     try {
       const resumed = await callCodeMode(after.client, "wait", { runId: waiting.runId });
-      expect(resumed).toMatchObject({ status: "completed", value: { note: "note-3", after: "resumed" } });
+      expect(resumed, JSON.stringify(resumed)).toMatchObject({
+        status: "completed",
+        value: { note: "note-3", after: "resumed" },
+      });
     } finally {
       await after.close();
     }
 
-    // Another session id cannot claim a run it does not own, even on the same database.
+    // The same database does not make runs shared: another stdio session id cannot claim them, and a
+    // finished run is not resumed twice.
+    const owner = await connectStdio(setup.configPath, { args: ["--session", "restart-test"] });
+    const second = await callCodeMode(owner.client, "exec", { code: `await yield_control("x"); return 2;` });
+    expect(second.status).toBe("waiting");
+    const twice = await callCodeMode(owner.client, "wait", { runId: waiting.runId });
+    expect(twice.status).toBe("failed");
+    await owner.close();
     const other = await connectStdio(setup.configPath, { args: ["--session", "someone-else"] });
     try {
-      const again = await callCodeMode(other.client, "exec", { code: `await yield_control("x"); return 1;` });
-      expect(again.status).toBe("waiting");
+      const refused = await callCodeMode(other.client, "wait", { runId: second.runId });
+      expect(refused).toMatchObject({ status: "failed", code: "invalid_input" });
+      expect(refused.error).toMatch(/unknown runId/i);
     } finally {
       await other.close();
-    }
-    const thief = await connectStdio(setup.configPath, { args: ["--session", "restart-test"] });
-    try {
-      const refused = await callCodeMode(thief.client, "wait", { runId: waiting.runId });
-      // Finished runs are remembered as finished, not resumed twice.
-      expect(refused.status).toBe("failed");
-    } finally {
-      await thief.close();
     }
   });
 
