@@ -228,6 +228,35 @@ describe("host requests", () => {
     expect(event).toMatchObject({ type: "failed", code: "too_many_pending_tool_calls" });
   });
 
+  it("turns host results that cannot cross into catchable nested_tool_failed errors", async () => {
+    const cyclic: Record<string, unknown> = { name: "loop" };
+    cyclic.self = cyclic;
+    const answers: unknown[] = [cyclic, { data: new Uint8Array(4) }, "x".repeat(5_000), { fine: [1, 2] }];
+    const capped = createSandboxPool({ size: 1, maxBridgeValueBytes: 4_096 });
+    try {
+      const code = `
+        const out = [];
+        for (let i = 0; i < 4; i++) {
+          try { out.push(await tools.call("x", { i })); } catch (e) { out.push(e.code + ": " + e.message); }
+        }
+        return out;
+      `;
+      const { event } = await runToEnd(capped, code, {
+        surface,
+        answer: (request) => ({ ok: true, value: answers[(request as { input: { i: number } }).input.i] }),
+      });
+      expect(event.type).toBe("completed");
+      if (event.type !== "completed") return;
+      const [cycle, binary, large, fine] = event.value as [string, string, string, unknown];
+      expect(cycle).toMatch(/^nested_tool_failed: .*cycle at \$\.self/);
+      expect(binary).toMatch(/^nested_tool_failed: .*binary value at \$\.data/);
+      expect(large).toMatch(/^nested_tool_failed: .*over the bridge limit of 4096 bytes/);
+      expect(fine).toEqual({ fine: [1, 2] });
+    } finally {
+      await capped.close();
+    }
+  });
+
   it("answers API.list and API.read inside the guest", async () => {
     const code = `
       const all = await API.list(); const mcp = await API.list("mcp"); const slash = await API.list("mcp/");

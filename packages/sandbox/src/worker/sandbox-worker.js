@@ -76,6 +76,55 @@ function describeGuestError(data) {
   return text;
 }
 
+/**
+ * A fresh VM per run, created ahead of time: a worker that has just started a run builds the next
+ * VM while it would otherwise sit idle, so the next start skips instantiation. A spare has never run
+ * any code (not even the prelude) and is handed to exactly one run. Keyed by memory limit, the one
+ * option that cannot change after creation; the interrupt handler follows whichever run owns it.
+ * @type {Map<number, Promise<{ vm: QuickJS, owner: { run: GuestRun | null } }>>}
+ */
+const spareVms = new Map();
+const MAX_SPARE_LIMITS = 2;
+
+/** @param {number} memoryLimit */
+function createOwnedVm(memoryLimit) {
+  /** @type {{ run: GuestRun | null }} */
+  const owner = { run: null };
+  return QuickJS.create({
+    wasm: /** @type {WebAssembly.Module} */ (wasmModule),
+    memoryLimit,
+    maxStackSize: MAX_STACK_BYTES,
+    timezoneOffset: 0,
+    interruptHandler: () => owner.run !== null && owner.run.shouldInterrupt(),
+    wasi: silentWasi,
+  }).then((vm) => ({ vm, owner }));
+}
+
+/** @param {number} memoryLimit */
+function prepareSpare(memoryLimit) {
+  if (spareVms.has(memoryLimit) || spareVms.size >= MAX_SPARE_LIMITS) return;
+  const spare = createOwnedVm(memoryLimit);
+  spare.catch(() => spareVms.delete(memoryLimit));
+  spareVms.set(memoryLimit, spare);
+}
+
+/** @param {GuestRun} run */
+async function takeFreshVm(run) {
+  const limit = run.limits.memoryLimitBytes;
+  const spare = spareVms.get(limit);
+  spareVms.delete(limit);
+  let owned;
+  try {
+    owned = await (spare ?? createOwnedVm(limit));
+  } catch {
+    owned = await createOwnedVm(limit);
+  }
+  owned.owner.run = run;
+  // Build the next one after this run has had its turn on the thread.
+  setImmediate(() => prepareSpare(limit));
+  return owned.vm;
+}
+
 class GuestRun {
   /**
    * @param {string} runId
@@ -255,7 +304,7 @@ class GuestRun {
 
   /** @param {string} surface @param {string} code */
   async start(surface, code) {
-    const vm = await QuickJS.create(this.vmOptions());
+    const vm = await takeFreshVm(this);
     this.vm = vm;
     if (this.finished) return this.release();
     const host = vm.newFunction(HOST_FUNCTION_NAME, this.registerHost());

