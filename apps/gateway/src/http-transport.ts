@@ -144,7 +144,7 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
           sessions: sessions.size,
           mcpServers: gateway.connector
             .status()
-            .map(({ server, state, tools }) => ({ server, state, tools })),
+            .map(({ server, state, tools, pid }) => ({ server, state, tools, ...(pid ? { pid } : {}) })),
         });
         return;
       }

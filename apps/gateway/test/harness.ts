@@ -82,8 +82,9 @@ export type HttpGateway = {
 };
 
 /** Spawns `codecell serve --http 0` and reads the URL it prints. */
-export async function startHttpGateway(configPath: string): Promise<HttpGateway> {
-  const child = spawn(process.execPath, [CLI, "serve", "--config", configPath, "--http", "0"], {
+export async function startHttpGateway(configPath: string | null): Promise<HttpGateway> {
+  const config = configPath === null ? [] : ["--config", configPath];
+  const child = spawn(process.execPath, [CLI, "serve", ...config, "--http", "0"], {
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";

@@ -138,3 +138,38 @@ describe("codecell serve --http", () => {
     }
   });
 });
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe("the embedded default (what npm start runs)", () => {
+  it("serves with no config file and stops cleanly on SIGTERM, closing the downstream server", async () => {
+    const gateway = await startHttpGateway(null);
+    const health = (await (await fetch(`${gateway.url}healthz`)).json()) as {
+      codeMode: boolean;
+      mcpServers: Array<{ server: string; state: string; pid?: number }>;
+    };
+    expect(health.codeMode).toBe(true);
+    const memory = health.mcpServers.find((server) => server.server === "memory");
+    expect(memory).toMatchObject({ state: "ready", pid: expect.any(Number) });
+    const session = await connectHttp(gateway.mcpUrl);
+    try {
+      const result = await callCodeMode(session.client, "exec", {
+        code: `const todo = await tools.read_file({ path: "todo.md" }); const notes = await Notes.list();
+               return { todo: todo.content.startsWith("# Todo"), notes: notes.length };`,
+      });
+      expect(result).toMatchObject({ status: "completed", value: { todo: true, notes: 2 } });
+    } finally {
+      await session.close();
+    }
+    expect(await gateway.stop()).toBe(0);
+    expect(gateway.output()).toMatch(/SIGTERM received, shutting down/);
+    expect(alive(memory!.pid!)).toBe(false);
+  });
+});
