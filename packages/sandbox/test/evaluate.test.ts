@@ -243,7 +243,10 @@ describe("host requests", () => {
       `;
       const { event } = await runToEnd(capped, code, {
         surface,
-        answer: (request) => ({ ok: true, value: answers[(request as { input: { i: number } }).input.i] }),
+        answer: (request) =>
+          request.kind === "call"
+            ? { ok: true, value: answers[(request.input as { i: number }).i] }
+            : undefined,
       });
       expect(event.type).toBe("completed");
       if (event.type !== "completed") return;

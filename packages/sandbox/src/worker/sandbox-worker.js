@@ -95,7 +95,7 @@ function createOwnedVm(memoryLimit) {
     memoryLimit,
     maxStackSize: MAX_STACK_BYTES,
     timezoneOffset: 0,
-    interruptHandler: () => owner.run !== null && owner.run.shouldInterrupt(),
+    interruptHandler: () => owner.run?.shouldInterrupt() === true,
     wasi: silentWasi,
   }).then((vm) => ({ vm, owner }));
 }
