@@ -1,3 +1,4 @@
+// @ts-check
 import { parentPort } from "node:worker_threads";
 // Both entries are zod-free, so a worker starts without loading the contract's schemas.
 import { parseHostRequestBody, parseHostToWorkerMessage } from "@codecell/bridge";
@@ -23,7 +24,7 @@ const OUTBOX_HOLD_MS = 1;
 if (parentPort === null) throw new Error("sandbox-worker.js must run as a worker thread");
 const port = parentPort;
 
-/** @type {WebAssembly.Module | null} */
+/** @type {import("quickjs-wasi").QuickJSOptions["wasm"] | null} */
 let wasmModule = null;
 /** @type {string | null} */
 let snapshotSecret = null;
@@ -49,7 +50,7 @@ function byteLength(text) {
 /**
  * WASI fd_write: the guest must never reach host stdout or stderr. Report every byte as written so
  * libc does not retry, and drop them.
- * @param {WebAssembly.Memory} memory
+ * @param {{ buffer: ArrayBuffer }} memory
  */
 function silentWasi(memory) {
   return {
@@ -91,7 +92,7 @@ function createOwnedVm(memoryLimit) {
   /** @type {{ run: GuestRun | null }} */
   const owner = { run: null };
   return QuickJS.create({
-    wasm: /** @type {WebAssembly.Module} */ (wasmModule),
+    wasm: /** @type {import("quickjs-wasi").QuickJSOptions["wasm"]} */ (wasmModule),
     memoryLimit,
     maxStackSize: MAX_STACK_BYTES,
     timezoneOffset: 0,
@@ -198,7 +199,7 @@ class GuestRun {
 
   vmOptions() {
     return {
-      wasm: /** @type {WebAssembly.Module} */ (wasmModule),
+      wasm: /** @type {import("quickjs-wasi").QuickJSOptions["wasm"]} */ (wasmModule),
       memoryLimit: this.limits.memoryLimitBytes,
       maxStackSize: MAX_STACK_BYTES,
       timezoneOffset: 0,
@@ -579,7 +580,7 @@ async function onMessage(raw) {
   switch (message.type) {
     case "init": {
       try {
-        wasmModule = /** @type {WebAssembly.Module} */ (message.module);
+        wasmModule = /** @type {import("quickjs-wasi").QuickJSOptions["wasm"]} */ (message.module);
         snapshotSecret = message.snapshotSecret;
         // One throwaway VM proves the module instantiates here and compiles the prelude once.
         const vm = await QuickJS.create({

@@ -1,3 +1,4 @@
+// @ts-check
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import { brotliCompressSync, brotliDecompressSync, constants } from "node:zlib";
 
