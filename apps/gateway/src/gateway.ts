@@ -56,6 +56,7 @@ export class Gateway {
   readonly #sessions = new Map<string, GatewaySession>();
   readonly #log: (line: string) => void;
   #toolsVersion = 0;
+  readonly #toolListeners = new Set<() => void>();
   #closed: Promise<void> | null = null;
 
   private constructor(
@@ -77,6 +78,7 @@ export class Gateway {
     this.engine = createCodeModeEngine({ config: config.codeMode, store: parts.store });
     this.connector.onChange(({ server, reason }) => {
       this.#toolsVersion++;
+      for (const listener of this.#toolListeners) listener();
       this.#log(
         `MCP server "${server}": ${reason === "tools_changed" ? "tool list changed" : "disconnected"}`,
       );
@@ -118,6 +120,12 @@ export class Gateway {
   /** Bumped when a downstream server changes its tools, so sessions re-prepare their run. */
   get toolsVersion(): number {
     return this.#toolsVersion;
+  }
+
+  /** Called when a downstream server changed its tools; returns the unsubscribe function. */
+  onToolsChanged(listener: () => void): () => void {
+    this.#toolListeners.add(listener);
+    return () => this.#toolListeners.delete(listener);
   }
 
   /** Every tool from the three sources the gateway has, before policy. */

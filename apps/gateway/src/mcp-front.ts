@@ -63,7 +63,7 @@ export function createSessionServer(
   const server = new Server(
     { name: "codecell", version: GATEWAY_VERSION },
     {
-      capabilities: { tools: { listChanged: false }, resources: {} },
+      capabilities: { tools: { listChanged: true }, resources: {} },
       instructions:
         "codecell runs JavaScript/TypeScript cells that call many tools. Use exec with code; if the result is waiting, call wait with its runId.",
     },
@@ -88,6 +88,11 @@ export function createSessionServer(
       return answer.action === "accept" && answer.content?.approve === true;
     },
   };
+  // A downstream change alters the passthrough list, or the exec description (its MCP servers).
+  const unsubscribe = gateway.onToolsChanged(() => {
+    if (server.transport) void server.sendToolListChanged().catch(() => {});
+  });
+  server.onclose = unsubscribe;
   let session: GatewaySession | null = null;
   const current = () => {
     session ??= gateway.openSession(sessionIdOf(), approvals);
