@@ -156,6 +156,17 @@ describe("output", () => {
   });
 });
 
+describe("guest errors", () => {
+  it("clips a huge thrown message before it reaches the host", async () => {
+    const { event } = await runToEnd(pool, "throw new Error('m'.repeat(3_000_000))");
+    expect(event.type).toBe("failed");
+    if (event.type !== "failed") return;
+    expect(event.code).toBeUndefined();
+    expect(event.error?.message.length).toBeLessThanOrEqual(8_192);
+    expect(event.message.length).toBeLessThan(9_000);
+  });
+});
+
 describe("pending calls and aborts", () => {
   it("survives thousands of calls beyond maxPendingToolCalls", async () => {
     const code = `

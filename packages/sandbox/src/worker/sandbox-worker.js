@@ -1,7 +1,12 @@
 // @ts-check
 import { parentPort } from "node:worker_threads";
 // Both entries are zod-free, so a worker starts without loading the contract's schemas.
-import { parseHostRequestBody, parseHostToWorkerMessage } from "@codecell/bridge";
+import {
+  MAX_ERROR_MESSAGE_LENGTH,
+  MAX_ERROR_NAME_LENGTH,
+  parseHostRequestBody,
+  parseHostToWorkerMessage,
+} from "@codecell/bridge";
 import { isCodeModeErrorCode } from "@codecell/contract/errors";
 import { JSException, QuickJS } from "quickjs-wasi";
 import { GUEST_PRELUDE_SOURCE } from "./guest-prelude.js";
@@ -63,6 +68,11 @@ function silentWasi(memory) {
       return 0;
     },
   };
+}
+
+/** @param {string} text @param {number} max */
+function clip(text, max) {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }
 
 /** @param {{ name: string, message: string, stack?: string }} data */
@@ -292,6 +302,10 @@ class GuestRun {
   onFail(text) {
     if (this.forced !== null || this.outcome !== null) return;
     const data = JSON.parse(text);
+    // A guest can throw a message of many megabytes; only a bounded description crosses to the host.
+    data.name = clip(String(data.name), MAX_ERROR_NAME_LENGTH);
+    data.message = clip(String(data.message), MAX_ERROR_MESSAGE_LENGTH);
+    data.stack = clip(String(data.stack ?? ""), MAX_ERROR_MESSAGE_LENGTH);
     const code = isCodeModeErrorCode(data.code) ? data.code : null;
     /** @type {{ name: string, message: string, code?: string }} */
     const error = { name: String(data.name), message: String(data.message) };
