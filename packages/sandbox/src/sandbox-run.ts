@@ -232,7 +232,10 @@ export class RunHandle implements SandboxRun {
           this.seeded = true;
           for (const request of message.pending) this.pendingIds.add(request.requestId);
         }
-        this.push({ type: "idle", pending: message.pending, output: message.output });
+        // Calls settled here whose results are still on their way to the worker are not pending for
+        // the caller any more.
+        const pending = message.pending.filter((request) => this.pendingIds.has(request.requestId));
+        this.push({ type: "idle", pending, output: message.output });
         return;
       }
       case "completed": {

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { afterAll, describe, expect, it } from "vitest";
 import { createSandboxPool } from "../src/index.js";
@@ -218,6 +221,20 @@ describe("runtime", () => {
       }
     } finally {
       await broken.close();
+    }
+  });
+
+  it("fails with runtime_unavailable when the module compiles but is not QuickJS", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "codecell-wasm-"));
+    const path = join(directory, "empty.wasm");
+    writeFileSync(path, new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]));
+    const broken = createSandboxPool({ size: 1, wasm: path });
+    try {
+      const { event } = await runToEnd(broken, "return 1");
+      expect(event).toMatchObject({ type: "failed", code: "runtime_unavailable" });
+    } finally {
+      await broken.close();
+      rmSync(directory, { recursive: true, force: true });
     }
   });
 
