@@ -1,0 +1,4 @@
+import "./styles.css";
+import { startPlayground } from "./app.js";
+
+void startPlayground();

@@ -1,0 +1,178 @@
+import type { CodeModeOutput, CodeModeResult } from "@codecell/contract";
+import { element, formatDuration } from "./dom.js";
+import { type ErrorLocation, errorLocation } from "./error-location.js";
+import { renderJsonTree } from "./json-tree.js";
+
+export type ResultViewOptions = {
+  /** Which call produced the result, shown beside the badge. */
+  via: "exec" | "wait";
+  /** Called when the user picks the line an error points to. */
+  onShowLine?: (location: ErrorLocation) => void;
+};
+
+const REASONS: Record<string, string> = {
+  yield: "the cell called yield_control",
+  pending_tools: "nested tool calls are still running",
+};
+
+/** The badge text: the status, with the reason while waiting and the code when failed. */
+export function statusLabel(result: CodeModeResult): string {
+  if (result.status === "waiting") return `waiting · ${result.reason}`;
+  if (result.status === "failed") return result.code ? `failed · ${result.code}` : "failed";
+  return "completed";
+}
+
+export function statusBadge(result: CodeModeResult): HTMLElement {
+  return element(
+    "span",
+    { className: `badge badge-${result.status}`, "data-testid": "status" },
+    statusLabel(result),
+  );
+}
+
+/** One output item: text as text, JSON as a tree. */
+export function renderOutputItem(item: CodeModeOutput, index: number): HTMLElement {
+  const label = element("span", { className: "output-kind" }, `${index + 1} · ${item.type}`);
+  if (item.type === "text") {
+    return element(
+      "li",
+      { className: "output-item output-text" },
+      label,
+      element("pre", { className: "output-pre" }, item.text),
+    );
+  }
+  return element(
+    "li",
+    { className: "output-item output-json" },
+    label,
+    renderJsonTree(item.value, { openDepth: 1 }),
+  );
+}
+
+function section(title: string, testId: string, ...children: Array<Node | string>): HTMLElement {
+  return element(
+    "section",
+    { className: "result-section", "data-testid": testId },
+    element("h3", {}, title),
+    ...children,
+  );
+}
+
+function renderError(message: string, code: string | undefined, options: ResultViewOptions): HTMLElement {
+  const location = errorLocation(message);
+  const where = location
+    ? element(
+        "button",
+        {
+          type: "button",
+          className: "link-button",
+          "data-testid": "error-line",
+          onclick: () => options.onShowLine?.(location),
+        },
+        `line ${location.line}${location.column === undefined ? "" : `, column ${location.column}`}`,
+      )
+    : null;
+  return section(
+    "Error",
+    "error",
+    element(
+      "div",
+      { className: "error-box", role: "alert" },
+      code ? element("code", { className: "error-code" }, code) : null,
+      element("p", { className: "error-message" }, message),
+      where ? element("p", { className: "error-where" }, "Points to ", where, " of the cell.") : null,
+    ),
+  );
+}
+
+function renderPending(result: Extract<CodeModeResult, { status: "waiting" }>): HTMLElement {
+  const calls = result.pendingToolCalls ?? [];
+  const body =
+    calls.length === 0
+      ? element("p", { className: "muted" }, "No nested call is in flight.")
+      : element(
+          "table",
+          { className: "pending-table" },
+          element(
+            "thead",
+            {},
+            element(
+              "tr",
+              {},
+              element("th", {}, "call"),
+              element("th", {}, "tool"),
+              element("th", {}, "started"),
+            ),
+          ),
+          element(
+            "tbody",
+            {},
+            ...calls.map((call) =>
+              element(
+                "tr",
+                {},
+                element("td", {}, call.callId),
+                element("td", {}, element("code", {}, call.toolId)),
+                element("td", {}, new Date(call.startedAt).toLocaleTimeString()),
+              ),
+            ),
+          ),
+        );
+  return section("Pending calls", "pending", body);
+}
+
+/**
+ * A code-mode result: the status badge, then what the status carries (waiting: reason, runId and the
+ * pending calls; failed: the message, its code and the line it points to), the final value, and the
+ * output items in the order the cell produced them.
+ */
+export function renderResult(result: CodeModeResult, options: ResultViewOptions): HTMLElement {
+  const header = element(
+    "div",
+    { className: "result-header" },
+    statusBadge(result),
+    element(
+      "span",
+      { className: "muted" },
+      `${options.via} · ${formatDuration(result.telemetry?.durationMs)}`,
+    ),
+  );
+  const parts: HTMLElement[] = [header];
+  if (result.status === "waiting") {
+    parts.push(
+      element(
+        "p",
+        { className: "waiting-note", "data-testid": "waiting-reason" },
+        `Waiting because ${REASONS[result.reason] ?? result.reason}. Run `,
+        element("code", {}, "wait"),
+        " with runId ",
+        element("code", { "data-testid": "run-id" }, result.runId),
+        " to continue (the Wait button, or Ctrl+Shift+Enter).",
+      ),
+    );
+    parts.push(renderPending(result));
+  }
+  if (result.status === "failed") parts.push(renderError(result.error, result.code, options));
+  if (result.status === "completed") {
+    parts.push(
+      section(
+        "Value",
+        "value",
+        result.value === undefined
+          ? element("p", { className: "muted" }, "The cell returned nothing (undefined).")
+          : renderJsonTree(result.value, { openDepth: 2 }),
+      ),
+    );
+  }
+  const output = result.output ?? [];
+  parts.push(
+    section(
+      `Output (${output.length})`,
+      "output",
+      output.length === 0
+        ? element("p", { className: "muted" }, "No text() or json() output.")
+        : element("ol", { className: "output-list" }, ...output.map(renderOutputItem)),
+    ),
+  );
+  return element("div", { className: `result result-${result.status}`, "data-testid": "result" }, ...parts);
+}
