@@ -130,7 +130,8 @@ export function createSessionServer(
         return errorResult(error);
       }
     } finally {
-      inFlight.splice(inFlight.indexOf(extra.requestId), 1);
+      const index = inFlight.indexOf(extra.requestId);
+      if (index >= 0) inFlight.splice(index, 1);
     }
   });
 

@@ -91,7 +91,7 @@ export class GatewaySession {
     input: JsonValue,
     signal: AbortSignal,
   ): Promise<{ tool: HostTool; value: unknown }> {
-    void this.run;
+    void this.run; // prepares the run (and the passthrough names) if tools changed since
     const tool = this.#direct.get(name);
     if (!tool) {
       throw new CodeModeError(

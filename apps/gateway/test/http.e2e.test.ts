@@ -16,7 +16,7 @@ describe("codecell serve --http", () => {
     const setup = makeSetup(
       baseConfig({
         tools: {
-          codeMode: { enabled: true, timeoutMs: 800 },
+          codeMode: { enabled: true, timeoutMs: 1500 },
           allow: ["*", "core:codecell:exec"],
           approval: ["core:codecell:write_file"],
         },
@@ -71,7 +71,7 @@ describe("codecell serve --http", () => {
     const second = await connectHttp(gateway.mcpUrl);
     try {
       const waiting = await callCodeMode(first.client, "exec", {
-        code: `text("start"); const r = await tools.call("core:codecell:exec", { command: "sleep 1.5; echo slow done" }); return r.stdout.trim();`,
+        code: `text("start"); const r = await tools.call("core:codecell:exec", { command: "sleep 2.5; echo slow done" }); return r.stdout.trim();`,
       });
       expect(waiting.status, `${waiting.code}: ${waiting.error}`).toBe("waiting");
       expect(waiting.reason).toBe("pending_tools");
