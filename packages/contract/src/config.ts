@@ -1,10 +1,10 @@
 import { z } from "zod";
 import { CodeModeError } from "./code-mode-error.js";
 import type { JsonObject, JsonValue } from "./json.js";
+import { CODE_MODE_LANGUAGES, type CodeModeLanguage } from "./languages.js";
 import { closestMatches } from "./suggestions.js";
 
-export const CODE_MODE_LANGUAGES = ["javascript", "typescript"] as const;
-export type CodeModeLanguage = (typeof CODE_MODE_LANGUAGES)[number];
+export { CODE_MODE_LANGUAGES, type CodeModeLanguage };
 
 /**
  * Defaults and runtime ranges of the numeric fields. A value outside its range is clamped to it (and

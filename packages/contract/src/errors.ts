@@ -4,4 +4,5 @@
 export { CodeModeError, type CodeModeErrorData } from "./code-mode-error.js";
 export { CODE_MODE_ERROR_CODES, type CodeModeErrorCode, isCodeModeErrorCode } from "./error-codes.js";
 export type { JsonObject, JsonValue } from "./json.js";
+export { CODE_MODE_LANGUAGES, type CodeModeLanguage } from "./languages.js";
 export { closestMatches, editDistance } from "./suggestions.js";

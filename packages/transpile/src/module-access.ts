@@ -1,4 +1,4 @@
-import { CodeModeError } from "@codecell/contract";
+import { CodeModeError } from "@codecell/contract/errors";
 import type { Node, Program } from "acorn";
 import { parseCellBody } from "./javascript-parser.js";
 import { locationAt, type SourceLocation } from "./source-location.js";

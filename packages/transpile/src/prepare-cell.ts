@@ -1,4 +1,4 @@
-import { CODE_MODE_LANGUAGES, CodeModeError, type CodeModeLanguage } from "@codecell/contract";
+import { CODE_MODE_LANGUAGES, CodeModeError, type CodeModeLanguage } from "@codecell/contract/errors";
 import { parseCellBody } from "./javascript-parser.js";
 import { checkModuleAccess, findModuleAccessInProgram, moduleAccessError } from "./module-access.js";
 import { loadTypeScriptTransformer, transformError } from "./typescript-transformer.js";

@@ -1,5 +1,5 @@
 import { createRequire } from "node:module";
-import { CodeModeError } from "@codecell/contract";
+import { CodeModeError } from "@codecell/contract/errors";
 import { type ModuleAccessFinding, moduleAccessError } from "./module-access.js";
 import { locationAt, type SourceLocation, withoutLocationSuffix } from "./source-location.js";
 
