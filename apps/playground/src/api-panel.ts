@@ -44,8 +44,12 @@ export class ApiPanel {
     const button = element(
       "button",
       { type: "button", className: "file-button", "data-path": file.path },
-      element("code", {}, file.path),
-      element("span", { className: "muted" }, formatBytes(file.bytes)),
+      element(
+        "span",
+        { className: "tool-line" },
+        element("code", {}, file.path),
+        element("span", { className: "muted file-size" }, formatBytes(file.bytes)),
+      ),
       file.description ? element("span", { className: "file-description" }, file.description) : null,
     );
     button.addEventListener("click", () => void this.#show(file.path, button));

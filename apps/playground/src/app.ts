@@ -52,6 +52,8 @@ export async function startPlayground(): Promise<void> {
   let language: CodeModeLanguage = "javascript";
   let lastResult: CodeModeResult | null = null;
   let busy = false;
+  // Counts finished exec/wait calls; tests wait on it instead of guessing when a result replaced the last.
+  let settled = 0;
 
   const editor = new CellEditor(byId("editor"), {
     doc: "",
@@ -173,6 +175,7 @@ export async function startPlayground(): Promise<void> {
       lastResult = null;
       showTransportError(error);
     } finally {
+      resultArea.dataset.settled = String(++settled);
       busy = false;
       updateButtons();
       if (lastResult?.status === "waiting") waitButton.focus();

@@ -128,6 +128,7 @@ export class CellEditor {
           ]),
           this.#language.of(languageSupport(options.language)),
           errorLineField,
+          EditorView.lineWrapping,
           theme,
           EditorView.contentAttributes.of({ "aria-label": "Cell code", "data-testid": "editor-content" }),
           EditorView.updateListener.of((update) => {
@@ -179,6 +180,7 @@ export function createDeclarationViewer(parent: HTMLElement, text: string): Edit
         EditorState.readOnly.of(true),
         javascript({ typescript: true }),
         syntaxHighlighting(highlightStyle),
+        EditorView.lineWrapping,
         theme,
         EditorView.contentAttributes.of({ "aria-label": "Declaration file" }),
       ],

@@ -36,7 +36,7 @@ return { tool: tool.id, regions: Object.keys(totals).length, totals };
   },
   {
     id: "mcp-declaration",
-    title: "MCP call after reading its declaration",
+    title: "MCP call after its declaration",
     summary: "Read mcp/memory.d.ts from the virtual API files, then call the memory server through MCP.",
     language: "javascript",
     code: `// MCP tools are typed in virtual declaration files; read one, then call the server.
@@ -56,7 +56,7 @@ return found.structuredContent.entities.map((entity) => entity.name);
   },
   {
     id: "parallel",
-    title: "Parallel calls with Promise.all",
+    title: "Parallel calls (Promise.all)",
     summary: "Start four nested calls at once (core, plugin namespace, MCP) and join them.",
     language: "javascript",
     code: `// Nested calls run in parallel on the host; the cell awaits them together.
@@ -76,7 +76,7 @@ return {
   },
   {
     id: "namespace",
-    title: "A namespace call",
+    title: "Namespace call (Notes)",
     summary: "The notes plugin's Notes namespace: add a note, then search for it.",
     language: "javascript",
     code: `// Plugins can register a concise namespace; Notes comes from the example notes plugin.
@@ -108,7 +108,7 @@ return open.map((line) => line.slice(6));
   },
   {
     id: "typescript",
-    title: "A TypeScript cell",
+    title: "TypeScript cell",
     summary: "Types are stripped before the cell runs; line numbers stay where you wrote them.",
     language: "typescript",
     code: `// Switch the language to TypeScript: interfaces, generics and annotations are allowed.
@@ -138,7 +138,7 @@ return Object.entries(byMonth).map(([month, rows]) => ({
   },
   {
     id: "fails-with-code",
-    title: "A cell that fails with a clear code",
+    title: "Failure with a clear code",
     summary: "Cells have no module loader: import() is refused with module_access_denied.",
     language: "javascript",
     code: `// Cells run without a module loader. This one fails before it starts:
