@@ -35,6 +35,8 @@ export type ToolCallRequest = {
   sessionId: string;
   approvals: ApprovalClient;
   signal: AbortSignal;
+  /** Records a decision (such as an approval) on the nested call's trajectory entry. */
+  note?: (text: string) => void;
 };
 
 function toolIdOf(tool: HostTool): string {
@@ -184,6 +186,7 @@ export class Gateway {
           sessionId,
           approvals,
           signal: call.signal,
+          note: call.note,
         }),
       mcpRequest: (request) => this.#mcpRequest(request),
     };
@@ -192,8 +195,10 @@ export class Gateway {
   /** Runs one tool from any source, after policy (the caller's) and approval (here). */
   async runTool(request: ToolCallRequest): Promise<unknown> {
     const { tool, toolId, input, signal } = request;
-    if (this.#needsApproval(toolId, tool.name))
+    if (this.#needsApproval(toolId, tool.name)) {
       await requireApproval(request.approvals, toolId, input, signal);
+      request.note?.("approved by the user");
+    }
     if (signal.aborted)
       throw new CodeModeError("aborted", `The call to ${toolId} was cancelled before it started.`);
     switch (tool.source) {

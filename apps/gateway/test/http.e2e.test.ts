@@ -92,7 +92,7 @@ describe("codecell serve --http", () => {
     }
   });
 
-  it("asks the client to approve through elicitation, and records a decline", async () => {
+  it("asks the client to approve through elicitation, and records the approval and the decline", async () => {
     const session = await connectHttp(gateway.mcpUrl, { elicitation: { form: {} } });
     const asked: string[] = [];
     let answer = true;
@@ -114,12 +114,13 @@ describe("codecell serve --http", () => {
       expect(declined.value).toMatch(/declined the call to core:codecell:write_file/);
       const read = await session.client.readResource({ uri: "codecell://session/trajectory" });
       const trajectory = JSON.parse((read.contents[0] as { text: string }).text) as {
-        entries: Array<{ kind: string; tool: string; status: string; error?: string }>;
+        entries: Array<{ kind: string; tool: string; status: string; error?: string; notes?: string[] }>;
       };
       const writes = trajectory.entries.filter(
         (entry) => entry.kind === "nested" && entry.tool === "core:codecell:write_file",
       );
       expect(writes.map((entry) => entry.status)).toEqual(["completed", "failed"]);
+      expect(writes[0]!.notes).toEqual(["approved by the user"]);
       expect(writes[1]!.error).toMatch(/declined/);
     } finally {
       await session.close();

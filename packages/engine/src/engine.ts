@@ -82,6 +82,7 @@ export class CodeModeEngine {
     nestedCalls: 0,
     nestedSearches: 0,
     nestedDescribes: 0,
+    snapshotEvents: { stored: 0, resumed: 0, expired: 0, aborted: 0, deleted: 0, refused: 0 },
   };
 
   constructor(options: CodeModeEngineOptions) {
@@ -94,6 +95,10 @@ export class CodeModeEngine {
       : openSnapshotStore({
           maxSnapshotBytes: this.config.maxSnapshotBytes,
           snapshotTtlSeconds: this.config.snapshotTtlSeconds,
+          onEvent: (event) => {
+            this.stats.snapshotEvents[event.event]++;
+            this.#debug?.(`snapshot ${event.event}${event.reason ? ` (${event.reason})` : ""}`);
+          },
         });
     this.#trajectory = new TrajectoryRecorder(options.maxTrajectoryEntries ?? 10_000);
     this.#redactInput = options.redactInput ?? ((_toolId, input) => input);

@@ -217,6 +217,7 @@ function runNestedCall(
         parent,
         context: scope.context,
         signal,
+        note: (text) => scope.trajectory.note(entry, text),
       });
       scope.trajectory.end(entry, "completed");
       return { ok: true, value };

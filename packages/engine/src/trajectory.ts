@@ -20,6 +20,8 @@ export type TrajectoryEntry = {
   status: "running" | "completed" | "waiting" | "failed";
   code?: string;
   error?: string;
+  /** Lines the host's executor added, such as an approval decision. */
+  notes?: string[];
   startedAt: string;
   endedAt?: string;
   durationMs?: number;
@@ -36,6 +38,7 @@ const entrySchema = z.object({
   status: z.enum(["running", "completed", "waiting", "failed"]),
   code: z.string().optional(),
   error: z.string().optional(),
+  notes: z.array(z.string()).optional(),
   startedAt: z.string(),
   endedAt: z.string().optional(),
   durationMs: z.number().optional(),
@@ -73,6 +76,12 @@ export class TrajectoryRecorder {
     entry.durationMs = endedAt.getTime() - Date.parse(entry.startedAt);
     if (failure?.code) entry.code = failure.code;
     if (failure) entry.error = failure.error;
+  }
+
+  /** At most 20 notes of 500 characters per entry: hosts annotate decisions, not logs. */
+  note(entry: TrajectoryEntry, text: string): void {
+    entry.notes ??= [];
+    if (entry.notes.length < 20) entry.notes.push(String(text).slice(0, 500));
   }
 
   export(filter?: { parentToolCallId?: string; codeModeRunId?: string }): TrajectoryExport {

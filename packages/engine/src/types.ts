@@ -1,4 +1,10 @@
-import type { CodeModeResult, HostTool, JsonValue, ResolvedCodeModeConfig } from "@codecell/contract";
+import type {
+  CodeModeResult,
+  HostTool,
+  JsonValue,
+  ResolvedCodeModeConfig,
+  SnapshotEvent,
+} from "@codecell/contract";
 import type { McpServerDescription } from "@codecell/mcp-declarations";
 import type { SandboxPool } from "@codecell/sandbox";
 import type { SnapshotStore } from "@codecell/snapshot-store";
@@ -37,6 +43,8 @@ export type NestedToolCall = {
   context: RunContext;
   /** Aborted when the run is aborted or ends before the call does. */
   signal: AbortSignal;
+  /** Adds a line to this call's trajectory entry, e.g. "approved by the user". */
+  note(text: string): void;
 };
 
 export type McpServerRequest = {
@@ -121,6 +129,8 @@ export type EngineStats = {
   nestedCalls: number;
   nestedSearches: number;
   nestedDescribes: number;
+  /** Lifecycle events of the engine's own store (a store the host passes in reports to the host's listener). */
+  snapshotEvents: Record<SnapshotEvent, number>;
 };
 
 export type { ResolvedCodeModeConfig, TrajectoryEntry };

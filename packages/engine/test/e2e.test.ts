@@ -107,7 +107,8 @@ it("with code mode disabled, the model sees the small tool set unchanged", async
 });
 
 it("with code mode enabled, runs the end-to-end plan across all four sources", async () => {
-  const engine = createCodeModeEngine({ config: { enabled: true, timeoutMs: 400 } });
+  // The first cell must finish well inside the deadline even on a loaded machine; the slow tool must not.
+  const engine = createCodeModeEngine({ config: { enabled: true, timeoutMs: 1500 } });
   const executor = new TestExecutor();
   const model = new ScriptedModel([
     () => ({
@@ -134,7 +135,7 @@ it("with code mode enabled, runs the end-to-end plan across all four sources", a
       input: {
         code: `
           text("started");
-          const slow = await tools.slow_echo({ ms: 700, value: "late value" });
+          const slow = await tools.slow_echo({ ms: 2500, value: "late value" });
           const graph = await MCP.memory.readGraph({});
           text("after restore: " + slow);
           return { slow, grace: graph.content[0].text.includes("Grace") };

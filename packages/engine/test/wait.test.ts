@@ -246,3 +246,37 @@ describe("wait", () => {
     await store.close();
   });
 });
+
+describe("engine-level telemetry", () => {
+  it("counts the snapshot lifecycle of its own store", async () => {
+    const engine = newEngine({ timeoutMs: 2000 });
+    const run = prepare(engine);
+    const first = await run.exec({ code: "await yield_control(); return 1" }, { toolCallId: "e" });
+    await run.wait({ runId: runIdOf(first) }, { toolCallId: "w" });
+    await run.wait({ runId: runIdOf(first) }, { toolCallId: "w2" });
+    expect(engine.stats.snapshotEvents).toMatchObject({ stored: 1, resumed: 1, deleted: 1, refused: 1 });
+    expect(engine.stats).toMatchObject({
+      execCount: 1,
+      waitCount: 2,
+      results: { completed: 1, waiting: 1, failed: 1 },
+    });
+  });
+
+  it("CODECELL_DEBUG_CODE_MODE=1 sends debug lines to stderr", async () => {
+    const written: string[] = [];
+    const original = process.stderr.write.bind(process.stderr);
+    process.env.CODECELL_DEBUG_CODE_MODE = "1";
+    process.stderr.write = ((chunk: string) => {
+      written.push(String(chunk));
+      return true;
+    }) as typeof process.stderr.write;
+    try {
+      const engine = newEngine();
+      prepare(engine);
+    } finally {
+      process.stderr.write = original;
+      delete process.env.CODECELL_DEBUG_CODE_MODE;
+    }
+    expect(written.join("")).toMatch(/^\[codecell\] activation: active/);
+  });
+});
