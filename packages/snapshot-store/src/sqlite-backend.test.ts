@@ -270,5 +270,6 @@ describe("SQLite backend: SIGKILL in the middle of writes", () => {
       acknowledged.push(...lines);
       await verify(path, acknowledged);
     }
-  });
+    // Three child processes with hundreds of synchronous writes each: generous for a loaded CI machine.
+  }, 120_000);
 });
