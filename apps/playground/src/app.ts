@@ -161,12 +161,19 @@ export async function startPlayground(): Promise<void> {
     updateButtons();
     editor.markErrorLine(null);
     showBusy(via === "exec" ? "Running the cell…" : "Waiting for the run to continue…");
+    const started = performance.now();
     try {
       const result = await call();
+      const roundTripMs = performance.now() - started;
+      resultArea.dataset.roundTripMs = roundTripMs.toFixed(2);
       lastResult = result;
       replaceChildren(
         resultArea,
-        renderResult(result, { via, onShowLine: (location) => editor.markErrorLine(location.line, true) }),
+        renderResult(result, {
+          via,
+          roundTripMs,
+          onShowLine: (location) => editor.markErrorLine(location.line, true),
+        }),
       );
       if (result.status === "failed") editor.markErrorLine(errorLocation(result.error)?.line ?? null);
       replaceChildren(telemetryPanel, renderTelemetry(result.telemetry));
@@ -175,6 +182,8 @@ export async function startPlayground(): Promise<void> {
       lastResult = null;
       showTransportError(error);
     } finally {
+      // Call, result, telemetry and trajectory all rendered: what the user waited for (read by the bench).
+      resultArea.dataset.totalMs = (performance.now() - started).toFixed(2);
       resultArea.dataset.settled = String(++settled);
       busy = false;
       updateButtons();

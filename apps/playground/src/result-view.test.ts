@@ -44,9 +44,9 @@ describe("statusLabel", () => {
 
 describe("renderResult", () => {
   it("shows a completed value and the output items in order, text as text and JSON as a tree", () => {
-    const view = renderResult(completed, { via: "exec" });
+    const view = renderResult(completed, { via: "exec", roundTripMs: 30.4 });
     expect(view.querySelector('[data-testid="status"]')?.textContent).toBe("completed");
-    expect(view.querySelector(".result-header")?.textContent).toContain("exec · 12 ms");
+    expect(view.querySelector(".result-header")?.textContent).toContain("exec · 12 ms · round trip 30 ms");
     expect(view.querySelector('[data-testid="value"]')?.textContent).toContain("total: 2550");
     const items = [...view.querySelectorAll(".output-item")];
     expect(items.map((item) => item.className)).toEqual([

@@ -6,6 +6,8 @@ import { renderJsonTree } from "./json-tree.js";
 export type ResultViewOptions = {
   /** Which call produced the result, shown beside the badge. */
   via: "exec" | "wait";
+  /** Time from sending the call to its answer, as the page measured it. */
+  roundTripMs?: number;
   /** Called when the user picks the line an error points to. */
   onShowLine?: (location: ErrorLocation) => void;
 };
@@ -133,8 +135,9 @@ export function renderResult(result: CodeModeResult, options: ResultViewOptions)
     statusBadge(result),
     element(
       "span",
-      { className: "muted" },
+      { className: "muted", title: "time in the gateway, and the whole round trip seen from this page" },
       `${options.via} · ${formatDuration(result.telemetry?.durationMs)}`,
+      options.roundTripMs === undefined ? "" : ` · round trip ${formatDuration(options.roundTripMs)}`,
     ),
   );
   const parts: HTMLElement[] = [header];

@@ -1,7 +1,7 @@
 // @vitest-environment happy-dom
 import type { TrajectoryEntry } from "@codecell/engine";
 import { describe, expect, it } from "vitest";
-import { buildTrajectoryTree, renderTrajectory } from "./trajectory-view.js";
+import { buildTrajectoryTree, MAX_RENDERED_CALLS, renderTrajectory } from "./trajectory-view.js";
 
 const at = (second: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, second)).toISOString();
 
@@ -103,6 +103,20 @@ describe("renderTrajectory", () => {
     expect(nested[0]!.textContent).toContain("via tools.call");
     expect(nested[0]!.querySelector(".trajectory-input")?.textContent).toContain('path: "todo.md"');
     expect(view.querySelector(".trajectory-orphans")?.textContent).toContain("failed · tool_failed");
+  });
+
+  it("renders only the newest calls of a long session and says how many it left out", () => {
+    const many: TrajectoryEntry[] = Array.from({ length: MAX_RENDERED_CALLS + 7 }, (_, index) => ({
+      kind: "control",
+      toolCallId: `s/call-${index}`,
+      tool: "exec",
+      status: "completed",
+      startedAt: new Date(Date.UTC(2026, 0, 1, 0, 0, 0, index)).toISOString(),
+    }));
+    const view = renderTrajectory(buildTrajectoryTree(many));
+    const calls = view.querySelectorAll('[data-testid="trajectory-call"]');
+    expect(calls).toHaveLength(MAX_RENDERED_CALLS);
+    expect(view.textContent).toContain("7 older exec/wait calls not shown.");
   });
 
   it("says when there is nothing yet", () => {

@@ -98,6 +98,9 @@ function callNode(call: TrajectoryNode, open: boolean): HTMLElement {
   );
 }
 
+/** Calls rendered at most; a long session keeps the panel fast and the rest are one line. */
+export const MAX_RENDERED_CALLS = 50;
+
 /** The trajectory as a tree; the newest call starts open. */
 export function renderTrajectory(tree: TrajectoryTree): HTMLElement {
   if (tree.calls.length === 0 && tree.orphans.length === 0) {
@@ -110,7 +113,14 @@ export function renderTrajectory(tree: TrajectoryTree): HTMLElement {
   return element(
     "div",
     { className: "trajectory" },
-    ...tree.calls.map((call, index) => callNode(call, index === 0)),
+    ...tree.calls.slice(0, MAX_RENDERED_CALLS).map((call, index) => callNode(call, index === 0)),
+    tree.calls.length > MAX_RENDERED_CALLS
+      ? element(
+          "p",
+          { className: "muted" },
+          `${tree.calls.length - MAX_RENDERED_CALLS} older exec/wait calls not shown.`,
+        )
+      : null,
     tree.orphans.length > 0
       ? element(
           "section",

@@ -29,6 +29,11 @@ if (skip) {
   );
 }
 
+// Counted on its own, so a CI run that demands the browser reports a failed test, not only skipped ones.
+it("finds Chromium when CODECELL_REQUIRE_BROWSER=1 demands the browser tests", () => {
+  if (required) expect(hasChromium, `Chromium was not found at ${CHROMIUM}`).toBe(true);
+});
+
 describe.skipIf(skip)("the playground in headless Chromium", () => {
   let gateway: RunningGateway;
   let context: BrowserContext;
