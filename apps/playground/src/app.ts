@@ -7,7 +7,7 @@ import { element, replaceChildren } from "./dom.js";
 import { CellEditor } from "./editor.js";
 import { errorLocation } from "./error-location.js";
 import { EXAMPLES, exampleById } from "./examples.js";
-import { GatewaySession } from "./gateway-session.js";
+import { GatewayCallError, GatewaySession } from "./gateway-session.js";
 import { renderResult } from "./result-view.js";
 import { setupTabs } from "./tabs.js";
 import { renderTelemetry } from "./telemetry-view.js";
@@ -128,13 +128,21 @@ export async function startPlayground(): Promise<void> {
       element(
         "div",
         { className: "error-box", role: "alert", "data-testid": "transport-error" },
-        element("strong", {}, "The gateway could not be reached. "),
-        element("span", {}, (error as Error).message ?? String(error)),
         element(
-          "p",
-          { className: "muted" },
-          "Check that codecell serve --http is still running, then press Run again.",
+          "strong",
+          {},
+          error instanceof GatewayCallError
+            ? "The gateway did not run the call. "
+            : "The gateway could not be reached. ",
         ),
+        element("span", {}, (error as Error).message ?? String(error)),
+        error instanceof GatewayCallError
+          ? null
+          : element(
+              "p",
+              { className: "muted" },
+              "Check that codecell serve --http is still running, then press Run again.",
+            ),
       ),
     );
   }

@@ -42,7 +42,7 @@ export function codeModeResultOf(result: CallToolResult): CodeModeResult {
     // not JSON: reported below with the text the gateway sent
   }
   throw new GatewayCallError(
-    `The gateway answered without a code-mode result${text ? `: ${text}` : ""}. Is code mode enabled in its config?`,
+    `The gateway answered without a code-mode result${text ? ` (${text})` : ""}. Is code mode enabled in its config?`,
   );
 }
 
