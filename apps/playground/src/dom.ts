@@ -39,10 +39,10 @@ export function replaceChildren(parent: Element, ...children: Child[]): void {
   append(parent, children);
 }
 
-/** A duration for people: 0.4 ms, 12 ms, 1.25 s. */
+/** A duration for people: <1 ms, 12 ms, 1.25 s. */
 export function formatDuration(ms: number | undefined): string {
   if (ms === undefined || !Number.isFinite(ms)) return "";
-  if (ms < 1) return `${ms.toFixed(1)} ms`;
+  if (ms < 1) return "<1 ms";
   if (ms < 1000) return `${Math.round(ms)} ms`;
   return `${(ms / 1000).toFixed(2)} s`;
 }
