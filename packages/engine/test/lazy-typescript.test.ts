@@ -14,9 +14,15 @@ afterAll(async () => {
 it("never loads the TypeScript transformer for a disabled engine or for JavaScript cells, and loads it for a TypeScript cell", async () => {
   disabled.prepareRun({ tools: hostTools, context: context(), executor: new TestExecutor() });
   const run = enabled.prepareRun({ tools: hostTools, context: context(), executor: new TestExecutor() });
-  expect(await run.exec({ code: "return 1 + 1" }, { toolCallId: "js" })).toMatchObject({ status: "completed", value: 2 });
+  expect(await run.exec({ code: "return 1 + 1" }, { toolCallId: "js" })).toMatchObject({
+    status: "completed",
+    value: 2,
+  });
   expect(isTypeScriptLoaded()).toBe(false);
-  const typed = await run.exec({ code: "const n: number = 2; return n * 2;", language: "typescript" }, { toolCallId: "ts" });
+  const typed = await run.exec(
+    { code: "const n: number = 2; return n * 2;", language: "typescript" },
+    { toolCallId: "ts" },
+  );
   expect(typed).toMatchObject({ status: "completed", value: 4 });
   expect(isTypeScriptLoaded()).toBe(true);
 });
