@@ -1,80 +1,20 @@
+import {
+  GUEST_GLOBAL_NAMES as CODE_MODE_GUEST_GLOBALS,
+  INTERNAL_NAME_PREFIX,
+  JAVASCRIPT_RESERVED_WORDS,
+} from "@codecell/contract";
+
 /**
  * Convenience names: `tools.<safeName>(input)` in the guest. A name is offered only when it is a plain
  * identifier that cannot shadow anything the guest relies on, and only when exactly one guest-visible
  * tool normalizes to it.
  */
 
-// ECMAScript reserved words, strict-mode and contextual ones, and the value-like globals.
-const RESERVED_WORDS = [
-  "await",
-  "break",
-  "case",
-  "catch",
-  "class",
-  "const",
-  "continue",
-  "debugger",
-  "default",
-  "delete",
-  "do",
-  "else",
-  "enum",
-  "export",
-  "extends",
-  "false",
-  "finally",
-  "for",
-  "function",
-  "if",
-  "implements",
-  "import",
-  "in",
-  "instanceof",
-  "interface",
-  "let",
-  "new",
-  "null",
-  "package",
-  "private",
-  "protected",
-  "public",
-  "return",
-  "static",
-  "super",
-  "switch",
-  "this",
-  "throw",
-  "true",
-  "try",
-  "typeof",
-  "var",
-  "void",
-  "while",
-  "with",
-  "yield",
-  "arguments",
-  "eval",
-  "undefined",
-  "NaN",
-  "Infinity",
-  "async",
-  "of",
-  "get",
-  "set",
-];
+// Not reserved, but accessor keywords: a shortcut named `get` or `set` reads as a typo in guest code.
+const ACCESSOR_WORDS = ["get", "set"];
 
 /** The guest's own globals; a tool must never be reachable under one of these names. */
-export const GUEST_GLOBAL_NAMES: readonly string[] = [
-  "ALL_TOOLS",
-  "tools",
-  "MCP",
-  "API",
-  "namespaces",
-  "text",
-  "json",
-  "yield_control",
-  "globalThis",
-];
+export const GUEST_GLOBAL_NAMES: readonly string[] = [...CODE_MODE_GUEST_GLOBALS, "globalThis"];
 
 // The catalog helpers on `tools`, and names that would change how `tools` behaves as an object:
 // `then` would make `await tools` treat it as a promise, the rest are Object.prototype members.
@@ -99,13 +39,11 @@ const TOOLS_OBJECT_NAMES = [
 ];
 
 const blocked: ReadonlySet<string> = new Set([
-  ...RESERVED_WORDS,
+  ...JAVASCRIPT_RESERVED_WORDS,
+  ...ACCESSOR_WORDS,
   ...GUEST_GLOBAL_NAMES,
   ...TOOLS_OBJECT_NAMES,
 ]);
-
-/** The internal prefix of the guest prelude's private names. */
-const INTERNAL_PREFIX = "__codecell";
 
 /** A tool name as a JS identifier: every other character becomes `_`, and a leading digit gets a `_`. */
 export function normalizeToolName(name: string): string {
@@ -114,7 +52,7 @@ export function normalizeToolName(name: string): string {
 }
 
 export function isBlockedConvenienceName(name: string): boolean {
-  return name === "" || blocked.has(name) || name.startsWith(INTERNAL_PREFIX);
+  return name === "" || blocked.has(name) || name.startsWith(INTERNAL_NAME_PREFIX);
 }
 
 /**

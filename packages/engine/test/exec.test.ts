@@ -1,4 +1,5 @@
 import { monitorEventLoopDelay } from "node:perf_hooks";
+import { GUEST_GLOBAL_NAMES } from "@codecell/contract";
 import { afterAll, describe, expect, it } from "vitest";
 import { createCodeModeEngine } from "../src/index.js";
 import { context, hostTools, TestExecutor } from "./support.js";
@@ -136,6 +137,33 @@ describe("the guest catalog", () => {
     const result = await exec(`try { await tools.describe("raed_file"); } catch (e) { return e.message; }`);
     expect(result.status).toBe("completed");
     expect((result as { value: string }).value).toContain("read_file");
+  });
+});
+
+describe("guest globals", () => {
+  it("installs every code-mode global the contract names, frozen and not writable", async () => {
+    const { exec } = setup();
+    const names = JSON.stringify(GUEST_GLOBAL_NAMES);
+    const result = await exec(`
+      return ${names}.map((name) => {
+        const descriptor = Object.getOwnPropertyDescriptor(globalThis, name);
+        const value = globalThis[name];
+        globalThis[name] = "overwritten";
+        return [name, typeof value, descriptor.writable, descriptor.configurable, Object.isFrozen(value) || typeof value === "function", globalThis[name] === value];
+      });
+    `);
+    expect(result.status).toBe("completed");
+    for (const [name, type, writable, configurable, frozen, unchanged] of (result as { value: unknown[][] })
+      .value) {
+      expect([name, type === "undefined", writable, configurable, frozen, unchanged]).toEqual([
+        name,
+        false,
+        false,
+        false,
+        true,
+        true,
+      ]);
+    }
   });
 });
 

@@ -1,7 +1,7 @@
-import { INTERNAL_NAME_PREFIX } from "./scope-format.js";
+import { GUEST_GLOBAL_NAMES, INTERNAL_NAME_PREFIX, JAVASCRIPT_RESERVED_WORDS } from "@codecell/contract";
 
-// The guest's own globals and the standard built-ins a namespace must not shadow.
-const GUEST_GLOBALS = ["ALL_TOOLS", "tools", "MCP", "API", "namespaces", "text", "json", "yield_control"];
+// The standard built-ins a namespace must not shadow (the guest's own globals come from the contract).
+const GUEST_GLOBALS: readonly string[] = GUEST_GLOBAL_NAMES;
 const STANDARD_GLOBALS = (
   "globalThis Object Function Array Number Boolean String Symbol BigInt Date Promise RegExp Error " +
   "AggregateError EvalError RangeError ReferenceError SyntaxError TypeError URIError JSON Math Reflect Proxy " +
@@ -10,14 +10,11 @@ const STANDARD_GLOBALS = (
   "Float64Array BigInt64Array BigUint64Array Iterator parseInt parseFloat isNaN isFinite decodeURI " +
   "decodeURIComponent encodeURI encodeURIComponent escape unescape eval console Intl WebAssembly"
 ).split(" ");
-const RESERVED_WORDS = (
-  "await break case catch class const continue debugger default delete do else enum export extends false " +
-  "finally for function if implements import in instanceof interface let new null package private " +
-  "protected public return static super switch this throw true try typeof var void while with yield " +
-  "arguments undefined NaN Infinity async of"
-).split(" ");
-
-const taken: ReadonlySet<string> = new Set([...GUEST_GLOBALS, ...STANDARD_GLOBALS, ...RESERVED_WORDS]);
+const taken: ReadonlySet<string> = new Set([
+  ...GUEST_GLOBALS,
+  ...STANDARD_GLOBALS,
+  ...JAVASCRIPT_RESERVED_WORDS,
+]);
 
 /** Why `name` cannot be a namespace global, or undefined when it can. */
 export function globalNameProblem(name: unknown): string | undefined {

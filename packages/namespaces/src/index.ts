@@ -9,7 +9,7 @@ export {
   clearCodeModeNamespacesForTest,
   registerCodeModeNamespaceForPlugin,
 } from "./registry.js";
-export { CALL_MARKER_KEY, INTERNAL_NAME_PREFIX, NAMESPACE_PATH_SEPARATOR } from "./scope-format.js";
+export { CALL_MARKER_KEY, NAMESPACE_PATH_SEPARATOR } from "./scope-format.js";
 export type {
   CodeModeNamespaceRegistration,
   NamespaceCall,

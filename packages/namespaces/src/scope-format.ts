@@ -7,6 +7,3 @@
  */
 export const CALL_MARKER_KEY = "$codecellCall";
 export const NAMESPACE_PATH_SEPARATOR = ".";
-
-/** The prefix of the guest prelude's private names; namespaces may not use it. */
-export const INTERNAL_NAME_PREFIX = "__codecell";

@@ -1,0 +1,76 @@
+/**
+ * Names the guest relies on, shared by everything that hands out guest-visible names (tool shortcuts,
+ * namespace globals) so none of them can shadow the code-mode globals or the language itself.
+ */
+
+/** The globals the sandbox prelude installs in every VM. */
+export const GUEST_GLOBAL_NAMES = [
+  "ALL_TOOLS",
+  "tools",
+  "MCP",
+  "API",
+  "namespaces",
+  "text",
+  "json",
+  "yield_control",
+] as const;
+
+/** The prefix reserved for the prelude's private names; no guest-visible name may start with it. */
+export const INTERNAL_NAME_PREFIX = "__codecell";
+
+/** ECMAScript reserved words (strict mode and contextual ones too) and the value-like globals. */
+export const JAVASCRIPT_RESERVED_WORDS = [
+  "await",
+  "break",
+  "case",
+  "catch",
+  "class",
+  "const",
+  "continue",
+  "debugger",
+  "default",
+  "delete",
+  "do",
+  "else",
+  "enum",
+  "export",
+  "extends",
+  "false",
+  "finally",
+  "for",
+  "function",
+  "if",
+  "implements",
+  "import",
+  "in",
+  "instanceof",
+  "interface",
+  "let",
+  "new",
+  "null",
+  "package",
+  "private",
+  "protected",
+  "public",
+  "return",
+  "static",
+  "super",
+  "switch",
+  "this",
+  "throw",
+  "true",
+  "try",
+  "typeof",
+  "var",
+  "void",
+  "while",
+  "with",
+  "yield",
+  "arguments",
+  "eval",
+  "undefined",
+  "NaN",
+  "Infinity",
+  "async",
+  "of",
+] as const;
