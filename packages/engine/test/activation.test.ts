@@ -1,13 +1,9 @@
 import { CodeModeError } from "@codecell/contract";
-import {
-  clearCodeModeNamespacesForTest,
-  createCodeModeNamespaceTool,
-  registerCodeModeNamespaceForPlugin,
-} from "@codecell/namespaces";
+import { clearCodeModeNamespacesForTest } from "@codecell/namespaces";
 import { createSandboxPool } from "@codecell/sandbox";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { assertCodeModePayload, createCodeModeEngine } from "../src/index.js";
-import { context, hostTools, TestExecutor } from "./support.js";
+import { context, hostTools, registerNotesNamespace, TestExecutor } from "./support.js";
 
 const engine = createCodeModeEngine({ config: { enabled: true } });
 afterAll(() => engine.close());
@@ -107,14 +103,7 @@ describe("activation", () => {
   });
 
   it("appends a namespace's description and prompt only when its tools are visible", () => {
-    registerCodeModeNamespaceForPlugin("notes", {
-      id: "notes",
-      globalName: "Notes",
-      description: "Personal notes.",
-      prompt: "Use Notes.list(tag?) and Notes.add(text, tag?).",
-      requiredToolNames: ["notes_list", "notes_add"],
-      createScope: () => ({ list: createCodeModeNamespaceTool("notes_list") }),
-    });
+    registerNotesNamespace();
     expect(prepare().modelTools[0]!.description).toContain("Use Notes.list(tag?)");
     expect(prepare({ deny: ["notes_add"] }).modelTools[0]!.description).not.toContain("Notes");
   });

@@ -1,10 +1,6 @@
 import type { CodeModeResult } from "@codecell/contract";
-import { createMcpConnector, type McpConnector } from "@codecell/mcp-connector";
-import {
-  clearCodeModeNamespacesForTest,
-  createCodeModeNamespaceTool,
-  registerCodeModeNamespaceForPlugin,
-} from "@codecell/namespaces";
+import type { McpConnector } from "@codecell/mcp-connector";
+import { clearCodeModeNamespacesForTest } from "@codecell/namespaces";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import {
   assertCodeModePayload,
@@ -15,7 +11,7 @@ import {
   type PrepareRunOptions,
   trajectoryTree,
 } from "../src/index.js";
-import { context, hostTools, serverBin, TestExecutor } from "./support.js";
+import { context, hostTools, registerNotesNamespace, startMemoryServer, TestExecutor } from "./support.js";
 
 /**
  * A deterministic stand-in for an LLM provider: it records the tool payload of every request and
@@ -58,29 +54,15 @@ async function agentTurn(engine: CodeModeEngine, options: PrepareRunOptions, mod
 }
 
 let mcp: McpConnector;
+let memory: Awaited<ReturnType<typeof startMemoryServer>>;
 beforeAll(async () => {
-  mcp = createMcpConnector({
-    memory: {
-      command: process.execPath,
-      args: [serverBin("@modelcontextprotocol/server-memory")],
-      env: { MEMORY_FILE_PATH: `/tmp/codecell-e2e-memory-${process.pid}.jsonl` },
-    },
-  });
-  await mcp.start();
-  registerCodeModeNamespaceForPlugin("notes", {
-    id: "notes",
-    globalName: "Notes",
-    description: "Personal notes.",
-    requiredToolNames: ["notes_list", "notes_add"],
-    createScope: () => ({
-      list: createCodeModeNamespaceTool("notes_list"),
-      add: createCodeModeNamespaceTool("notes_add", ([text]) => ({ text })),
-    }),
-  });
+  memory = await startMemoryServer();
+  mcp = memory.mcp;
+  registerNotesNamespace();
 });
 afterAll(async () => {
   clearCodeModeNamespacesForTest();
-  await mcp?.close();
+  await memory?.close();
 });
 
 function options(executor: TestExecutor): PrepareRunOptions {

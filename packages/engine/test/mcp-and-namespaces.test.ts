@@ -1,44 +1,23 @@
-import { createMcpConnector, type McpConnector } from "@codecell/mcp-connector";
-import {
-  clearCodeModeNamespacesForTest,
-  createCodeModeNamespaceTool,
-  registerCodeModeNamespaceForPlugin,
-} from "@codecell/namespaces";
+import type { McpConnector } from "@codecell/mcp-connector";
+import { clearCodeModeNamespacesForTest } from "@codecell/namespaces";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createCodeModeEngine, type McpServerRequest } from "../src/index.js";
-import { context, hostTools, serverBin, TestExecutor } from "./support.js";
+import { context, hostTools, registerNotesNamespace, startMemoryServer, TestExecutor } from "./support.js";
 
 let mcp: McpConnector;
+let memory: Awaited<ReturnType<typeof startMemoryServer>>;
 const engine = createCodeModeEngine({ config: { enabled: true, timeoutMs: 5000 } });
 
 beforeAll(async () => {
-  mcp = createMcpConnector({
-    memory: {
-      command: process.execPath,
-      args: [serverBin("@modelcontextprotocol/server-memory")],
-      env: { MEMORY_FILE_PATH: `/tmp/codecell-engine-test-memory-${process.pid}.jsonl` },
-    },
-  });
-  await mcp.start();
-  expect(mcp.diagnostics).toEqual([]);
-  registerCodeModeNamespaceForPlugin("notes", {
-    id: "notes",
-    globalName: "Notes",
-    description: "Personal notes.",
-    prompt: "Use Notes.list(tag?) and Notes.add(text, tag?).",
-    requiredToolNames: ["notes_list", "notes_add"],
-    createScope: () => ({
-      list: createCodeModeNamespaceTool("notes_list", ([tag]) => (tag ? { tag } : {})),
-      add: createCodeModeNamespaceTool("notes_add", ([text, tag]) => ({ text, tag })),
-      nested: { count: createCodeModeNamespaceTool("notes_list") },
-    }),
-  });
+  memory = await startMemoryServer();
+  mcp = memory.mcp;
+  registerNotesNamespace();
 });
 
 afterAll(async () => {
   clearCodeModeNamespacesForTest();
   await engine.close();
-  await mcp?.close();
+  await memory?.close();
 });
 
 class McpExecutor extends TestExecutor {

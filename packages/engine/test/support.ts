@@ -1,7 +1,10 @@
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { CodeModeError, type HostTool, type JsonValue } from "@codecell/contract";
+import { createMcpConnector, type McpConnector } from "@codecell/mcp-connector";
+import { createCodeModeNamespaceTool, registerCodeModeNamespaceForPlugin } from "@codecell/namespaces";
 import type { NestedToolCall, ToolExecutor } from "../src/index.js";
 
 const require = createRequire(import.meta.url);
@@ -176,3 +179,41 @@ export const context = (
   runId: "run-1",
   ...overrides,
 });
+
+/** The test plugin's namespace: `Notes.list(tag?)`, `Notes.add(text, tag?)`, `Notes.nested.count()`. */
+export function registerNotesNamespace(): void {
+  registerCodeModeNamespaceForPlugin("notes", {
+    id: "notes",
+    globalName: "Notes",
+    description: "Personal notes.",
+    prompt: "Use Notes.list(tag?) and Notes.add(text, tag?).",
+    requiredToolNames: ["notes_list", "notes_add"],
+    createScope: () => ({
+      list: createCodeModeNamespaceTool("notes_list", ([tag]) => (tag ? { tag } : {})),
+      add: createCodeModeNamespaceTool("notes_add", ([text, tag]) => ({ text, tag })),
+      nested: { count: createCodeModeNamespaceTool("notes_list") },
+    }),
+  });
+}
+
+/** The real `server-memory` over stdio, with its graph in a fresh temporary folder. */
+export async function startMemoryServer(): Promise<{ mcp: McpConnector; close(): Promise<void> }> {
+  const folder = mkdtempSync(join(tmpdir(), "codecell-engine-memory-"));
+  const mcp = createMcpConnector({
+    memory: {
+      command: process.execPath,
+      args: [serverBin("@modelcontextprotocol/server-memory")],
+      env: { MEMORY_FILE_PATH: join(folder, "memory.jsonl") },
+    },
+  });
+  await mcp.start();
+  if (mcp.diagnostics.length > 0)
+    throw new Error(`server-memory did not start: ${JSON.stringify(mcp.diagnostics)}`);
+  return {
+    mcp,
+    async close() {
+      await mcp.close();
+      rmSync(folder, { recursive: true, force: true });
+    },
+  };
+}
