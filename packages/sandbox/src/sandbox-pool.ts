@@ -8,7 +8,6 @@ import {
   type WorkerToHostMessage,
 } from "@codecell/bridge";
 import { CodeModeError, type CodeModeErrorCode } from "@codecell/contract/errors";
-import { prepareCell } from "@codecell/transpile";
 import { RunHandle, type RunHost, type RunSettings } from "./sandbox-run.js";
 import type { RestoreOptions, RunOptions, SandboxPool, SandboxPoolOptions, SandboxRun } from "./types.js";
 import { type CompiledModule, loadQuickJsModule } from "./wasm-module.js";
@@ -19,26 +18,43 @@ const DEFAULT_WATCHDOG_GRACE_MS = 100;
 
 /** One warm worker thread and the runs it hosts. */
 class WorkerSlot implements RunHost {
-  readonly worker: Worker;
+  /** Null until spawned: every worker but a pool's first waits for the first to be ready. */
+  private worker: Worker | null = null;
   readonly runs = new Map<string, RunHandle>();
   readonly ready: Promise<void>;
+  isReady = false;
   alive = true;
   private readonly pool: Pool;
+  private markReady: () => void = () => {};
+  private markFailed: (error: Error) => void = () => {};
 
-  constructor(pool: Pool, module: Promise<CompiledModule>, snapshotSecret: string | null) {
+  constructor(
+    pool: Pool,
+    module: Promise<CompiledModule>,
+    snapshotSecret: string | null,
+    after: Promise<unknown> | null,
+  ) {
     this.pool = pool;
-    // A clean execArgv: the worker resolves packages to their built files whatever flags the host runs
-    // with (a test runner's source conditions would point it at TypeScript it cannot load).
-    this.worker = new Worker(WORKER_URL, { execArgv: [] });
-    this.worker.unref();
-    let markReady: () => void = () => {};
-    let markFailed: (error: Error) => void = () => {};
     this.ready = new Promise<void>((resolve, reject) => {
-      markReady = resolve;
-      markFailed = reject;
+      this.markReady = () => {
+        this.isReady = true;
+        resolve();
+      };
+      this.markFailed = reject;
     });
     this.ready.catch(() => {});
-    this.worker.on("message", (raw: unknown) => {
+    if (after === null) this.spawn(module, snapshotSecret);
+    else void after.then(() => this.spawn(module, snapshotSecret));
+  }
+
+  private spawn(module: Promise<CompiledModule>, snapshotSecret: string | null): void {
+    if (!this.alive) return;
+    // A clean execArgv: the worker resolves packages to their built files whatever flags the host runs
+    // with (a test runner's source conditions would point it at TypeScript it cannot load).
+    const worker = new Worker(WORKER_URL, { execArgv: [] });
+    this.worker = worker;
+    if (this.runs.size === 0) worker.unref();
+    worker.on("message", (raw: unknown) => {
       let message: WorkerToHostMessage;
       try {
         message = parseWorkerToHostMessage(raw);
@@ -52,44 +68,48 @@ class WorkerSlot implements RunHost {
         return;
       }
       for (const item of message.type === "batch" ? message.messages : [message]) {
-        if (item.type === "ready") markReady();
-        else if (item.type === "init-failed") markFailed(new Error(item.message));
+        if (item.type === "ready") this.markReady();
+        else if (item.type === "init-failed") this.markFailed(new Error(item.message));
         else if (item.type !== "batch") this.runs.get(item.runId)?.receive(item);
       }
     });
-    this.worker.on("error", (error) => {
-      markFailed(error);
+    worker.on("error", (error) => {
+      this.markFailed(error);
       this.pool.replace(this, null, "internal_error", `the sandbox worker crashed (${error.message})`);
     });
-    this.worker.on("exit", (code) => {
-      markFailed(new Error(`worker exited with code ${code}`));
+    worker.on("exit", (code) => {
+      this.markFailed(new Error(`worker exited with code ${code}`));
       if (this.alive)
         this.pool.replace(this, null, "internal_error", `the sandbox worker exited (code ${code})`);
     });
     module.then(
-      (compiled) =>
-        this.worker.postMessage({
-          type: "init",
-          module: compiled,
-          snapshotSecret,
-        } satisfies HostToWorkerMessage),
-      (error: Error) => markFailed(error),
+      (compiled) => this.post({ type: "init", module: compiled, snapshotSecret }),
+      (error: Error) => this.markFailed(error),
     );
   }
 
+  /** Stop the worker (if it was ever spawned); a slot that never spawned never will. */
+  async terminate(): Promise<void> {
+    this.alive = false;
+    this.markFailed(new Error("the sandbox worker was stopped"));
+    await this.worker?.terminate();
+  }
+
   post(message: HostToWorkerMessage, transfer?: ArrayBuffer[]): void {
-    if (this.alive) this.worker.postMessage(message, transfer ?? []);
+    if (!this.alive || this.worker === null) return;
+    this.worker.postMessage(message, transfer ?? []);
   }
 
   adopt(run: RunHandle): void {
     this.runs.set(run.runId, run);
     // A worker with live runs keeps the process alive; an idle pool does not.
-    if (this.runs.size === 1) this.worker.ref();
+    if (this.runs.size === 1) this.worker?.ref();
   }
 
   detach(run: RunHandle): void {
     if (this.runs.get(run.runId) === run) this.runs.delete(run.runId);
-    if (this.runs.size === 0 && this.alive) this.worker.unref();
+    if (this.runs.size === 0 && this.alive) this.worker?.unref();
+    if (this.runs.size === 0) this.pool.workerIdle();
   }
 
   unresponsive(run: RunHandle, code: CodeModeErrorCode): void {
@@ -103,12 +123,16 @@ class WorkerSlot implements RunHost {
 
 class Pool implements SandboxPool {
   private readonly module: Promise<CompiledModule>;
+  private readonly transpile: Promise<typeof import("@codecell/transpile")>;
   private readonly slots: WorkerSlot[] = [];
   private readonly snapshotSecret: string | null;
   private readonly maxBridgeValueBytes: number;
   private readonly watchdogGraceMs: number;
   private closed = false;
   private replaced = 0;
+  private startRest: () => void = () => {};
+  /** Runs between launch and adoption by a worker. */
+  private launching = 0;
 
   constructor(options: SandboxPoolOptions) {
     const size = Math.max(1, Math.floor(options.size ?? availableParallelism()));
@@ -117,13 +141,30 @@ class Pool implements SandboxPool {
     this.watchdogGraceMs = options.watchdogGraceMs ?? DEFAULT_WATCHDOG_GRACE_MS;
     this.module = loadQuickJsModule(options.wasm);
     this.module.catch(() => {});
-    for (let index = 0; index < size; index++)
-      this.slots.push(new WorkerSlot(this, this.module, this.snapshotSecret));
+    // One worker starts at once. The rest start when it has failed, when it is ready with nothing to
+    // do, when its first run is over, or when a second run is waiting: booting them (tens of ms of CPU
+    // each) while the first cell runs would slow that cell down on a small machine.
+    const first = new WorkerSlot(this, this.module, this.snapshotSecret, null);
+    this.slots.push(first);
+    const rest = new Promise<void>((resolve) => {
+      // After the current turn: a run that just ended gets its result to its caller first.
+      this.startRest = () => setImmediate(resolve);
+    });
+    first.ready.then(
+      () => setImmediate(() => this.workerIdle()),
+      () => this.startRest(),
+    );
+    for (let index = 1; index < size; index++)
+      this.slots.push(new WorkerSlot(this, this.module, this.snapshotSecret, rest));
+    // The cell checker (acorn) loads while the first worker boots, not before it is spawned.
+    this.transpile = import("@codecell/transpile");
+    this.transpile.catch(() => {});
   }
 
   run(options: RunOptions): SandboxRun {
     const run = this.createRun(options, false);
     void this.launch(run, async () => {
+      const { prepareCell } = await this.transpile;
       const code = await prepareCell(options.code, options.language);
       return {
         type: "start",
@@ -173,9 +214,14 @@ class Pool implements SandboxPool {
       slots.map(async (slot) => {
         slot.alive = false;
         for (const run of [...slot.runs.values()]) run.fail("aborted", "The sandbox pool was closed.");
-        await slot.worker.terminate();
+        await slot.terminate();
       }),
     );
+  }
+
+  /** A worker has no runs (or has just become ready): the workers not yet started may start now. */
+  workerIdle(): void {
+    if (this.launching === 0 && this.stats().liveRuns === 0) this.startRest();
   }
 
   /** Terminate a worker, fail the runs it hosted, and start a fresh one in its place. */
@@ -183,7 +229,7 @@ class Pool implements SandboxPool {
     if (!slot.alive) return;
     slot.alive = false;
     this.replaced += 1;
-    void slot.worker.terminate();
+    void slot.terminate();
     for (const run of [...slot.runs.values()]) {
       if (run === culprit) run.fail(code, message);
       else
@@ -197,7 +243,7 @@ class Pool implements SandboxPool {
     slot.runs.clear();
     const index = this.slots.indexOf(slot);
     if (index !== -1 && !this.closed)
-      this.slots[index] = new WorkerSlot(this, this.module, this.snapshotSecret);
+      this.slots[index] = new WorkerSlot(this, this.module, this.snapshotSecret, null);
   }
 
   private createRun(options: RunOptions | RestoreOptions, restored: boolean): RunHandle {
@@ -217,10 +263,14 @@ class Pool implements SandboxPool {
   private async launch(run: RunHandle, firstMessage: () => Promise<HostToWorkerMessage>): Promise<void> {
     // Workers are unref'd while idle; until the run is adopted, this keeps the process waiting for it.
     const keepAlive = setInterval(() => {}, 60_000);
+    this.launching += 1;
+    if (this.launching > 1 || this.stats().liveRuns > 0) this.startRest();
     try {
       await this.launchRun(run, firstMessage);
     } finally {
       clearInterval(keepAlive);
+      this.launching -= 1;
+      this.workerIdle();
     }
   }
 
@@ -249,18 +299,20 @@ class Pool implements SandboxPool {
     run.attach(slot, message, message.type === "restore" ? [] : undefined);
   }
 
-  /** The ready worker with the fewest runs; waits for one to be ready. */
+  /** The ready worker with the fewest runs; when none is ready yet, the first one to become ready. */
   private async pickSlot(): Promise<WorkerSlot> {
     for (let attempt = 0; attempt < 3; attempt++) {
       const candidates = this.slots.filter((slot) => slot.alive);
       if (candidates.length === 0) throw new Error("no sandbox worker is available");
-      candidates.sort((a, b) => a.runs.size - b.runs.size);
-      const best = candidates[0] as WorkerSlot;
+      let best: WorkerSlot | null = null;
+      for (const slot of candidates) {
+        if (slot.isReady && (best === null || slot.runs.size < best.runs.size)) best = slot;
+      }
+      if (best !== null) return best;
       try {
-        await best.ready;
-        if (best.alive) return best;
+        await Promise.any(candidates.map((slot) => slot.ready));
       } catch (error) {
-        if (attempt === 2) throw error;
+        if (attempt === 2) throw (error as AggregateError).errors?.[0] ?? error;
       }
     }
     throw new Error("no sandbox worker became ready");

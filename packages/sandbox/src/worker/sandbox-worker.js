@@ -10,7 +10,6 @@ import {
 import { isCodeModeErrorCode } from "@codecell/contract/errors";
 import { JSException, QuickJS } from "quickjs-wasi";
 import { GUEST_PRELUDE_SOURCE } from "./guest-prelude.js";
-import { decodeSnapshot, encodeSnapshot, SnapshotCodecError } from "./snapshot-codec.js";
 
 /** The one host function; its name is baked into snapshots, so it must never change. */
 const HOST_FUNCTION_NAME = "codecellHost";
@@ -34,11 +33,22 @@ let wasmModule = null;
 /** @type {string | null} */
 let snapshotSecret = null;
 /**
- * The prelude compiled once per worker from our own source. Evaluating bytecode skips parsing it for
- * every VM; it is never read from anywhere else, so no outside bytes reach the bytecode reader.
+ * The prelude compiled once per worker from our own source, by the first run's VM before any guest
+ * code runs in it. Evaluating bytecode skips parsing it for every later VM; it is never read from
+ * anywhere else, so no outside bytes reach the bytecode reader.
  * @type {Uint8Array | null}
  */
 let preludeBytecode = null;
+/**
+ * The snapshot codec (zlib and crypto) is loaded on first use, so a worker's start-up does not pay
+ * for it; a run that goes idle starts loading it in the background, since a suspend may follow.
+ * @type {Promise<typeof import("./snapshot-codec.js")> | null}
+ */
+let snapshotCodec = null;
+function loadSnapshotCodec() {
+  snapshotCodec ??= import("./snapshot-codec.js");
+  return snapshotCodec;
+}
 /** @type {Map<string, GuestRun>} */
 const runs = new Map();
 
@@ -322,8 +332,10 @@ class GuestRun {
     const vm = await takeFreshVm(this);
     this.vm = vm;
     if (this.finished) return this.release();
+    // The first run of a worker compiles the prelude in its own VM, which no guest code has touched.
+    preludeBytecode ??= vm.compile(GUEST_PRELUDE_SOURCE, "prelude.js");
     const host = vm.newFunction(HOST_FUNCTION_NAME, this.registerHost());
-    const prelude = vm.evalBytecode(/** @type {Uint8Array} */ (preludeBytecode));
+    const prelude = vm.evalBytecode(preludeBytecode);
     const surfaceHandle = vm.newString(surface);
     this.control = vm.callFunction(prelude, vm.undefined, host, surfaceHandle);
     this.controlToken = vm.exportHandle(this.control);
@@ -396,6 +408,7 @@ class GuestRun {
 
   /** @param {Uint8Array} snapshot */
   async restore(snapshot) {
+    const { decodeSnapshot, SnapshotCodecError } = await loadSnapshotCodec();
     let decoded;
     /** @type {{ controlToken: number, nextRequestNumber: number, outputBytes: number, pending: import("@codecell/bridge").HostRequest[] }} */
     let state;
@@ -437,7 +450,8 @@ class GuestRun {
     this.report();
   }
 
-  suspend() {
+  async suspend() {
+    const { encodeSnapshot } = await loadSnapshotCodec();
     const vm = this.vm;
     if (vm === null || this.outcome !== null || this.forced !== null || this.pending.size === 0) {
       post({
@@ -503,6 +517,8 @@ class GuestRun {
         pending: [...this.pending.values()],
         output: this.takeOutput(),
       });
+      // A suspend may follow: load the codec while the host works.
+      void loadSnapshotCodec().catch(() => {});
       return;
     }
     this.finish({
@@ -589,6 +605,16 @@ class GuestRun {
 }
 
 /** @param {unknown} raw */
+function dispatch(raw) {
+  onMessage(raw).catch((error) => {
+    // A protocol violation is a host bug: say so loudly on the way out rather than limp on.
+    setImmediate(() => {
+      throw error;
+    });
+  });
+}
+
+/** @param {unknown} raw */
 async function onMessage(raw) {
   const message = parseHostToWorkerMessage(raw);
   switch (message.type) {
@@ -596,13 +622,13 @@ async function onMessage(raw) {
       try {
         wasmModule = /** @type {import("quickjs-wasi").QuickJSOptions["wasm"]} */ (message.module);
         snapshotSecret = message.snapshotSecret;
-        // One throwaway VM proves the module instantiates here and compiles the prelude once.
+        // One throwaway VM proves the module instantiates here. The prelude is compiled by the first
+        // run in its own fresh VM (see start): compiling it here would only make a waiting cell wait.
         const vm = await QuickJS.create({
           wasm: wasmModule,
           maxStackSize: MAX_STACK_BYTES,
           wasi: silentWasi,
         });
-        preludeBytecode = vm.compile(GUEST_PRELUDE_SOURCE, "prelude.js");
         vm.dispose();
         post({ type: "ready" });
       } catch (error) {
@@ -638,11 +664,4 @@ async function onMessage(raw) {
   }
 }
 
-port.on("message", (raw) => {
-  onMessage(raw).catch((error) => {
-    // A protocol violation is a host bug: say so loudly on the way out rather than limp on.
-    setImmediate(() => {
-      throw error;
-    });
-  });
-});
+port.on("message", dispatch);
