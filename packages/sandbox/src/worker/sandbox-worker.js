@@ -24,6 +24,8 @@ const CELL_FILENAME = "cell.js";
 const MAX_DRAIN_ROUNDS = 100_000;
 /** How long requests may wait in the outbox for the end of the drain. */
 const OUTBOX_HOLD_MS = 1;
+/** A run idle this long is waiting on slow host work: time to do the worker's own chores. */
+const IDLE_WORK_AFTER_MS = 2;
 
 if (parentPort === null) throw new Error("sandbox-worker.js must run as a worker thread");
 const port = parentPort;
@@ -98,8 +100,9 @@ function describeGuestError(data) {
 }
 
 /**
- * A fresh VM per run, created ahead of time: a worker that has just started a run builds the next
- * VM while it would otherwise sit idle, so the next start skips instantiation. A spare has never run
+ * A fresh VM per run, created ahead of time, so the next start skips instantiation. A worker builds
+ * it when a run ends or has waited on the host for a while (IDLE_WORK_AFTER_MS), never between a
+ * run's quick host calls, which it would hold up by a millisecond each time. A spare has never run
  * any code (not even the prelude) and is handed to exactly one run. Keyed by memory limit, the one
  * option that cannot change after creation; the interrupt handler follows whichever run owns it.
  * @type {Map<number, Promise<{ vm: QuickJS, owner: { run: GuestRun | null } }>>}
@@ -141,8 +144,6 @@ async function takeFreshVm(run) {
     owned = await createOwnedVm(limit);
   }
   owned.owner.run = run;
-  // Build the next one after this run has had its turn on the thread.
-  setImmediate(() => prepareSpare(limit));
   return owned.vm;
 }
 
@@ -494,6 +495,16 @@ class GuestRun {
     else if (messages.length > 1) post({ type: "batch", messages }, transfer);
   }
 
+  /** If the host leaves this run idle for a while, prepare for a suspend and for the next run. */
+  scheduleIdleWork() {
+    const started = this.commandStartedAt;
+    setTimeout(() => {
+      if (this.finished || this.commandStartedAt !== started) return;
+      void loadSnapshotCodec().catch(() => {});
+      prepareSpare(this.limits.memoryLimitBytes);
+    }, IDLE_WORK_AFTER_MS).unref();
+  }
+
   takeOutput() {
     const output = this.output;
     this.output = [];
@@ -517,8 +528,7 @@ class GuestRun {
         pending: [...this.pending.values()],
         output: this.takeOutput(),
       });
-      // A suspend may follow: load the codec while the host works.
-      void loadSnapshotCodec().catch(() => {});
+      this.scheduleIdleWork();
       return;
     }
     this.finish({
@@ -591,6 +601,9 @@ class GuestRun {
   release() {
     this.finished = true;
     runs.delete(this.runId);
+    // Build the next fresh VM now that this run is off the thread.
+    const limit = this.limits.memoryLimitBytes;
+    setImmediate(() => prepareSpare(limit));
     const vm = this.vm;
     this.vm = null;
     this.control = null;
