@@ -132,6 +132,27 @@ function prepareSpare(memoryLimit) {
   spareVms.set(memoryLimit, spare);
 }
 
+/** Run operations (start, settle, restore, suspend) in progress on this worker. */
+let operationsInFlight = 0;
+/** @type {Set<number>} memory limits wanting a spare once the worker is free */
+const sparesWanted = new Set();
+
+/**
+ * Ask for a spare VM. It is built when no run operation is in progress, so it never sits between a
+ * run's message and its answer (a restore or a quick settle arriving meanwhile goes first).
+ * @param {number} memoryLimit
+ */
+function wantSpare(memoryLimit) {
+  sparesWanted.add(memoryLimit);
+  setImmediate(buildWantedSpares);
+}
+
+function buildWantedSpares() {
+  if (operationsInFlight > 0) return;
+  for (const limit of sparesWanted) prepareSpare(limit);
+  sparesWanted.clear();
+}
+
 /** @param {GuestRun} run */
 async function takeFreshVm(run) {
   const limit = run.limits.memoryLimitBytes;
@@ -191,13 +212,18 @@ class GuestRun {
 
   /** @param {() => Promise<void> | void} operation */
   enqueue(operation) {
+    operationsInFlight += 1;
     this.queue = this.queue
       .then(() => {
         if (this.finished) return undefined;
         this.commandStartedAt = performance.now();
         return operation();
       })
-      .catch((error) => this.crash(error));
+      .catch((error) => this.crash(error))
+      .finally(() => {
+        operationsInFlight -= 1;
+        if (operationsInFlight === 0 && sparesWanted.size > 0) setImmediate(buildWantedSpares);
+      });
   }
 
   /** @param {import("@codecell/contract").CodeModeErrorCode} code @param {string} message */
@@ -501,7 +527,7 @@ class GuestRun {
     setTimeout(() => {
       if (this.finished || this.commandStartedAt !== started) return;
       void loadSnapshotCodec().catch(() => {});
-      prepareSpare(this.limits.memoryLimitBytes);
+      wantSpare(this.limits.memoryLimitBytes);
     }, IDLE_WORK_AFTER_MS).unref();
   }
 
@@ -602,8 +628,7 @@ class GuestRun {
     this.finished = true;
     runs.delete(this.runId);
     // Build the next fresh VM now that this run is off the thread.
-    const limit = this.limits.memoryLimitBytes;
-    setImmediate(() => prepareSpare(limit));
+    wantSpare(this.limits.memoryLimitBytes);
     const vm = this.vm;
     this.vm = null;
     this.control = null;
