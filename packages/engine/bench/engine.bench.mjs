@@ -39,7 +39,9 @@ const engine = createCodeModeEngine({ config: { enabled: true, timeoutMs: 60_000
 const run = engine.prepareRun({ tools, context, executor });
 let callId = 0;
 const exec = (code) => run.exec({ code }, { toolCallId: `b${++callId}` });
-await exec("return 1"); // warm the pool
+// Warm the pool and the JIT (one run of each cell shape) before measuring.
+await exec("return 1");
+await exec("let s = 0; for (let i = 0; i < 1000; i++) s += await tools.inc({ value: 1 }); return s;");
 
 async function measure(name, target, repeats, body) {
   const samples = [];
