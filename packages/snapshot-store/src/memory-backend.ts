@@ -11,7 +11,7 @@ import type {
   SettleRequest,
   SnapshotBackend,
 } from "./backend.js";
-import { callerMatches, selectorMatches } from "./scope.js";
+import { callerMatches, claimDecision, selectorMatches } from "./scope.js";
 import type { RecoveryReport, RunSelector, RunState, StoreStats } from "./types.js";
 
 type Entry = {
@@ -95,25 +95,13 @@ export class MemorySnapshotBackend implements SnapshotBackend {
     const entry = this.#entries.get(request.runId);
     if (entry === undefined) return { status: "unknown" };
     if (!callerMatches(entry.record.scope, request.caller)) return { status: "scope_mismatch" };
-    switch (entry.state) {
-      case "aborted":
-        return { status: "aborted" };
-      case "expired":
-        return { status: "expired", bytes: 0, justExpired: false };
-      case "completed":
-      case "failed":
-        return { status: "finished", state: entry.state };
-      case "running":
-        if (entry.leaseUntil > request.now) return { status: "busy" };
-        break;
-      case "waiting":
-        break;
-    }
-    if (entry.record.expiresAt <= request.now) {
+    const decision = claimDecision(entry.state, entry.leaseUntil, entry.record.expiresAt, request.now);
+    if (decision === "expire") {
       const bytes = entry.record.bytes;
       this.#toTombstone(entry, "expired", request.purgeAt);
       return { status: "expired", bytes, justExpired: true };
     }
+    if (decision !== null) return decision;
     entry.state = "running";
     entry.claimToken = request.claimToken;
     entry.leaseUntil = request.leaseUntil;

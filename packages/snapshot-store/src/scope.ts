@@ -1,4 +1,5 @@
-import type { CallerScope, RunScope, RunSelector } from "./types.js";
+import type { BackendClaimAnswer } from "./backend.js";
+import type { CallerScope, RunScope, RunSelector, RunState } from "./types.js";
 
 /** True when the run's scope matches every field the selector gives. */
 export function selectorMatches(selector: RunSelector, runId: string, scope: RunScope): boolean {
@@ -24,4 +25,32 @@ export function callerMatches(scope: RunScope, caller: CallerScope): boolean {
 /** UTF-8 byte length of a string, what a record's JSON parts cost. */
 export function utf8Bytes(text: string): number {
   return Buffer.byteLength(text, "utf8");
+}
+
+/**
+ * What a claim answers from a record's state alone, the same for every backend: a refusal, `"expire"`
+ * when the record is live but past its TTL (the backend turns it into a tombstone), or null when the
+ * record may be claimed.
+ */
+export function claimDecision(
+  state: RunState,
+  leaseUntil: number,
+  expiresAt: number,
+  now: number,
+): Exclude<BackendClaimAnswer, { status: "claimed" }> | "expire" | null {
+  switch (state) {
+    case "aborted":
+      return { status: "aborted" };
+    case "expired":
+      return { status: "expired", bytes: 0, justExpired: false };
+    case "completed":
+    case "failed":
+      return { status: "finished", state };
+    case "running":
+      if (leaseUntil > now) return { status: "busy" };
+      break;
+    case "waiting":
+      break;
+  }
+  return expiresAt <= now ? "expire" : null;
 }

@@ -15,7 +15,7 @@ import type {
   SettleRequest,
   SnapshotBackend,
 } from "./backend.js";
-import { callerMatches, selectorMatches, utf8Bytes } from "./scope.js";
+import { callerMatches, claimDecision, selectorMatches, utf8Bytes } from "./scope.js";
 import type { RecoveryReport, RunScope, RunSelector, RunState, StoreStats } from "./types.js";
 
 export type SqliteSnapshotBackendOptions = {
@@ -347,24 +347,12 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
       const head = statements.runHead.get(request.runId);
       if (head === undefined) return { status: "unknown" };
       if (!callerMatches(scopeOf(head as RunRow), request.caller)) return { status: "scope_mismatch" };
-      switch (head.state) {
-        case "aborted":
-          return { status: "aborted" };
-        case "expired":
-          return { status: "expired", bytes: 0, justExpired: false };
-        case "completed":
-        case "failed":
-          return { status: "finished", state: head.state };
-        case "running":
-          if (head.lease_until > request.now) return { status: "busy" };
-          break;
-        case "waiting":
-          break;
-      }
-      if (head.expires_at <= request.now) {
+      const decision = claimDecision(head.state, head.lease_until, head.expires_at, request.now);
+      if (decision === "expire") {
         this.#tombstone(request.runId, "expired", request.purgeAt);
         return { status: "expired", bytes: head.bytes, justExpired: true };
       }
+      if (decision !== null) return decision;
       statements.claim.run(request.claimToken, request.leaseUntil, request.runId);
       const row = statements.runFull.get(request.runId)!;
       return { status: "claimed", record: this.#recordOf(row) };
