@@ -3,25 +3,14 @@
 // gateway CLI serves the built page on 127.0.0.1; headless Chromium (Debian's /usr/bin/chromium) drives
 // it. Run `pnpm --filter @codecell/playground bench` (turbo builds first). Prints a table and writes
 // bench-results/playground.json.
-import { spawn } from "node:child_process";
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 import { chromium } from "playwright-core";
+import { CHROMIUM, CHROMIUM_FLAGS, GATEWAY_CLI, startGateway } from "../test/browser-harness.mjs";
 
 const appDir = fileURLToPath(new URL("..", import.meta.url));
-const cli = fileURLToPath(new URL("../../gateway/dist/cli.js", import.meta.url));
-const CHROMIUM = "/usr/bin/chromium";
 const LOADS = Number(process.env.BENCH_LOADS ?? 10);
 const RUNS = Number(process.env.BENCH_RUNS ?? 20);
 const WARMUP = 3;
@@ -41,7 +30,7 @@ if (!existsSync(CHROMIUM)) {
   );
   process.exit(0);
 }
-for (const needed of [join(appDir, "dist", "index.html"), cli]) {
+for (const needed of [join(appDir, "dist", "index.html"), GATEWAY_CLI]) {
   if (!existsSync(needed)) throw new Error(`${needed} is missing: build first (turbo run bench builds it).`);
 }
 
@@ -64,42 +53,12 @@ function bundleSizes() {
   return sizes;
 }
 
-async function startGateway(temp) {
-  const child = spawn(process.execPath, [cli, "serve", "--http", "0", "--host", "127.0.0.1"], {
-    env: { ...process.env, TMPDIR: temp },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  let output = "";
-  const url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`gateway not ready in 30 s:\n${output}`)), 30_000);
-    child.stdout.on("data", (chunk) => {
-      output += chunk;
-      const match = /Playground\s+(http:\/\/127\.0\.0\.1:\d+\/)/.exec(output);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]);
-      }
-    });
-    child.once("exit", (code) => reject(new Error(`gateway exited with ${code}:\n${output}`)));
-  });
-  return { url, child };
-}
-
-const temp = mkdtempSync(join(tmpdir(), "codecell-playground-bench-"));
-const { url, child } = await startGateway(temp);
+const gateway = await startGateway();
+const { url } = gateway;
 // launch() keeps its own fresh, temporary profile; every measured load also gets a fresh context.
 const browser = await chromium.launch({
   executablePath: CHROMIUM,
-  args: [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-  ],
+  args: CHROMIUM_FLAGS,
 });
 try {
   // Navigation to a connected MCP session, each load in a fresh context (no cache).
@@ -189,7 +148,5 @@ try {
   );
 } finally {
   await browser.close();
-  child.kill("SIGTERM");
-  await new Promise((resolve) => child.once("exit", resolve));
-  rmSync(temp, { recursive: true, force: true });
+  await gateway.stop();
 }

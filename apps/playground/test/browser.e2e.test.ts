@@ -5,20 +5,9 @@ import { fileURLToPath } from "node:url";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EXAMPLES } from "../src/examples.js";
+import { CHROMIUM, CHROMIUM_FLAGS, type RunningGateway, startGateway } from "./browser-harness.mjs";
 import { EXPECTATIONS } from "./example-expectations.js";
-import { type RunningGateway, startGateway } from "./gateway-process.js";
 
-const CHROMIUM = "/usr/bin/chromium";
-const FLAGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 const ARTIFACTS = fileURLToPath(new URL("../test-artifacts/", import.meta.url));
 const hasChromium = existsSync(CHROMIUM);
 const required = process.env.CODECELL_REQUIRE_BROWSER === "1";
@@ -75,7 +64,7 @@ describe.skipIf(skip)("the playground in headless Chromium", () => {
     context = await chromium.launchPersistentContext(userDataDir, {
       executablePath: CHROMIUM,
       headless: true,
-      args: FLAGS,
+      args: CHROMIUM_FLAGS,
       viewport: { width: 1280, height: 800 },
     });
     page = context.pages()[0] ?? (await context.newPage());

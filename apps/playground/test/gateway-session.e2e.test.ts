@@ -3,8 +3,8 @@ import { CatalogService } from "../src/catalog-service.js";
 import { EXAMPLES } from "../src/examples.js";
 import { GatewaySession } from "../src/gateway-session.js";
 import { statusLabel } from "../src/result-view.js";
+import { type RunningGateway, startGateway } from "./browser-harness.mjs";
 import { EXPECTATIONS } from "./example-expectations.js";
-import { type RunningGateway, startGateway } from "./gateway-process.js";
 
 // The page's MCP client code, run in Node against the real gateway: the same SDK client and the same
 // cells as in the browser, without a browser. The browser tests then check what the page shows.
