@@ -153,7 +153,7 @@ export class CodeModeEngine {
     this.#debug?.(
       `activation: active; model sees ${modelTools.map((tool) => tool.name).join(", ")}; catalog ${catalog.entries.length} tools ${JSON.stringify(catalog.countsBySource)}; mcp servers ${declarations.servers.length}; namespaces ${namespaces.namespaces.map((ns) => ns.globalName).join(", ") || "none"}`,
     );
-    return new ActiveRun(this, options, catalog, declarations, namespaces, modelTools);
+    return new ActiveRun(this.#shared(), options, catalog, declarations, namespaces, modelTools);
   }
 
   /** Aborts every waiting and running code-mode run of a session (or of one agent run in it). */
@@ -191,27 +191,47 @@ export class CodeModeEngine {
     if (this.#ownsStore) await (await this.store).close();
   }
 
-  /** @internal shared state for ActiveRun. */
-  get internals() {
+  /** What every prepared run shares with the engine; kept off the engine's public surface. */
+  #shared(): EngineShared {
+    const engine = this;
     return {
+      config: this.config,
+      stats: this.stats,
+      store: this.store,
+      get pool() {
+        return engine.pool;
+      },
       trajectory: this.#trajectory,
       redactInput: this.#redactInput,
       debug: this.#debug,
       inflight: this.#inflight,
+      abort: (selector) => this.abort(selector),
+      countResult: (result) => {
+        if (result.status === "failed") {
+          this.stats.results.failed++;
+          const code = result.code ?? "guest_error";
+          this.stats.failuresByCode[code] = (this.stats.failuresByCode[code] ?? 0) + 1;
+        } else {
+          this.stats.results[result.status]++;
+        }
+      },
     };
   }
-
-  /** @internal */
-  countResult(result: CodeModeResult): void {
-    if (result.status === "failed") {
-      this.stats.results.failed++;
-      const code = result.code ?? "guest_error";
-      this.stats.failuresByCode[code] = (this.stats.failuresByCode[code] ?? 0) + 1;
-    } else {
-      this.stats.results[result.status]++;
-    }
-  }
 }
+
+/** The engine state a prepared run uses: config, counters, store, pool, trajectory and in-flight calls. */
+type EngineShared = {
+  readonly config: ResolvedCodeModeConfig;
+  readonly stats: EngineStats;
+  readonly store: Promise<SnapshotStore>;
+  readonly pool: SandboxPool;
+  readonly trajectory: TrajectoryRecorder;
+  readonly redactInput: (toolId: string, input: JsonValue) => JsonValue;
+  readonly debug: ((line: string) => void) | null;
+  readonly inflight: Map<string, InflightCalls>;
+  abort(selector: { sessionId: string; runId?: string }): Promise<number>;
+  countResult(result: CodeModeResult): void;
+};
 
 export function createCodeModeEngine(options: CodeModeEngineOptions): CodeModeEngine {
   return new CodeModeEngine(options);
@@ -255,7 +275,7 @@ class ActiveRun implements PreparedRun {
   readonly #abort = new AbortController();
 
   constructor(
-    readonly engine: CodeModeEngine,
+    readonly engine: EngineShared,
     readonly options: PrepareRunOptions,
     readonly catalog: ToolCatalog,
     declarations: McpDeclarations,
@@ -263,15 +283,14 @@ class ActiveRun implements PreparedRun {
     readonly modelTools: readonly ModelTool[],
   ) {
     this.#surface = buildGuestSurface(catalog, declarations, namespaces);
-    const { internals } = engine;
     this.#scope = {
       catalog,
       declarations,
       namespaces,
       context: options.context,
       executor: options.executor,
-      trajectory: internals.trajectory,
-      redactInput: internals.redactInput,
+      trajectory: engine.trajectory,
+      redactInput: engine.redactInput,
     };
     const { agentId, sessionKey, sessionId, runId } = options.context;
     this.#runScope = { agentId, sessionKey, sessionId, parentRunId: runId };
@@ -323,7 +342,7 @@ class ActiveRun implements PreparedRun {
     engine.stats.execCount++;
     const telemetry = this.#telemetryBase();
     telemetry.execCount = 1;
-    const control = engine.internals.trajectory.start({
+    const control = engine.trajectory.start({
       kind: "control",
       toolCallId: call.toolCallId,
       tool: EXEC_TOOL_NAME,
@@ -352,7 +371,7 @@ class ActiveRun implements PreparedRun {
     engine.stats.waitCount++;
     let telemetry = this.#telemetryBase();
     telemetry.waitCount = 1;
-    const control = engine.internals.trajectory.start({
+    const control = engine.trajectory.start({
       kind: "control",
       toolCallId: call.toolCallId,
       tool: WAIT_TOOL_NAME,
@@ -382,12 +401,12 @@ class ActiveRun implements PreparedRun {
     const { engine } = this;
     engine.countResult(result);
     if (result.status === "waiting") control.codeModeRunId = result.runId;
-    engine.internals.trajectory.end(
+    engine.trajectory.end(
       control,
       result.status,
       result.status === "failed" ? { code: result.code, error: result.error } : undefined,
     );
-    engine.internals.debug?.(
+    engine.debug?.(
       `${control.tool} ${control.toolCallId}: ${result.status}${result.status === "failed" ? ` (${result.code ?? "guest error"}: ${result.error.slice(0, 200)})` : ""}; nested calls ${result.telemetry.nested.calls}, searches ${result.telemetry.nested.searches}, describes ${result.telemetry.nested.describes}`,
     );
     return result;
@@ -423,7 +442,7 @@ class ActiveRun implements PreparedRun {
       return this.#failure(error, telemetry, startedAt);
     }
     inflight.attach((requestId, outcome) => ready.push(requestId, outcome));
-    engine.internals.inflight.set(runKey, inflight);
+    engine.inflight.set(runKey, inflight);
     const end = await driveSegment(run, ready, deadlineAt, this.#abort.signal);
     return this.#settleSegment(end, { runKey, inflight, yieldIds, telemetry, startedAt, claim: null, call });
   }
@@ -438,10 +457,10 @@ class ActiveRun implements PreparedRun {
     const store = await engine.store;
     const hostState = (claim.hostState ?? { runKey: randomKey(), yieldRequestIds: [] }) as RunHostState;
     const runKey = hostState.runKey;
-    let inflight = engine.internals.inflight.get(runKey);
+    let inflight = engine.inflight.get(runKey);
     if (!inflight) {
       inflight = new InflightCalls(this.options.context.sessionId);
-      engine.internals.inflight.set(runKey, inflight);
+      engine.inflight.set(runKey, inflight);
     }
     const ready = new ReadyQueue();
     const yieldIds = new Set<string>();
@@ -538,7 +557,7 @@ class ActiveRun implements PreparedRun {
     const { telemetry, claim, inflight } = state;
     state.inflight.detach();
     if (end.type !== "waiting") {
-      engine.internals.inflight.delete(state.runKey);
+      engine.inflight.delete(state.runKey);
       inflight.abortAll("The code-mode run ended.");
       if (claim) {
         await store.finish(claim, end.type).catch(() => {});
@@ -588,7 +607,7 @@ class ActiveRun implements PreparedRun {
       runId = stored.runId;
       telemetry.snapshotEvents.push({ event: "stored", runId, bytes: stored.bytes });
     } catch (error) {
-      engine.internals.inflight.delete(state.runKey);
+      engine.inflight.delete(state.runKey);
       inflight.abortAll("The code-mode run could not be stored.");
       if (claim) await store.finish(claim, "failed").catch(() => {});
       return this.#failure(error, telemetry, state.startedAt);
