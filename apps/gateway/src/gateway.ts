@@ -37,6 +37,8 @@ export type ToolCallRequest = {
   signal: AbortSignal;
   /** Records a decision (such as an approval) on the nested call's trajectory entry. */
   note?: (text: string) => void;
+  /** The code-mode run a nested call belongs to (its write budget); absent for direct calls. */
+  runKey?: string;
 };
 
 function toolIdOf(tool: HostTool): string {
@@ -74,7 +76,7 @@ export class Gateway {
     this.store = parts.store;
     this.connector = parts.connector;
     this.plugins = parts.plugins;
-    this.coreTools = createCoreTools(config.workspace);
+    this.coreTools = createCoreTools(config.workspace, config.workspaceLimits);
     this.#log = parts.log;
     this.#needsApproval = compilePatterns(config.approval);
     this.engine = createCodeModeEngine({ config: config.codeMode, store: parts.store });
@@ -187,6 +189,7 @@ export class Gateway {
           approvals,
           signal: call.signal,
           note: call.note,
+          runKey: `${sessionId}/${call.parent.codeModeRunId}`,
         }),
       mcpRequest: (request) => this.#mcpRequest(request),
     };
@@ -205,7 +208,7 @@ export class Gateway {
       case "core": {
         const core = this.coreTools.find((candidate) => candidate.name === tool.name);
         if (!core) break;
-        return core.execute(input, { signal });
+        return core.execute(input, { signal, ...(request.runKey ? { runKey: request.runKey } : {}) });
       }
       case "plugin": {
         const plugin = this.plugins.find((candidate) => candidate.plugin.id === tool.owner);
