@@ -123,7 +123,7 @@ describe("codecell serve --http with bearer tokens", () => {
       for (const outsider of [otherChat, otherPrincipal, noHeader]) {
         const refused = await callCodeMode(outsider.client, "wait", { runId });
         expect(refused).toMatchObject({ status: "failed", code: neverExisted.code });
-        expect(refused.error.replace(runId, "<id>")).toBe(
+        expect(refused.error?.replace(runId, "<id>")).toBe(
           neverExisted.error!.replace(`${runId.slice(0, -4)}zzzz`, "<id>"),
         );
       }
