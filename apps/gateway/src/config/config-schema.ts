@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: hints show ${ENV} references as users write them
 import { z } from "zod";
 
 /**
@@ -37,6 +38,24 @@ export const snapshotStoreSchema = z.discriminatedUnion("kind", [
   z.strictObject({ kind: z.literal("sqlite"), path: z.string().min(1) }),
 ]);
 
+/** A token's name is the principal that owns the runs it starts; it appears in logs, never the token. */
+export const httpTokenSchema = z.strictObject({
+  name: z.string().regex(/^[A-Za-z0-9_.@-]{1,64}$/),
+  token: z.string().min(16).max(4096),
+});
+
+export const httpSettingsSchema = z.strictObject({
+  tokens: z.array(httpTokenSchema).optional(),
+  allowedHosts: z.array(z.string().trim().min(1)).optional(),
+  maxSessionsPerPrincipal: z.number().int().min(1).max(100_000).optional(),
+  sessionIdleSeconds: z
+    .number()
+    .int()
+    .min(5)
+    .max(7 * 24 * 3600)
+    .optional(),
+});
+
 export const gatewayConfigSchema = z.strictObject({
   $schema: z.string().optional(),
   tools: z
@@ -50,7 +69,17 @@ export const gatewayConfigSchema = z.strictObject({
   mcpServers: z.record(z.string().regex(/^[A-Za-z0-9_-]+$/), z.unknown()).optional(),
   plugins: z.array(pluginEntrySchema).optional(),
   snapshotStore: snapshotStoreSchema.optional(),
-  workspace: z.string().min(1).optional(),
+  workspace: z
+    .union([
+      z.string().min(1),
+      z.strictObject({
+        path: z.string().min(1),
+        maxBytes: z.number().int().positive().optional(),
+        maxWriteBytesPerRun: z.number().int().positive().optional(),
+      }),
+    ])
+    .optional(),
+  http: httpSettingsSchema.optional(),
 });
 
 /** What each field takes, for "expected ..." in error messages. */
@@ -65,7 +94,12 @@ export const FIELD_HINTS: Record<string, string> = {
   snapshotStore: '{ "kind": "memory" } or { "kind": "sqlite", "path": "runs.db" }',
   "snapshotStore.kind": '"memory" or "sqlite"',
   "snapshotStore.path": "a file path for the SQLite database, relative to the config file",
-  workspace: "a folder path, relative to the config file, that the core file tools may touch",
+  workspace:
+    'a folder path, relative to the config file, that the core file tools may touch, or { "path": "...", "maxBytes": 1073741824, "maxWriteBytesPerRun": 67108864 }',
+  "workspace.path": "a folder path, relative to the config file, that the core file tools may touch",
+  "workspace.maxBytes": "a positive integer: the most bytes write_file may grow the workspace to",
+  "workspace.maxWriteBytesPerRun":
+    "a positive integer: the most bytes write_file may write in one code-mode run",
   command: 'the program to start, e.g. "node"',
   args: "an array of strings",
   env: "an object of environment variable names to string values",
@@ -76,9 +110,27 @@ export const FIELD_HINTS: Record<string, string> = {
   headers: "an object of header names to string values",
   transport: '"streamable-http" or "sse"',
   module: "a module path (relative to the config file) or a package name",
+  http: 'an object such as { "tokens": [{ "name": "alice", "token": "${ALICE_TOKEN}" }] }',
+  "http.tokens": 'an array of { "name": "alice", "token": "${ALICE_TOKEN}" } (token at least 16 characters)',
+  "http.tokens.name": 'a principal name of letters, digits, "_", ".", "@" or "-" (at most 64)',
+  "http.tokens.token":
+    'a secret of 16 to 4096 characters, best from the environment: "${CODECELL_TOKEN}" (e.g. openssl rand -hex 32)',
+  "http.allowedHosts": 'an array of host names clients use in the Host header, e.g. ["codecell.example.com"]',
+  "http.maxSessionsPerPrincipal":
+    "a whole number of MCP sessions one principal may hold at once (default 64)",
+  "http.sessionIdleSeconds": "seconds without a request after which an MCP session is closed (default 600)",
 };
 
-export const TOP_LEVEL_KEYS = ["$schema", "tools", "mcpServers", "plugins", "snapshotStore", "workspace"];
+export const TOP_LEVEL_KEYS = [
+  "$schema",
+  "tools",
+  "mcpServers",
+  "plugins",
+  "snapshotStore",
+  "workspace",
+  "http",
+];
+export const HTTP_KEYS = ["tokens", "allowedHosts", "maxSessionsPerPrincipal", "sessionIdleSeconds"];
 export const TOOLS_KEYS = ["codeMode", "allow", "deny", "approval"];
 
 export type GatewayConfigFile = z.infer<typeof gatewayConfigSchema>;
