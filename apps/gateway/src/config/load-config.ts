@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
@@ -14,6 +14,7 @@ import type { McpServerConfig } from "@codecell/mcp-connector";
 import JSON5 from "json5";
 import type { z } from "zod";
 import { type ConfigProblem, describeValue } from "./config-problem.js";
+import { userDataDir } from "./data-dir.js";
 import {
   FIELD_HINTS,
   gatewayConfigSchema,
@@ -225,8 +226,21 @@ export function resolveGatewayConfig(
   env = process.env,
 ): LoadedConfig {
   const problems: ConfigProblem[] = [];
-  const builtins = { CODECELL_CONFIG_DIR: configDir, CODECELL_TMPDIR: tmpdir() };
+  const dataDir = userDataDir(env);
+  const builtins = { CODECELL_CONFIG_DIR: configDir, CODECELL_TMPDIR: tmpdir(), CODECELL_DATA_DIR: dataDir };
   const expanded = expandEnvReferences(input, { ...builtins, ...env }, file, problems);
+  // The data folder is made only for a config that uses it, so it exists before a server writes there.
+  if (/\$\{CODECELL_DATA_DIR[:}]/.test(JSON.stringify(input) ?? "")) {
+    try {
+      mkdirSync(dataDir, { recursive: true });
+    } catch (error) {
+      problems.push({
+        file,
+        path: "",
+        message: `cannot create the data folder ${dataDir} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}). Set CODECELL_DATA_DIR to a folder you can write.`,
+      });
+    }
+  }
   if (expanded === null || typeof expanded !== "object" || Array.isArray(expanded)) {
     problems.push({
       file,
