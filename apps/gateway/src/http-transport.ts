@@ -1,14 +1,10 @@
 import { randomUUID } from "node:crypto";
-import {
-  createServer,
-  type Server as HttpServer,
-  type IncomingMessage,
-  type ServerResponse,
-} from "node:http";
+import type { Server as HttpServer, IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Gateway } from "./gateway.js";
+import { listenHttp } from "./http-listen.js";
 import { createSessionServer } from "./mcp-front.js";
 import { serveStatic } from "./static-site.js";
 import { GATEWAY_VERSION } from "./version.js";
@@ -20,7 +16,13 @@ const IDLE_SESSION_MS = 30 * 60 * 1000;
 const SWEEP_INTERVAL_MS = 60 * 1000;
 const LOOPBACK = new Set(["localhost", "127.0.0.1", "[::1]", "::1"]);
 
-export type HttpServeOptions = { port: number; host: string; playgroundDir?: string };
+export type HttpServeOptions = {
+  port: number;
+  host: string;
+  playgroundDir?: string;
+  /** A server already bound with `listenHttp` (so the port was checked before the gateway started). */
+  bound?: { server: HttpServer; ready(): void };
+};
 export type RunningHttpServer = { url: string; mcpUrl: string; port: number; close(): Promise<void> };
 
 type Entry = { transport: StreamableHTTPServerTransport; lastSeen: number };
@@ -128,7 +130,9 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
   const sweeper = setInterval(() => void evictIdle(IDLE_SESSION_MS), SWEEP_INTERVAL_MS);
   sweeper.unref();
 
-  const server: HttpServer = createServer((req, res) => {
+  const bound = options.bound ?? (await listenHttp(options.port, options.host));
+  const server: HttpServer = bound.server;
+  server.on("request", (req, res) => {
     const url = new URL(req.url ?? "/", "http://localhost");
     const route = async () => {
       if (!originAllowed(req, options.host)) {
@@ -160,13 +164,7 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
     });
   });
 
-  await new Promise<void>((resolvePromise, reject) => {
-    server.once("error", reject);
-    server.listen(options.port, options.host, () => {
-      server.off("error", reject);
-      resolvePromise();
-    });
-  });
+  bound.ready();
   const { port } = server.address() as AddressInfo;
   const shownHost = options.host.includes(":") ? `[${options.host}]` : options.host;
   base = `http://${shownHost}:${port}`;

@@ -22,7 +22,9 @@ describe("the per-user data folder", () => {
     const dataDir = join(mkdtempSync(join(tmpdir(), "codecell-data-")), "nested", "codecell");
     const { config, problems } = loadGatewayConfig(DEFAULT_CONFIG_FILE, { CODECELL_DATA_DIR: dataDir });
     expect(problems).toEqual([]);
-    expect(config?.mcpServers.memory).toMatchObject({ env: { MEMORY_FILE_PATH: join(dataDir, "memory.jsonl") } });
+    expect(config?.mcpServers.memory).toMatchObject({
+      env: { MEMORY_FILE_PATH: join(dataDir, "memory.jsonl") },
+    });
     // Made before the server starts, so the server can write its file there.
     expect(existsSync(dataDir)).toBe(true);
   });

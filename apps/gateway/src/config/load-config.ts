@@ -14,7 +14,6 @@ import type { McpServerConfig } from "@codecell/mcp-connector";
 import JSON5 from "json5";
 import type { z } from "zod";
 import { type ConfigProblem, describeValue } from "./config-problem.js";
-import { userDataDir } from "./data-dir.js";
 import {
   FIELD_HINTS,
   gatewayConfigSchema,
@@ -25,6 +24,7 @@ import {
   TOOLS_KEYS,
   TOP_LEVEL_KEYS,
 } from "./config-schema.js";
+import { userDataDir } from "./data-dir.js";
 import { expandEnvReferences } from "./env-references.js";
 
 export type PluginSpec = { entry: string; module: string; options: JsonValue };
