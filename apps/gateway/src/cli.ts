@@ -64,6 +64,7 @@ function loadConfigOrExit(path: string | undefined): GatewayConfig {
   const loaded = loadGatewayConfig(path ?? DEFAULT_CONFIG_FILE);
   if (!loaded.config) {
     for (const problem of loaded.problems) process.stderr.write(`${formatProblem(problem)}\n`);
+    for (const warning of loaded.warnings) process.stderr.write(`codecell: warning: ${warning}\n`);
     const count = loaded.problems.length;
     fail(EXIT.config, `${count} problem${count === 1 ? "" : "s"} in the config; nothing was started.`);
   }

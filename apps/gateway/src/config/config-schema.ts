@@ -61,6 +61,7 @@ export const FIELD_HINTS: Record<string, string> = {
   "tools.approval":
     'an array of tool ids or names that need the user\'s approval, e.g. ["core:codecell:write_file"]',
   mcpServers: 'an object of server id (letters, digits, "_" or "-") to { "command", "args" } or { "url" }',
+  "mcpServers.<name>": 'a server id made of letters, digits, "_" and "-", such as "memory" or "my-server"',
   plugins: 'an array of module paths or package names, or { "module": "...", "options": {...} }',
   snapshotStore: '{ "kind": "memory" } or { "kind": "sqlite", "path": "runs.db" }',
   "snapshotStore.kind": '"memory" or "sqlite"',
@@ -77,8 +78,5 @@ export const FIELD_HINTS: Record<string, string> = {
   transport: '"streamable-http" or "sse"',
   module: "a module path (relative to the config file) or a package name",
 };
-
-export const TOP_LEVEL_KEYS = ["$schema", "tools", "mcpServers", "plugins", "snapshotStore", "workspace"];
-export const TOOLS_KEYS = ["codeMode", "allow", "deny", "approval"];
 
 export type GatewayConfigFile = z.infer<typeof gatewayConfigSchema>;

@@ -78,3 +78,19 @@ describe("an unexpected error", () => {
     expect(stderr).toMatch(/unexpected error: Error: the plugin's timer broke\n\s+at /);
   });
 });
+
+describe("codecell check on a config with errors and clamped limits", () => {
+  it("prints the clamping warning alongside the errors, one line each", async () => {
+    const setup = makeSetup({});
+    writeFileSync(setup.configPath, `{ tools: { codeMode: { enabled: true, timeoutMs: 5 } }, workspace: 3 }`);
+    const { code, stdout, stderr } = await runCli(["check", "--config", setup.configPath]);
+    expect(code).toBe(3);
+    expect(stdout).toBe("");
+    expect(stderr.split("\n")).toEqual([
+      `${setup.configPath}: workspace: got 3: that is a whole number, not a string. Expected a folder path, relative to the config file, that the core file tools may touch.`,
+      `codecell: warning: ${setup.configPath}: tools.codeMode.timeoutMs: 5 is outside its range; using 100.`,
+      "codecell: 1 problem in the config; nothing was started.",
+      "",
+    ]);
+  });
+});
