@@ -27,8 +27,8 @@ describe("config messages, one line each, in our words", () => {
   });
 
   it('gives a "did you mean" for a misspelt key at the top level and under tools', () => {
-    expect(messageAt({ workspce: "." }, "workspce")).toBe(
-      'unknown key. Did you mean "workspace"? Known keys: $schema, tools, mcpServers, plugins, snapshotStore, workspace.',
+    expect(messageAt({ workspce: "." }, "workspce")).toMatch(
+      /^unknown key\. Did you mean "workspace"\? Known keys: \$schema, tools, mcpServers, .*workspace.*\.$/,
     );
     expect(messageAt({ tools: { aprovals: [] } }, "tools.aprovals")).toMatch(
       /^unknown key\. Did you mean "approval"\?/,

@@ -125,9 +125,9 @@ function sizeReason(issue: Issue & { minimum?: unknown; maximum?: unknown; origi
 export function issueMessage(
   issue: Issue,
   received: unknown,
-  options: { schema: unknown; path: readonly PropertyKey[]; hint?: string },
+  options: { schema: unknown; path: readonly PropertyKey[]; hint?: string; shown?: string },
 ): string {
-  const got = `got ${describeValue(received)}`;
+  const got = `got ${options.shown ?? describeValue(received)}`;
   const allowed = allowedValuesAt(options.schema, options.path);
   const expected = options.hint
     ? ` Expected ${options.hint}.`
