@@ -87,7 +87,7 @@ describe("codecell check on a config with errors and clamped limits", () => {
     expect(code).toBe(3);
     expect(stdout).toBe("");
     expect(stderr.split("\n")).toEqual([
-      `${setup.configPath}: workspace: got 3: that is a whole number, not a string. Expected a folder path, relative to the config file, that the core file tools may touch.`,
+      `${setup.configPath}: workspace: got 3: that is a whole number, which is none of the accepted forms. Expected a folder path, relative to the config file, that the core file tools may touch, or { "path": "...", "maxBytes": 1073741824, "maxWriteBytesPerRun": 67108864 }.`,
       `codecell: warning: ${setup.configPath}: tools.codeMode.timeoutMs: 5 is outside its range; using 100.`,
       "codecell: 1 problem in the config; nothing was started.",
       "",

@@ -62,8 +62,11 @@ describe("config messages, one line each, in our words", () => {
   });
 
   it("explains wrong types, empty strings, bad URLs and bad server names", () => {
+    expect(messageAt({ tools: { deny: "write_file" } }, "tools.deny")).toBe(
+      'got "write_file": that is a string, not an array. Expected an array of tool ids or names, "*" globs allowed, e.g. ["mcp:memory:delete_*"].',
+    );
     expect(messageAt({ workspace: 3 }, "workspace")).toBe(
-      "got 3: that is a whole number, not a string. Expected a folder path, relative to the config file, that the core file tools may touch.",
+      'got 3: that is a whole number, which is none of the accepted forms. Expected a folder path, relative to the config file, that the core file tools may touch, or { "path": "...", "maxBytes": 1073741824, "maxWriteBytesPerRun": 67108864 }.',
     );
     expect(messageAt({ mcpServers: { c: { command: "" } } }, "mcpServers.c.command")).toBe(
       'got "": it must not be empty. Expected the program to start, e.g. "node".',

@@ -159,7 +159,7 @@ export function issueMessage(
       // A discriminated union names its allowed tags; any other union lists no single value.
       reason = Array.isArray((issue as { options?: unknown }).options)
         ? "that value is not one of the allowed ones"
-        : "that matches none of the accepted forms";
+        : `that is ${kindOf(received)}, which is none of the accepted forms`;
       break;
     case "invalid_key":
       return `${describeValue(options.path.at(-1))} is not an accepted name.${expected}`;
