@@ -234,6 +234,8 @@ export class ActiveRun implements PreparedRun {
     const ready = new ReadyQueue();
     const yieldIds = new Set<string>();
     const parent = { toolCallId, tool: "exec" as const, codeModeRunId: runKey };
+    const segment = this.#segment(call);
+    const { signal } = segment;
     let run: SandboxRun;
     try {
       run = engine.pool.run({
@@ -244,15 +246,17 @@ export class ActiveRun implements PreparedRun {
         // The cell's own wall-clock budget: the sandbox starts it when the VM is ready, so a
         // worker's cold start does not count (it has its own bound, reported runtime_unavailable).
         timeoutMs: engine.config.timeoutMs,
-        signal: this.#abort.signal,
-        onRequest: (request) => this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry),
+        signal,
+        onRequest: (request) =>
+          this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry, signal),
       });
     } catch (error) {
+      segment.release();
       return this.#failure(error, telemetry, startedAt);
     }
     inflight.attach((requestId, outcome, toolId) => ready.push(requestId, outcome, toolId));
     engine.inflight.set(runKey, inflight);
-    const end = await driveSegment(run, ready, this.#abort.signal);
+    const end = await driveSegment(run, ready, signal).finally(segment.release);
     return this.#settleSegment(end, {
       runKey,
       inflight,
@@ -300,6 +304,8 @@ export class ActiveRun implements PreparedRun {
       }
     }
     inflight.attach((requestId, outcome, toolId) => ready.push(requestId, outcome, toolId));
+    const segment = this.#segment(call);
+    const { signal } = segment;
     let run: SandboxRun;
     try {
       run = engine.pool.restore({
@@ -308,15 +314,40 @@ export class ActiveRun implements PreparedRun {
         // The cell's own wall-clock budget: the sandbox starts it when the VM is ready, so a
         // worker's cold start does not count (it has its own bound, reported runtime_unavailable).
         timeoutMs: engine.config.timeoutMs,
-        signal: this.#abort.signal,
-        onRequest: (request) => this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry),
+        signal,
+        onRequest: (request) =>
+          this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry, signal),
       });
     } catch (error) {
+      segment.release();
       await store.finish(claim, "failed").catch(() => {});
       return this.#failure(error, telemetry, startedAt);
     }
-    const end = await driveSegment(run, ready, this.#abort.signal);
+    const end = await driveSegment(run, ready, signal).finally(segment.release);
     return this.#settleSegment(end, { runKey, inflight, ready, yieldIds, telemetry, startedAt, claim, call });
+  }
+
+  /**
+   * The abort of one exec or wait segment: the whole run's abort, or the control call's own cancellation,
+   * while the segment runs. Released when it ends, so calls still pending in a waiting run outlive the
+   * request that started them (they end with the run, through the in-flight table).
+   */
+  #segment(call: ControlCall): { signal: AbortSignal; release(): void } {
+    const controller = new AbortController();
+    // Every nested call in flight listens for it; there can be many at once.
+    setMaxListeners(0, controller.signal);
+    const sources = [this.#abort.signal, ...(call.signal ? [call.signal] : [])];
+    const onAbort = () => controller.abort();
+    for (const source of sources) {
+      if (source.aborted) controller.abort();
+      else source.addEventListener("abort", onAbort, { once: true });
+    }
+    return {
+      signal: controller.signal,
+      release: () => {
+        for (const source of sources) source.removeEventListener("abort", onAbort);
+      },
+    };
   }
 
   #limits() {
@@ -336,6 +367,7 @@ export class ActiveRun implements PreparedRun {
     yieldIds: Set<string>,
     parent: { toolCallId: string; tool: "exec" | "wait"; codeModeRunId: string },
     telemetry: CodeModeTelemetry,
+    segmentSignal: AbortSignal,
   ): void {
     if (request.kind === "yield") {
       yieldIds.add(request.requestId);
@@ -343,15 +375,14 @@ export class ActiveRun implements PreparedRun {
     }
     const controller = new AbortController();
     const onRunAbort = () => controller.abort(new Error("The code-mode run was aborted."));
-    this.#abort.signal.addEventListener("abort", onRunAbort, { once: true });
+    if (segmentSignal.aborted) onRunAbort();
+    else segmentSignal.addEventListener("abort", onRunAbort, { once: true });
     const started = startHostRequest(request, this.#scope, parent, telemetry, controller.signal);
     const { stats } = this.engine;
     if (request.kind === "search") stats.nestedSearches++;
     else if (request.kind === "describe") stats.nestedDescribes++;
     else if (started.toolId) stats.nestedCalls++;
-    const outcome = started.outcome.finally(() =>
-      this.#abort.signal.removeEventListener("abort", onRunAbort),
-    );
+    const outcome = started.outcome.finally(() => segmentSignal.removeEventListener("abort", onRunAbort));
     if (started.toolId === null) {
       void outcome.then((settled) => ready.push(request.requestId, settled));
       return;
