@@ -239,6 +239,8 @@ export class ActiveRun implements PreparedRun {
     let run: SandboxRun;
     try {
       run = engine.pool.run({
+        // Fairness between sessions: one session's spinning cells never hold every worker.
+        owner: this.options.context.sessionId,
         code,
         language,
         surface: this.#surface,
@@ -309,6 +311,8 @@ export class ActiveRun implements PreparedRun {
     let run: SandboxRun;
     try {
       run = engine.pool.restore({
+        // Fairness between sessions: one session's spinning cells never hold every worker.
+        owner: this.options.context.sessionId,
         snapshot: claim.snapshot,
         limits: this.#limits(),
         // The cell's own wall-clock budget: the sandbox starts it when the VM is ready, so a

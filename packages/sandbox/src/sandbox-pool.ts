@@ -15,6 +15,10 @@ import { type CompiledModule, loadQuickJsModule } from "./wasm-module.js";
 const WORKER_URL = new URL("./worker/sandbox-worker.js", import.meta.url);
 const DEFAULT_MAX_BRIDGE_VALUE_BYTES = 8 * 1024 * 1024;
 const DEFAULT_WATCHDOG_GRACE_MS = 100;
+/** A worker busy this long on one command is held by a long or spinning cell: the last choice. */
+const BLOCKED_AFTER_MS = 50;
+/** An extra worker (beyond `size`) with no runs this long is stopped. */
+const EXTRA_WORKER_IDLE_MS = 10_000;
 const DEFAULT_STARTUP_TIMEOUT_MS = 30_000;
 
 /** One warm worker thread and the runs it hosts. */
@@ -117,10 +121,25 @@ class WorkerSlot implements RunHost {
     if (this.runs.size === 1) this.worker?.ref();
   }
 
+  /** How long this worker has been running one command for one of its runs (0 when it is free). */
+  blockedFor(now: number): number {
+    let longest = 0;
+    for (const run of this.runs.values()) longest = Math.max(longest, run.busyFor(now));
+    return longest;
+  }
+
+  /** Whether a cell of `owner` is running on this worker right now. */
+  busyWith(owner: string, now: number): boolean {
+    for (const run of this.runs.values()) {
+      if (run.owner === owner && run.busyFor(now) > 0) return true;
+    }
+    return false;
+  }
+
   detach(run: RunHandle): void {
     if (this.runs.get(run.runId) === run) this.runs.delete(run.runId);
     if (this.runs.size === 0 && this.alive) this.worker?.unref();
-    if (this.runs.size === 0) this.pool.workerIdle();
+    if (this.runs.size === 0) this.pool.workerIdle(this);
   }
 
   unresponsive(run: RunHandle, code: CodeModeErrorCode): void {
@@ -146,9 +165,15 @@ class Pool implements SandboxPool {
   private startRest: () => void = () => {};
   /** Runs between launch and adoption by a worker. */
   private launching = 0;
+  /** Warm workers kept at all times, and the most the pool grows to while workers are held. */
+  private readonly baseSize: number;
+  private readonly maxWorkers: number;
+  private readonly retireTimers = new Map<WorkerSlot, NodeJS.Timeout>();
 
   constructor(options: SandboxPoolOptions) {
     const size = Math.max(1, Math.floor(options.size ?? availableParallelism()));
+    this.baseSize = size;
+    this.maxWorkers = Math.max(size, Math.floor(options.maxWorkers ?? size + 2));
     this.snapshotSecret = options.snapshotSecret ?? null;
     this.maxBridgeValueBytes = options.maxBridgeValueBytes ?? DEFAULT_MAX_BRIDGE_VALUE_BYTES;
     this.watchdogGraceMs = options.watchdogGraceMs ?? DEFAULT_WATCHDOG_GRACE_MS;
@@ -165,7 +190,7 @@ class Pool implements SandboxPool {
       this.startRest = () => setImmediate(resolve);
     });
     first.ready.then(
-      () => setImmediate(() => this.workerIdle()),
+      () => setImmediate(() => this.workerIdle(null)),
       () => this.startRest(),
     );
     for (let index = 1; index < size; index++)
@@ -227,6 +252,8 @@ class Pool implements SandboxPool {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    for (const timer of this.retireTimers.values()) clearTimeout(timer);
+    this.retireTimers.clear();
     const slots = this.slots.splice(0);
     await Promise.all(
       slots.map(async (slot) => {
@@ -238,8 +265,24 @@ class Pool implements SandboxPool {
   }
 
   /** A worker has no runs (or has just become ready): the workers not yet started may start now. */
-  workerIdle(): void {
+  workerIdle(slot: WorkerSlot | null): void {
     if (this.launching === 0 && this.stats().liveRuns === 0) this.startRest();
+    if (slot !== null) this.scheduleRetire(slot);
+  }
+
+  /** An extra worker that stays without runs for a while is stopped; the pool shrinks back to size. */
+  private scheduleRetire(slot: WorkerSlot): void {
+    if (this.closed || this.slots.indexOf(slot) < this.baseSize || this.retireTimers.has(slot)) return;
+    const timer = setTimeout(() => {
+      this.retireTimers.delete(slot);
+      const index = this.slots.indexOf(slot);
+      if (index < this.baseSize || slot.runs.size > 0 || this.closed) return;
+      this.slots.splice(index, 1);
+      slot.alive = false;
+      void slot.terminate();
+    }, EXTRA_WORKER_IDLE_MS);
+    timer.unref();
+    this.retireTimers.set(slot, timer);
   }
 
   /** Terminate a worker, fail the runs it hosted, and start a fresh one in its place. */
@@ -274,6 +317,7 @@ class Pool implements SandboxPool {
     }
     const settings: RunSettings = {
       runId: randomUUID(),
+      owner: typeof options.owner === "string" ? options.owner : null,
       limits: options.limits,
       deadlineAt: options.deadlineAt,
       timeoutMs: options.timeoutMs,
@@ -306,7 +350,7 @@ class Pool implements SandboxPool {
       clearTimeout(startup);
       clearInterval(keepAlive);
       this.launching -= 1;
-      this.workerIdle();
+      this.workerIdle(null);
     }
   }
 
@@ -323,36 +367,79 @@ class Pool implements SandboxPool {
     let slot: WorkerSlot;
     try {
       await this.module;
-      slot = await this.pickSlot();
+      slot = await this.pickSlot(run);
     } catch (error) {
       return run.fail(
         "runtime_unavailable",
         `The QuickJS-WASI runtime could not be loaded (${(error as Error).message}); code mode cannot run cells until it is fixed.`,
       );
     }
-    if (run.ended) return;
-    slot.adopt(run);
+    if (run.ended) {
+      slot.detach(run);
+      return;
+    }
     run.attach(slot, message, message.type === "restore" ? [] : undefined);
   }
 
-  /** The ready worker with the fewest runs; when none is ready yet, the first one to become ready. */
-  private async pickSlot(): Promise<WorkerSlot> {
-    for (let attempt = 0; attempt < 3; attempt++) {
+  /**
+   * Where a run goes. A worker busy with a command (a cell running right now) takes a new run only
+   * when nothing better exists: first a ready worker with nothing running, then a worker still
+   * starting, then a new worker while the pool is under maxWorkers. An owner whose cells already keep
+   * half of maxWorkers busy gets its next run queued behind its own cells, so one session never holds
+   * every worker and other sessions keep getting answers while its cells spin.
+   */
+  /** Runs waiting for the same worker resume together: each takes its place at once (synchronously
+   * with the decision), so the next one sees that worker busy. */
+  private place(run: RunHandle, slot: WorkerSlot): WorkerSlot {
+    run.placed();
+    slot.adopt(run);
+    return slot;
+  }
+
+  private async pickSlot(run: RunHandle): Promise<WorkerSlot> {
+    const owner = run.owner;
+    for (let attempt = 0; attempt < 6; attempt++) {
       const candidates = this.slots.filter((slot) => slot.alive);
       if (candidates.length === 0) throw new Error("no sandbox worker is available");
-      let best: WorkerSlot | null = null;
-      for (const slot of candidates) {
-        if (slot.isReady && (best === null || slot.runs.size < best.runs.size)) best = slot;
+      const now = performance.now();
+      const ready = candidates.filter((slot) => slot.isReady);
+      if (owner !== null) {
+        const own = ready.filter((slot) => slot.busyWith(owner, now));
+        if (own.length >= Math.max(1, Math.floor(this.maxWorkers / 2)))
+          return this.place(run, fewestRuns(own));
       }
-      if (best !== null) return best;
+      const idle = ready.filter((slot) => slot.blockedFor(now) === 0);
+      if (idle.length > 0) return this.place(run, fewestRuns(idle));
+      const starting = candidates.filter((slot) => !slot.isReady);
+      if (starting.length === 0 && candidates.length < this.maxWorkers && !this.closed) {
+        const extra = new WorkerSlot(this, this.module, this.snapshotSecret, null);
+        this.slots.push(extra);
+        starting.push(extra);
+      }
+      if (starting.length === 0) return this.place(run, leastBlocked(ready, now));
       try {
-        await Promise.any(candidates.map((slot) => slot.ready));
+        await Promise.any(starting.map((slot) => slot.ready));
       } catch (error) {
-        if (attempt === 2) throw (error as AggregateError).errors?.[0] ?? error;
+        if (ready.length > 0) return this.place(run, leastBlocked(ready, now));
+        if (attempt >= 2) throw (error as AggregateError).errors?.[0] ?? error;
       }
     }
+    const ready = this.slots.filter((slot) => slot.alive && slot.isReady);
+    if (ready.length > 0) return this.place(run, leastBlocked(ready, performance.now()));
     throw new Error("no sandbox worker became ready");
   }
+}
+
+/** At maxWorkers with every worker busy: one that is not held by a long cell, with the fewest runs. */
+function leastBlocked(slots: WorkerSlot[], now: number): WorkerSlot {
+  const short = slots.filter((slot) => slot.blockedFor(now) < BLOCKED_AFTER_MS);
+  return fewestRuns(short.length > 0 ? short : slots);
+}
+
+function fewestRuns(slots: WorkerSlot[]): WorkerSlot {
+  let best = slots[0] as WorkerSlot;
+  for (const slot of slots) if (slot.runs.size < best.runs.size) best = slot;
+  return best;
 }
 
 /** Start a pool of warm QuickJS-WASI workers sharing one compiled module. */

@@ -21,6 +21,8 @@ type RunState = "starting" | "live" | "suspending" | "ended";
 
 export type RunSettings = {
   runId: string;
+  /** For fairness between owners (sessions) when the pool places runs on workers. */
+  owner: string | null;
   limits: SandboxLimits;
   /** Absolute deadline, or none when `timeoutMs` sets it at attach. */
   deadlineAt: number | undefined;
@@ -52,6 +54,8 @@ export class RunHandle implements SandboxRun {
   private flushScheduled = false;
   /** Commands sent to the worker that it has not answered yet; while > 0 guest code may be running. */
   private commandsInFlight = 0;
+  /** When the worker started on this run's oldest unanswered command (performance.now()). */
+  private busySince = 0;
   private seeded = false;
   /** The worker is still getting the VM ready (runs given `timeoutMs`): the watchdog allows start-up. */
   private settingUp = false;
@@ -66,6 +70,22 @@ export class RunHandle implements SandboxRun {
     this.runId = settings.runId;
     this.deadlineAt = settings.deadlineAt ?? Number.POSITIVE_INFINITY;
     settings.signal?.addEventListener("abort", this.onAbort, { once: true });
+  }
+
+  get owner(): string | null {
+    return this.settings.owner;
+  }
+
+  /** How long the worker has been busy with this run's commands without answering (0 when idle). */
+  busyFor(now: number): number {
+    // Placed on a worker but not sent yet: its start is on the way, so the worker counts as busy.
+    if (this.state === "starting") return Math.max(0.001, now - this.busySince);
+    return this.commandsInFlight > 0 && this.state !== "ended" ? now - this.busySince : 0;
+  }
+
+  /** Placed on a worker (its start follows at once). */
+  placed(): void {
+    this.busySince = performance.now();
   }
 
   get limits(): SandboxLimits {
@@ -220,6 +240,7 @@ export class RunHandle implements SandboxRun {
   }
 
   private send(message: HostToWorkerMessage, transfer?: ArrayBuffer[]): void {
+    if (this.commandsInFlight === 0) this.busySince = performance.now();
     this.commandsInFlight += 1;
     this.armWatchdog();
     this.host?.post(message, transfer);
@@ -331,6 +352,7 @@ export class RunHandle implements SandboxRun {
 
   private answered(): void {
     this.commandsInFlight = Math.max(0, this.commandsInFlight - 1);
+    if (this.commandsInFlight > 0) this.busySince = performance.now();
     if (this.commandsInFlight === 0) this.clearWatchdog();
   }
 

@@ -12,6 +12,12 @@ export type { GuestSurface, HostRequest, SandboxLimits };
 export type SandboxPoolOptions = {
   /** Warm workers. Default: `os.availableParallelism()`. */
   size?: number;
+  /**
+   * The most workers the pool grows to while every worker is held by a cell that keeps running (a
+   * spinning or long cell blocks its whole thread until its deadline). Extra workers retire after a
+   * while without runs. Default: `size + 2`.
+   */
+  maxWorkers?: number;
   /** Path or file URL of `quickjs.wasm`. Default: the one in the `quickjs-wasi` dependency. */
   wasm?: URL | string;
   /**
@@ -35,6 +41,11 @@ export type SandboxPoolOptions = {
 export type SettleOutcome = { ok: true; value: unknown } | { ok: false; error: CodeModeErrorData };
 
 type RunCommon = {
+  /**
+   * Who the run belongs to (a session id). Runs of one owner never block more than half of
+   * `maxWorkers` at once: further cells of that owner wait behind its own, not in front of others'.
+   */
+  owner?: string;
   /** The JSON surface the prelude installs (ALL_TOOLS, tools, MCP, API, namespaces). */
   surface: GuestSurface;
   limits: SandboxLimits;
