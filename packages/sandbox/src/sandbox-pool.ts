@@ -382,11 +382,11 @@ class Pool implements SandboxPool {
   }
 
   /**
-   * Where a run goes. A worker busy with a command (a cell running right now) takes a new run only
-   * when nothing better exists: first a ready worker with nothing running, then a worker still
-   * starting, then a new worker while the pool is under maxWorkers. An owner whose cells already keep
-   * half of maxWorkers busy gets its next run queued behind its own cells, so one session never holds
-   * every worker and other sessions keep getting answers while its cells spin.
+   * Where a run goes: a ready worker with nothing running; else one busy only briefly; else (every
+   * worker held by a cell running BLOCKED_AFTER_MS or more) a worker still starting or a new one,
+   * up to maxWorkers. An owner whose cells already keep half of maxWorkers busy gets its next run
+   * queued behind its own cells, so one session never holds every worker and other sessions keep
+   * getting answers while its cells spin.
    */
   /** Runs waiting for the same worker resume together: each takes its place at once (synchronously
    * with the decision), so the next one sees that worker busy. */
@@ -410,6 +410,10 @@ class Pool implements SandboxPool {
       }
       const idle = ready.filter((slot) => slot.blockedFor(now) === 0);
       if (idle.length > 0) return this.place(run, fewestRuns(idle));
+      // Busy for a moment only: a quick command ends sooner than a worker starts.
+      const brief = ready.filter((slot) => slot.blockedFor(now) < BLOCKED_AFTER_MS);
+      if (brief.length > 0) return this.place(run, fewestRuns(brief));
+      // Every ready worker is held by a long cell: wait for one starting, or start one.
       const starting = candidates.filter((slot) => !slot.isReady);
       if (starting.length === 0 && candidates.length < this.maxWorkers && !this.closed) {
         const extra = new WorkerSlot(this, this.module, this.snapshotSecret, null);

@@ -28,6 +28,8 @@ function start(owner: string, code: string, deadlineMs: number, signal?: AbortSi
 
 describe("fairness between sessions", () => {
   it("answers another session while one session's cells spin on every base worker", async () => {
+    // A warm pool, as a serving gateway has: both base workers started.
+    await Promise.all([start("warm", "return 1", 30_000), start("warm", "return 1", 30_000)]);
     const stop = new AbortController();
     const spinnersEnded: boolean[] = [];
     const spinners = [0, 1, 2].map((index) =>
@@ -36,8 +38,11 @@ describe("fairness between sessions", () => {
         return event;
       }),
     );
-    // Let the spinners take their workers.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Let the spinners take their workers and run long enough to count as holding them.
+    for (let wait = 0; wait < 100 && pool.stats().liveRuns < 3; wait++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
     const quick: SandboxEvent[] = [];
     for (let index = 0; index < 5; index++) quick.push(await start("polite", `return ${index}`, 30_000));
     const endedBeforeQuickCellsFinished = spinnersEnded.filter(Boolean).length;

@@ -1,0 +1,133 @@
+import fc from "fast-check";
+import { afterAll, describe, expect, it } from "vitest";
+import { createSandboxPool } from "../src/index.js";
+import { runToEnd, surface } from "./helpers.js";
+
+/**
+ * Property-based fuzzing of values crossing the bridge both ways. CI runs a bounded number of cases;
+ * `pnpm fuzz` (FUZZ_RUNS, default there 300) runs many more. Properties: nothing the guest or a host
+ * result contains makes the host throw; every failure carries a code from the closed set (or is the
+ * guest's own error); plain JSON survives the trip unchanged.
+ */
+
+const runs = Number(process.env.FUZZ_RUNS ?? 20);
+const pool = createSandboxPool({ size: 2 });
+afterAll(() => pool.close());
+
+const CODES = new Set([
+  "invalid_input",
+  "nested_tool_failed",
+  "output_limit_exceeded",
+  "memory_limit_exceeded",
+  "timeout",
+  "too_many_pending_tool_calls",
+]);
+
+// Plain JSON, including keys that are traps elsewhere (__proto__, constructor) and odd strings.
+const key = fc.oneof(fc.string({ maxLength: 8 }), fc.constantFrom("__proto__", "constructor", "then", "toJSON", ""));
+const json = fc.letrec((tie) => ({
+  value: fc.oneof(
+    { depthSize: "small", withCrossShrink: true },
+    fc.constantFrom(null, true, false, 0, -0.5, 1e308, "", "\u2028", "\ud800"),
+    fc.integer(),
+    fc.double({ noNaN: true, noDefaultInfinity: true }),
+    fc.string({ maxLength: 30, unit: "binary" }),
+    fc.array(tie("value"), { maxLength: 5 }),
+    fc.dictionary(key, tie("value"), { maxKeys: 5 }),
+  ),
+})).value;
+
+// Anything a host might hand back as a tool result.
+const hostValue = fc.oneof(
+  json,
+  fc.anything({
+    withBigInt: true,
+    withDate: true,
+    withMap: true,
+    withSet: true,
+    withTypedArray: true,
+    withSparseArray: true,
+    withNullPrototype: true,
+    withBoxedValues: true,
+    maxDepth: 4,
+  }),
+);
+
+const normalize = (value: unknown) => JSON.parse(JSON.stringify(value) ?? "null") as unknown;
+
+describe("bridge fuzz", () => {
+  it("returns any JSON value from the guest unchanged", async () => {
+    await fc.assert(
+      fc.asyncProperty(json, async (value) => {
+        const { event } = await runToEnd(pool, `return JSON.parse(${JSON.stringify(JSON.stringify(value))})`);
+        expect(event).toMatchObject({ type: "completed" });
+        if (event.type === "completed") expect(event.value).toEqual(normalize(value));
+      }),
+      { numRuns: runs },
+    );
+  }, 120_000);
+
+  it("sends any JSON tool input to the host unchanged", async () => {
+    await fc.assert(
+      fc.asyncProperty(json, async (value) => {
+        const { requests } = await runToEnd(
+          pool,
+          `return await tools.call("read_file", JSON.parse(${JSON.stringify(JSON.stringify(value))}))`,
+          { surface, answer: () => ({ ok: true, value: 1 }) },
+        );
+        expect(requests).toHaveLength(1);
+        const request = requests[0] as { input: unknown };
+        expect(request.input).toEqual(normalize(value ?? {}) ?? {});
+      }),
+      { numRuns: runs },
+    );
+  }, 120_000);
+
+  it("delivers any host result as data or as a coded error, never a host exception", async () => {
+    await fc.assert(
+      fc.asyncProperty(hostValue, fc.boolean(), async (value, asError) => {
+        const { event } = await runToEnd(
+          pool,
+          `try { const r = await tools.call("read_file", {}); return { ok: true, r }; } catch (e) { return { ok: false, name: e.name, code: e.code ?? null }; }`,
+          {
+            surface,
+            answer: () =>
+              asError
+                ? { ok: false, error: { name: "E", message: String(typeof value), code: "nested_tool_failed" } }
+                : { ok: true, value },
+          },
+        );
+        expect(event.type).toBe("completed");
+        if (event.type !== "completed") return;
+        const result = event.value as { ok: boolean; code: string | null };
+        if (!result.ok) expect(CODES.has(result.code as string)).toBe(true);
+      }),
+      { numRuns: runs },
+    );
+  }, 120_000);
+
+  it("ends every hostile value-building cell with a result or a failure from the closed set", async () => {
+    const pieces = fc.constantFrom(
+      "let o = {}; for (let i = 0; i < N; i++) o = { o };",
+      "let o = []; for (let i = 0; i < N; i++) o = [o];",
+      "let o = 'x'.repeat(N * 100);",
+      "let o = new Map([[1, { a: N }]]);",
+      "let o = { toJSON() { return { n: N }; } };",
+      "let o = new Proxy({}, { ownKeys() { return ['a']; }, getOwnPropertyDescriptor() { return { value: N, enumerable: true, configurable: true }; } });",
+      "let o = Array.from({ length: N }, (_, i) => i);",
+    );
+    const sinks = fc.constantFrom("return o;", "json(o); return 1;", "return await tools.call('read_file', o);", "text(o); return 1;");
+    await fc.assert(
+      fc.asyncProperty(pieces, sinks, fc.integer({ min: 0, max: 5000 }), async (piece, sink, size) => {
+        const { event } = await runToEnd(pool, `${piece.replaceAll("N", String(size))} ${sink}`, {
+          surface,
+          deadlineAt: Date.now() + 5_000,
+          answer: (request) => ({ ok: true, value: (request as { input?: unknown }).input ?? null }),
+        });
+        expect(["completed", "failed"]).toContain(event.type);
+        if (event.type === "failed" && event.code !== undefined) expect(CODES.has(event.code)).toBe(true);
+      }),
+      { numRuns: runs },
+    );
+  }, 180_000);
+});
