@@ -81,6 +81,8 @@ export class ActiveRun implements PreparedRun {
   readonly #scope: RequestScope;
   readonly #runScope: Omit<RunScope, "toolCallId">;
   readonly #abort = new AbortController();
+  /** The signals of the nested calls in flight, aborted with the run. */
+  readonly #callControllers = new Set<AbortController>();
 
   constructor(
     readonly engine: EngineShared,
@@ -102,8 +104,19 @@ export class ActiveRun implements PreparedRun {
     };
     const { agentId, sessionKey, sessionId, runId } = options.context;
     this.#runScope = { agentId, sessionKey, sessionId, parentRunId: runId };
-    // Every nested call in flight listens for the run's abort; there can be many at once.
+    // Every concurrent exec or wait of this run listens for its abort; there can be many at once.
     setMaxListeners(0, this.#abort.signal);
+    // One listener aborts every nested call in flight (a listener per call cost more than the call).
+    this.#abort.signal.addEventListener(
+      "abort",
+      () => {
+        for (const controller of this.#callControllers) {
+          controller.abort(new Error("The code-mode run was aborted."));
+        }
+        this.#callControllers.clear();
+      },
+      { once: true },
+    );
     const signal = options.context.signal;
     if (signal) {
       const onAbort = () => {
@@ -331,16 +344,13 @@ export class ActiveRun implements PreparedRun {
       return;
     }
     const controller = new AbortController();
-    const onRunAbort = () => controller.abort(new Error("The code-mode run was aborted."));
-    this.#abort.signal.addEventListener("abort", onRunAbort, { once: true });
+    if (!this.#abort.signal.aborted) this.#callControllers.add(controller);
     const started = startHostRequest(request, this.#scope, parent, telemetry, controller.signal);
     const { stats } = this.engine;
     if (request.kind === "search") stats.nestedSearches++;
     else if (request.kind === "describe") stats.nestedDescribes++;
     else if (started.toolId) stats.nestedCalls++;
-    const outcome = started.outcome.finally(() =>
-      this.#abort.signal.removeEventListener("abort", onRunAbort),
-    );
+    const outcome = started.outcome.finally(() => this.#callControllers.delete(controller));
     if (started.toolId === null) {
       void outcome.then((settled) => ready.push(request.requestId, settled));
       return;
