@@ -74,6 +74,9 @@ function randomKey(): string {
   return crypto.randomUUID();
 }
 
+/** One exec or wait segment's abort signal and the nested calls it started that are still running. */
+type Segment = { signal: AbortSignal; calls: Set<AbortController>; release(): void };
+
 export class ActiveRun implements PreparedRun {
   readonly active = true;
   readonly reason = "active" as const;
@@ -81,8 +84,6 @@ export class ActiveRun implements PreparedRun {
   readonly #scope: RequestScope;
   readonly #runScope: Omit<RunScope, "toolCallId">;
   readonly #abort = new AbortController();
-  /** The signals of the nested calls in flight, aborted with the run. */
-  readonly #callControllers = new Set<AbortController>();
 
   constructor(
     readonly engine: EngineShared,
@@ -104,19 +105,8 @@ export class ActiveRun implements PreparedRun {
     };
     const { agentId, sessionKey, sessionId, runId } = options.context;
     this.#runScope = { agentId, sessionKey, sessionId, parentRunId: runId };
-    // Every concurrent exec or wait of this run listens for its abort; there can be many at once.
+    // Every nested call in flight listens for the run's abort; there can be many at once.
     setMaxListeners(0, this.#abort.signal);
-    // One listener aborts every nested call in flight (a listener per call cost more than the call).
-    this.#abort.signal.addEventListener(
-      "abort",
-      () => {
-        for (const controller of this.#callControllers) {
-          controller.abort(new Error("The code-mode run was aborted."));
-        }
-        this.#callControllers.clear();
-      },
-      { once: true },
-    );
     const signal = options.context.signal;
     if (signal) {
       const onAbort = () => {
@@ -248,6 +238,8 @@ export class ActiveRun implements PreparedRun {
     const yieldIds = new Set<string>();
     const parent = { toolCallId, tool: "exec" as const, codeModeRunId: runKey };
     const deadlineAt = startedAt + engine.config.timeoutMs;
+    const segment = this.#segment(call);
+    const { signal } = segment;
     let run: SandboxRun;
     try {
       run = engine.pool.run({
@@ -256,15 +248,17 @@ export class ActiveRun implements PreparedRun {
         surface: this.#surface,
         limits: this.#limits(),
         deadlineAt,
-        signal: this.#abort.signal,
-        onRequest: (request) => this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry),
+        signal,
+        onRequest: (request) =>
+          this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry, segment),
       });
     } catch (error) {
+      segment.release();
       return this.#failure(error, telemetry, startedAt);
     }
     inflight.attach((requestId, outcome) => ready.push(requestId, outcome));
     engine.inflight.set(runKey, inflight);
-    const end = await driveSegment(run, ready, deadlineAt, this.#abort.signal);
+    const end = await driveSegment(run, ready, deadlineAt, signal).finally(segment.release);
     return this.#settleSegment(end, { runKey, inflight, yieldIds, telemetry, startedAt, claim: null, call });
   }
 
@@ -304,21 +298,60 @@ export class ActiveRun implements PreparedRun {
       }
     }
     inflight.attach((requestId, outcome) => ready.push(requestId, outcome));
+    const segment = this.#segment(call);
+    const { signal } = segment;
     let run: SandboxRun;
     try {
       run = engine.pool.restore({
         snapshot: claim.snapshot,
         limits: this.#limits(),
         deadlineAt,
-        signal: this.#abort.signal,
-        onRequest: (request) => this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry),
+        signal,
+        onRequest: (request) =>
+          this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry, segment),
       });
     } catch (error) {
+      segment.release();
       await store.finish(claim, "failed").catch(() => {});
       return this.#failure(error, telemetry, startedAt);
     }
-    const end = await driveSegment(run, ready, deadlineAt, this.#abort.signal);
+    const end = await driveSegment(run, ready, deadlineAt, signal).finally(segment.release);
     return this.#settleSegment(end, { runKey, inflight, yieldIds, telemetry, startedAt, claim, call });
+  }
+
+  /**
+   * The abort of one exec or wait segment: the whole run's abort, or the control call's own cancellation,
+   * while the segment runs. Released when it ends, so calls still pending in a waiting run outlive the
+   * request that started them (they end with the run, through the in-flight table).
+   */
+  #segment(call: ControlCall): Segment {
+    const controller = new AbortController();
+    // The driver and the run listen for it; with the control call's own signal there can be several.
+    setMaxListeners(0, controller.signal);
+    // One listener aborts every nested call the segment started (a listener per call cost more than
+    // the call itself in a loop of quick calls).
+    const calls = new Set<AbortController>();
+    controller.signal.addEventListener(
+      "abort",
+      () => {
+        for (const call of calls) call.abort(new Error("The code-mode run was aborted."));
+        calls.clear();
+      },
+      { once: true },
+    );
+    const sources = [this.#abort.signal, ...(call.signal ? [call.signal] : [])];
+    const onAbort = () => controller.abort();
+    for (const source of sources) {
+      if (source.aborted) controller.abort();
+      else source.addEventListener("abort", onAbort, { once: true });
+    }
+    return {
+      signal: controller.signal,
+      calls,
+      release: () => {
+        for (const source of sources) source.removeEventListener("abort", onAbort);
+      },
+    };
   }
 
   #limits() {
@@ -338,19 +371,21 @@ export class ActiveRun implements PreparedRun {
     yieldIds: Set<string>,
     parent: { toolCallId: string; tool: "exec" | "wait"; codeModeRunId: string },
     telemetry: CodeModeTelemetry,
+    segment: Segment,
   ): void {
     if (request.kind === "yield") {
       yieldIds.add(request.requestId);
       return;
     }
     const controller = new AbortController();
-    if (!this.#abort.signal.aborted) this.#callControllers.add(controller);
+    if (segment.signal.aborted) controller.abort(new Error("The code-mode run was aborted."));
+    else segment.calls.add(controller);
     const started = startHostRequest(request, this.#scope, parent, telemetry, controller.signal);
     const { stats } = this.engine;
     if (request.kind === "search") stats.nestedSearches++;
     else if (request.kind === "describe") stats.nestedDescribes++;
     else if (started.toolId) stats.nestedCalls++;
-    const outcome = started.outcome.finally(() => this.#callControllers.delete(controller));
+    const outcome = started.outcome.finally(() => segment.calls.delete(controller));
     if (started.toolId === null) {
       void outcome.then((settled) => ready.push(request.requestId, settled));
       return;
