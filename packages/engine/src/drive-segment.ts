@@ -26,7 +26,7 @@ export type SegmentEnd =
  * once per call, and a timer plus a listener each time cost more than the call); `close()` drops them.
  */
 export class ReadyQueue {
-  readonly #items: Array<[string, SettleOutcome]> = [];
+  readonly #items: Array<[string, SettleOutcome, string?]> = [];
   #wake: (() => void) | null = null;
   #timer: NodeJS.Timeout | null = null;
   #timerDueAt = 0;
@@ -41,12 +41,13 @@ export class ReadyQueue {
     this.#fire();
   };
 
-  push(requestId: string, outcome: SettleOutcome): void {
-    this.#items.push([requestId, outcome]);
+  /** `toolId` names a nested call's tool, so an outcome left here at suspension is stored with it. */
+  push(requestId: string, outcome: SettleOutcome, toolId?: string): void {
+    this.#items.push([requestId, outcome, toolId]);
     this.#fire();
   }
 
-  drain(): Array<[string, SettleOutcome]> {
+  drain(): Array<[string, SettleOutcome, string?]> {
     return this.#items.splice(0);
   }
 
@@ -63,6 +64,7 @@ export class ReadyQueue {
     if (this.#items.length > 0 || signal.aborted) return Promise.resolve();
     const now = Date.now();
     if (now >= deadlineAt) return Promise.resolve();
+    // The deadline moves only when a wait gives the run a fresh one: re-arm then, not per wait.
     if (this.#timer === null || this.#timerDueAt !== deadlineAt) {
       if (this.#timer !== null) clearTimeout(this.#timer);
       this.#timerDueAt = deadlineAt;
@@ -78,7 +80,7 @@ export class ReadyQueue {
     });
   }
 
-  /** Drops the deadline timer and the abort listener; later waits set them up again. */
+  /** Drops the deadline timer and the abort listener; a later wait sets them up again. */
   close(): void {
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#timer = null;
@@ -120,19 +122,18 @@ class EventWaiter {
 
 /**
  * Drives the VM of one exec or wait call: every nested result that is ready goes in at once (inline
- * draining, no model round trip per await), under one shared deadline. The call ends when the cell
+ * draining, no model round trip per await), under the run's one deadline. The call ends when the cell
  * completes or fails, when it yields, or when the deadline passes with nested calls still running, in
  * which case the VM is snapshotted and the calls keep running on the host.
  */
 export async function driveSegment(
   run: SandboxRun,
   ready: ReadyQueue,
-  deadlineAt: number,
   signal: AbortSignal,
 ): Promise<SegmentEnd> {
   const events = new EventWaiter(run, signal);
   try {
-    return await drive(run, ready, deadlineAt, signal, events);
+    return await drive(run, ready, signal, events);
   } finally {
     events.close();
     ready.close();
@@ -142,7 +143,6 @@ export async function driveSegment(
 async function drive(
   run: SandboxRun,
   ready: ReadyQueue,
-  deadlineAt: number,
   signal: AbortSignal,
   events: EventWaiter,
 ): Promise<SegmentEnd> {
@@ -171,8 +171,9 @@ async function drive(
           run.dispose();
           return abortedEnd(output);
         }
-        if (Date.now() >= deadlineAt) return suspend(run, "pending_tools", output);
-        await ready.waitForItem(deadlineAt, signal);
+        // The run's own deadline: set by the sandbox when the cell started, not when exec was called.
+        if (Date.now() >= run.deadline) return suspend(run, "pending_tools", output);
+        await ready.waitForItem(run.deadline, signal);
       }
       for (const [requestId, outcome] of ready.drain()) {
         try {

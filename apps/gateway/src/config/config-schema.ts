@@ -90,6 +90,7 @@ export const FIELD_HINTS: Record<string, string> = {
   "tools.approval":
     'an array of tool ids or names that need the user\'s approval, e.g. ["core:codecell:write_file"]',
   mcpServers: 'an object of server id (letters, digits, "_" or "-") to { "command", "args" } or { "url" }',
+  "mcpServers.<name>": 'a server id made of letters, digits, "_" and "-", such as "memory" or "my-server"',
   plugins: 'an array of module paths or package names, or { "module": "...", "options": {...} }',
   snapshotStore: '{ "kind": "memory" } or { "kind": "sqlite", "path": "runs.db" }',
   "snapshotStore.kind": '"memory" or "sqlite"',
@@ -120,17 +121,5 @@ export const FIELD_HINTS: Record<string, string> = {
     "a whole number of MCP sessions one principal may hold at once (default 64)",
   "http.sessionIdleSeconds": "seconds without a request after which an MCP session is closed (default 600)",
 };
-
-export const TOP_LEVEL_KEYS = [
-  "$schema",
-  "tools",
-  "mcpServers",
-  "plugins",
-  "snapshotStore",
-  "workspace",
-  "http",
-];
-export const HTTP_KEYS = ["tokens", "allowedHosts", "maxSessionsPerPrincipal", "sessionIdleSeconds"];
-export const TOOLS_KEYS = ["codeMode", "allow", "deny", "approval"];
 
 export type GatewayConfigFile = z.infer<typeof gatewayConfigSchema>;
