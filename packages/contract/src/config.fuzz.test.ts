@@ -6,12 +6,26 @@ import { CODE_MODE_LIMITS, resolveCodeModeConfig } from "./config.js";
 /** Property-based: any config value resolves or fails as invalid_config; nothing else escapes. */
 
 const runs = Number(process.env.FUZZ_RUNS ?? 200);
-const fields = ["enabled", "runtime", "mode", "languages", ...Object.keys(CODE_MODE_LIMITS), "timeoutMS", "__proto__"];
+const fields = [
+  "enabled",
+  "runtime",
+  "mode",
+  "languages",
+  ...Object.keys(CODE_MODE_LIMITS),
+  "timeoutMS",
+  "__proto__",
+];
 const configLike = fc.oneof(
   fc.anything({ withBigInt: true, withDate: true, withMap: true, withNullPrototype: true, maxDepth: 3 }),
   fc.dictionary(
     fc.constantFrom(...fields),
-    fc.oneof(fc.integer(), fc.double(), fc.boolean(), fc.string(), fc.constantFrom(["javascript"], ["typescript", "x"], [], null)),
+    fc.oneof(
+      fc.integer(),
+      fc.double(),
+      fc.boolean(),
+      fc.string(),
+      fc.constantFrom(["javascript"], ["typescript", "x"], [], null),
+    ),
   ),
 );
 

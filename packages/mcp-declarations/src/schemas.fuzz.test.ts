@@ -18,15 +18,30 @@ if (runs === 0) {
     'schemas.fuzz: skipped outside `pnpm fuzz` until the generator handles `$ref: "#"` (found by this property)',
   );
 }
-const name = fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom("class", "__proto__", "*/", "a-b", "1x", "constructor"));
+const name = fc.oneof(
+  fc.string({ maxLength: 12 }),
+  fc.constantFrom("class", "__proto__", "*/", "a-b", "1x", "constructor"),
+);
 const schema = fc.letrec((tie) => ({
   node: fc.oneof(
     { depthSize: "small", withCrossShrink: true },
     fc.record(
       {
-        type: fc.constantFrom("string", "number", "integer", "boolean", "null", "object", "array", "banana", 7),
+        type: fc.constantFrom(
+          "string",
+          "number",
+          "integer",
+          "boolean",
+          "null",
+          "object",
+          "array",
+          "banana",
+          7,
+        ),
         description: fc.string({ maxLength: 20 }),
-        enum: fc.array(fc.oneof(fc.string({ maxLength: 6 }), fc.integer(), fc.boolean(), fc.constant(null)), { maxLength: 3 }),
+        enum: fc.array(fc.oneof(fc.string({ maxLength: 6 }), fc.integer(), fc.boolean(), fc.constant(null)), {
+          maxLength: 3,
+        }),
         properties: fc.dictionary(name, tie("node"), { maxKeys: 3 }),
         required: fc.array(name, { maxLength: 2 }),
         items: tie("node"),
@@ -43,7 +58,10 @@ const schema = fc.letrec((tie) => ({
 const server = fc.record({
   name: name,
   tools: fc.array(
-    fc.record({ name, description: fc.string({ maxLength: 20 }), inputSchema: schema, outputSchema: schema }, { requiredKeys: ["name"] }),
+    fc.record(
+      { name, description: fc.string({ maxLength: 20 }), inputSchema: schema, outputSchema: schema },
+      { requiredKeys: ["name"] },
+    ),
     { maxLength: 3 },
   ),
 });

@@ -24,7 +24,10 @@ const CODES = new Set([
 ]);
 
 // Plain JSON, including keys that are traps elsewhere (__proto__, constructor) and odd strings.
-const key = fc.oneof(fc.string({ maxLength: 8 }), fc.constantFrom("__proto__", "constructor", "then", "toJSON", ""));
+const key = fc.oneof(
+  fc.string({ maxLength: 8 }),
+  fc.constantFrom("__proto__", "constructor", "then", "toJSON", ""),
+);
 const json = fc.letrec((tie) => ({
   value: fc.oneof(
     { depthSize: "small", withCrossShrink: true },
@@ -93,7 +96,10 @@ describe("bridge fuzz", () => {
             surface,
             answer: () =>
               asError
-                ? { ok: false, error: { name: "E", message: String(typeof value), code: "nested_tool_failed" } }
+                ? {
+                    ok: false,
+                    error: { name: "E", message: String(typeof value), code: "nested_tool_failed" },
+                  }
                 : { ok: true, value },
           },
         );
@@ -116,7 +122,12 @@ describe("bridge fuzz", () => {
       "let o = new Proxy({}, { ownKeys() { return ['a']; }, getOwnPropertyDescriptor() { return { value: N, enumerable: true, configurable: true }; } });",
       "let o = Array.from({ length: N }, (_, i) => i);",
     );
-    const sinks = fc.constantFrom("return o;", "json(o); return 1;", "return await tools.call('read_file', o);", "text(o); return 1;");
+    const sinks = fc.constantFrom(
+      "return o;",
+      "json(o); return 1;",
+      "return await tools.call('read_file', o);",
+      "text(o); return 1;",
+    );
     await fc.assert(
       fc.asyncProperty(pieces, sinks, fc.integer({ min: 0, max: 5000 }), async (piece, sink, size) => {
         const { event } = await runToEnd(pool, `${piece.replaceAll("N", String(size))} ${sink}`, {
