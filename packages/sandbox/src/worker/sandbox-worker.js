@@ -63,6 +63,16 @@ function loadSnapshotCodec() {
   snapshotCodec ??= import("./snapshot-codec.js");
   return snapshotCodec;
 }
+/**
+ * The cell checker and TypeScript stripper (acorn, and sucrase on the first TypeScript cell). Loaded
+ * while the worker starts, so a cell's preparation runs here, off the host's event loop.
+ * @type {Promise<typeof import("@codecell/transpile")> | null}
+ */
+let transpile = null;
+function loadTranspile() {
+  transpile ??= import("@codecell/transpile");
+  return transpile;
+}
 /** @type {Map<string, GuestRun>} */
 const runs = new Map();
 
@@ -227,6 +237,11 @@ class GuestRun {
      */
     this.outbox = [];
     this.commandStartedAt = 0;
+    /** The idle-work timer (scheduleIdleWork) and the idle period it watches. */
+    /** @type {NodeJS.Timeout | null} */
+    this.idleTimer = null;
+    this.idleSince = 0;
+    this.idleSinceCommand = -1;
     /** Serializes this run's operations: a start awaits VM creation while other messages arrive. */
     /** @type {Promise<void>} */
     this.queue = Promise.resolve();
@@ -421,8 +436,32 @@ class GuestRun {
     return (/** @type {import("quickjs-wasi").JSValueHandle[]} */ ...args) => this.hostCall(args);
   }
 
-  /** @param {string} surface @param {string} code */
-  async start(surface, code) {
+  /**
+   * Check the cell (module access, syntax) and strip TypeScript types. A refusal becomes the run's
+   * outcome with the transpiler's code (module_access_denied, invalid_input, typescript_transform_failed).
+   * @param {string} source @param {import("@codecell/contract").CodeModeLanguage} language
+   * @returns {Promise<string | null>}
+   */
+  async prepare(source, language) {
+    try {
+      const { prepareCell } = await loadTranspile();
+      return await prepareCell(source, language);
+    } catch (error) {
+      const failure = /** @type {{ code?: unknown, message?: unknown }} */ (error ?? {});
+      const code = isCodeModeErrorCode(failure.code) ? failure.code : "internal_error";
+      const message =
+        code === "internal_error"
+          ? `The cell could not be prepared: ${String(failure.message ?? error)}`
+          : String(failure.message);
+      this.outcome = { type: "failed", code, message, error: null };
+      return null;
+    }
+  }
+
+  /** @param {string} surface @param {string} source @param {import("@codecell/contract").CodeModeLanguage} language */
+  async start(surface, source, language) {
+    const code = await this.prepare(source, language);
+    if (code === null) return this.report();
     const vm = await takeFreshVm(this);
     this.vm = vm;
     if (this.finished) return this.release();
@@ -621,14 +660,31 @@ class GuestRun {
     else if (messages.length > 1) post({ type: "batch", messages }, transfer);
   }
 
-  /** If the host leaves this run idle for a while, prepare for a suspend and for the next run. */
+  /**
+   * If the host leaves this run idle for a while, prepare for a suspend and for the next run. One timer
+   * per run at a time, not one per idle report: a loop of quick host calls goes idle every few tens of
+   * microseconds, and a timer for each of them cost more than the calls themselves.
+   */
   scheduleIdleWork() {
-    const started = this.commandStartedAt;
-    setTimeout(() => {
-      if (this.finished || this.commandStartedAt !== started) return;
+    const idleFor = this.commandStartedAt;
+    this.idleSinceCommand = idleFor;
+    this.idleSince = performance.now();
+    if (this.idleTimer !== null) return;
+    const check = () => {
+      this.idleTimer = null;
+      // Busy again (a command started after the last idle report): the next idle report re-arms.
+      if (this.finished || this.idleSinceCommand !== this.commandStartedAt) return;
+      const waited = performance.now() - this.idleSince;
+      if (waited < IDLE_WORK_AFTER_MS) {
+        this.idleTimer = setTimeout(check, IDLE_WORK_AFTER_MS - waited);
+        this.idleTimer.unref();
+        return;
+      }
       void loadSnapshotCodec().catch(() => {});
       wantSpare(this.limits.memoryLimitBytes);
-    }, IDLE_WORK_AFTER_MS).unref();
+    };
+    this.idleTimer = setTimeout(check, IDLE_WORK_AFTER_MS);
+    this.idleTimer.unref();
   }
 
   takeOutput() {
@@ -728,6 +784,8 @@ class GuestRun {
 
   release() {
     this.finished = true;
+    if (this.idleTimer !== null) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
     runs.delete(this.runId);
     // Build the next fresh VM now that this run is off the thread.
     wantSpare(this.limits.memoryLimitBytes);
@@ -761,6 +819,7 @@ async function onMessage(raw) {
     case "init": {
       try {
         wasmModule = /** @type {import("quickjs-wasi").QuickJSOptions["wasm"]} */ (message.module);
+        void loadTranspile().catch(() => {});
         snapshotSecret = message.snapshotSecret;
         // One throwaway VM proves the module instantiates here. The prelude is compiled by the first
         // run in its own fresh VM (see start): compiling it here would only make a waiting cell wait.
@@ -783,7 +842,7 @@ async function onMessage(raw) {
       const run = new GuestRun(message.runId, message.limits, setupDeadline, message.signal);
       run.timeoutMs = message.timeoutMs ?? null;
       runs.set(message.runId, run);
-      run.enqueue(() => run.start(message.surface, message.code));
+      run.enqueue(() => run.start(message.surface, message.code, message.language));
       return;
     }
     case "restore": {
