@@ -20,7 +20,7 @@ import { driveSegment, ReadyQueue, type SegmentEnd } from "./drive-segment.js";
 import { buildGuestSurface } from "./guest-surface.js";
 import { InflightCalls } from "./inflight-calls.js";
 import { EXEC_TOOL_NAME, WAIT_TOOL_NAME } from "./model-surface.js";
-import { type RequestScope, startHostRequest } from "./nested-calls.js";
+import { type RequestParent, type RequestScope, startHostRequest } from "./nested-calls.js";
 import { countLimitFailure, newRunTelemetry } from "./run-telemetry.js";
 import type { TrajectoryRecorder } from "./trajectory.js";
 import type {
@@ -30,6 +30,7 @@ import type {
   ModelTool,
   PreparedRun,
   PrepareRunOptions,
+  RunProgress,
 } from "./types.js";
 
 /** Engine-owned JSON kept with a suspended run in the store. */
@@ -73,6 +74,14 @@ function hookMetadataOf(input: unknown): ExecHookMetadata {
 function randomKey(): string {
   return crypto.randomUUID();
 }
+
+/** One exec or wait call's run of the VM: its abort, its progress sink, and the nested calls it started. */
+type Segment = {
+  signal: AbortSignal;
+  release(): void;
+  progress?: (event: RunProgress) => void;
+  calls: { started: number; settled: number };
+};
 
 export class ActiveRun implements PreparedRun {
   readonly active = true;
@@ -233,10 +242,10 @@ export class ActiveRun implements PreparedRun {
     const inflight = new InflightCalls(this.options.context.sessionId);
     const ready = new ReadyQueue();
     const yieldIds = new Set<string>();
-    const parent = { toolCallId, tool: "exec" as const, codeModeRunId: runKey };
     const deadlineAt = startedAt + engine.config.timeoutMs;
     const segment = this.#segment(call);
     const { signal } = segment;
+    const parent = { toolCallId, tool: "exec" as const, codeModeRunId: runKey, progress: segment.progress };
     let run: SandboxRun;
     try {
       run = engine.pool.run({
@@ -247,7 +256,7 @@ export class ActiveRun implements PreparedRun {
         deadlineAt,
         signal,
         onRequest: (request) =>
-          this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry, signal),
+          this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry, segment),
       });
     } catch (error) {
       segment.release();
@@ -276,7 +285,6 @@ export class ActiveRun implements PreparedRun {
     }
     const ready = new ReadyQueue();
     const yieldIds = new Set<string>();
-    const parent = { toolCallId: call.toolCallId, tool: "wait" as const, codeModeRunId: claim.runId };
     const deadlineAt = startedAt + engine.config.timeoutMs;
     // Results owed to the guest: yields continue now, settled calls go in, running ones follow.
     for (const requestId of hostState.yieldRequestIds) ready.push(requestId, { ok: true, value: null });
@@ -297,6 +305,12 @@ export class ActiveRun implements PreparedRun {
     inflight.attach((requestId, outcome) => ready.push(requestId, outcome));
     const segment = this.#segment(call);
     const { signal } = segment;
+    const parent = {
+      toolCallId: call.toolCallId,
+      tool: "wait" as const,
+      codeModeRunId: claim.runId,
+      progress: segment.progress,
+    };
     let run: SandboxRun;
     try {
       run = engine.pool.restore({
@@ -305,7 +319,7 @@ export class ActiveRun implements PreparedRun {
         deadlineAt,
         signal,
         onRequest: (request) =>
-          this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry, signal),
+          this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry, segment),
       });
     } catch (error) {
       segment.release();
@@ -321,7 +335,7 @@ export class ActiveRun implements PreparedRun {
    * while the segment runs. Released when it ends, so calls still pending in a waiting run outlive the
    * request that started them (they end with the run, through the in-flight table).
    */
-  #segment(call: ControlCall): { signal: AbortSignal; release(): void } {
+  #segment(call: ControlCall): Segment {
     const controller = new AbortController();
     // Every nested call in flight listens for it; there can be many at once.
     setMaxListeners(0, controller.signal);
@@ -331,11 +345,26 @@ export class ActiveRun implements PreparedRun {
       if (source.aborted) controller.abort();
       else source.addEventListener("abort", onAbort, { once: true });
     }
+    let open = true;
+    const listener = call.onProgress;
     return {
       signal: controller.signal,
+      calls: { started: 0, settled: 0 },
       release: () => {
+        open = false;
         for (const source of sources) source.removeEventListener("abort", onAbort);
       },
+      // Progress reaches the host only while this call runs; a listener that throws cannot break the run.
+      ...(listener
+        ? {
+            progress: (event: RunProgress) => {
+              if (!open) return;
+              try {
+                listener(event);
+              } catch {}
+            },
+          }
+        : {}),
     };
   }
 
@@ -354,10 +383,11 @@ export class ActiveRun implements PreparedRun {
     inflight: InflightCalls,
     ready: ReadyQueue,
     yieldIds: Set<string>,
-    parent: { toolCallId: string; tool: "exec" | "wait"; codeModeRunId: string },
+    parent: RequestParent,
     telemetry: CodeModeTelemetry,
-    segmentSignal: AbortSignal,
+    segment: Segment,
   ): void {
+    const segmentSignal = segment.signal;
     if (request.kind === "yield") {
       yieldIds.add(request.requestId);
       return;
@@ -377,6 +407,15 @@ export class ActiveRun implements PreparedRun {
       return;
     }
     inflight.add(request.requestId, started.toolId, controller, outcome);
+    if (segment.progress) {
+      const { calls } = segment;
+      calls.started++;
+      segment.progress({ kind: "calls", ...calls, pending: calls.started - calls.settled });
+      void outcome.then(() => {
+        calls.settled++;
+        segment.progress?.({ kind: "calls", ...calls, pending: calls.started - calls.settled });
+      });
+    }
   }
 
   async #settleSegment(
