@@ -14,6 +14,8 @@ export type ToolCallRequest = {
   note?: (text: string) => void;
   /** Hears the tool's progress: a downstream server's notifications, a plugin's updates. */
   progress?: (update: ToolProgress) => void;
+  /** The code-mode run a nested call belongs to (its write budget); absent for direct calls. */
+  runKey?: string;
 };
 
 /**
