@@ -75,12 +75,16 @@ function randomKey(): string {
   return crypto.randomUUID();
 }
 
-/** One exec or wait call's run of the VM: its abort, its progress sink, and the nested calls it started. */
+/**
+ * One exec or wait segment: its abort signal, the nested calls it started that are still running, and
+ * its progress sink with the counts it reports.
+ */
 type Segment = {
   signal: AbortSignal;
+  calls: Set<AbortController>;
   release(): void;
   progress?: (event: RunProgress) => void;
-  calls: { started: number; settled: number };
+  counts: { started: number; settled: number };
 };
 
 export class ActiveRun implements PreparedRun {
@@ -348,8 +352,19 @@ export class ActiveRun implements PreparedRun {
    */
   #segment(call: ControlCall): Segment {
     const controller = new AbortController();
-    // Every nested call in flight listens for it; there can be many at once.
+    // The driver and the run listen for it; with the control call's own signal there can be several.
     setMaxListeners(0, controller.signal);
+    // One listener aborts every nested call the segment started (a listener per call cost more than
+    // the call itself in a loop of quick calls).
+    const calls = new Set<AbortController>();
+    controller.signal.addEventListener(
+      "abort",
+      () => {
+        for (const call of calls) call.abort(new Error("The code-mode run was aborted."));
+        calls.clear();
+      },
+      { once: true },
+    );
     const sources = [this.#abort.signal, ...(call.signal ? [call.signal] : [])];
     const onAbort = () => controller.abort();
     for (const source of sources) {
@@ -360,7 +375,8 @@ export class ActiveRun implements PreparedRun {
     const listener = call.onProgress;
     return {
       signal: controller.signal,
-      calls: { started: 0, settled: 0 },
+      calls,
+      counts: { started: 0, settled: 0 },
       release: () => {
         open = false;
         for (const source of sources) source.removeEventListener("abort", onAbort);
@@ -398,33 +414,31 @@ export class ActiveRun implements PreparedRun {
     telemetry: CodeModeTelemetry,
     segment: Segment,
   ): void {
-    const segmentSignal = segment.signal;
     if (request.kind === "yield") {
       yieldIds.add(request.requestId);
       return;
     }
     const controller = new AbortController();
-    const onRunAbort = () => controller.abort(new Error("The code-mode run was aborted."));
-    if (segmentSignal.aborted) onRunAbort();
-    else segmentSignal.addEventListener("abort", onRunAbort, { once: true });
+    if (segment.signal.aborted) controller.abort(new Error("The code-mode run was aborted."));
+    else segment.calls.add(controller);
     const started = startHostRequest(request, this.#scope, parent, telemetry, controller.signal);
     const { stats } = this.engine;
     if (request.kind === "search") stats.nestedSearches++;
     else if (request.kind === "describe") stats.nestedDescribes++;
     else if (started.toolId) stats.nestedCalls++;
-    const outcome = started.outcome.finally(() => segmentSignal.removeEventListener("abort", onRunAbort));
+    const outcome = started.outcome.finally(() => segment.calls.delete(controller));
     if (started.toolId === null) {
       void outcome.then((settled) => ready.push(request.requestId, settled));
       return;
     }
     inflight.add(request.requestId, started.toolId, controller, outcome);
     if (segment.progress) {
-      const { calls } = segment;
-      calls.started++;
-      segment.progress({ kind: "calls", ...calls, pending: calls.started - calls.settled });
+      const { counts } = segment;
+      counts.started++;
+      segment.progress({ kind: "calls", ...counts, pending: counts.started - counts.settled });
       void outcome.then(() => {
-        calls.settled++;
-        segment.progress?.({ kind: "calls", ...calls, pending: calls.started - calls.settled });
+        counts.settled++;
+        segment.progress?.({ kind: "calls", ...counts, pending: counts.started - counts.settled });
       });
     }
   }
