@@ -228,6 +228,16 @@ export function guestPrelude(host, surfaceText) {
     defineProperty(target, name, { value, writable: false, enumerable: true, configurable: false });
   }
 
+  // Other spellings of a member, left out of Object.keys so listings stay honest.
+  function defineAliases(target, aliases, value) {
+    if (!isArray(aliases)) return;
+    for (let index = 0; index < aliases.length; index++) {
+      const alias = aliases[index];
+      if (typeof alias !== "string" || apply(hasOwn, target, [alias])) continue;
+      defineProperty(target, alias, { value, writable: false, enumerable: false, configurable: false });
+    }
+  }
+
   function requireString(value, what) {
     if (typeof value !== "string" || value.length === 0) {
       throw new TypeErrorCtor(`${what} must be a non-empty string`);
@@ -290,7 +300,9 @@ export function guestPrelude(host, surfaceText) {
   for (const entry of surface.toolFunctions) {
     const toolId = entry.toolId;
     if (apply(hasOwn, tools, [entry.name])) continue;
-    define(tools, entry.name, (input) => callTool(toolId, input));
+    const shortcut = (input) => callTool(toolId, input);
+    define(tools, entry.name, shortcut);
+    defineAliases(tools, entry.aliases, shortcut);
   }
   freeze(tools);
 
@@ -306,9 +318,8 @@ export function guestPrelude(host, surfaceText) {
     };
     for (const tool of server.tools) {
       const toolId = tool.toolId;
-      define(namespace, tool.identifier, (input) =>
-        mcpRequest("call", toolId, [input === undefined ? {} : input]),
-      );
+      const callMcpTool = (input) => mcpRequest("call", toolId, [input === undefined ? {} : input]);
+      define(namespace, tool.identifier, callMcpTool);
     }
     if (!apply(hasOwn, namespace, ["$api"])) {
       define(namespace, "$api", (...args) => mcpRequest("$api", undefined, args));
@@ -325,8 +336,10 @@ export function guestPrelude(host, surfaceText) {
       define(prompts, "get", (...args) => mcpRequest("prompts.get", undefined, args));
       define(namespace, "prompts", freeze(prompts));
     }
+    for (const tool of server.tools) defineAliases(namespace, tool.aliases, namespace[tool.identifier]);
     define(mcp, serverId, freeze(namespace));
   }
+  for (const server of surface.mcpServers) defineAliases(mcp, server.aliases, mcp[server.identifier]);
   freeze(mcp);
 
   // API: the virtual declaration files, answered here without a host request.
@@ -358,18 +371,37 @@ export function guestPrelude(host, surfaceText) {
     }
     return trimmed;
   }
+  function listedFiles(wanted) {
+    const files = [];
+    for (let index = 0; index < apiPaths.length; index++) {
+      const path = apiPaths[index];
+      if (wanted === "" || path === wanted || path.startsWith(`${wanted}/`)) {
+        const file = apiFiles[path];
+        files[files.length] = { path, description: file.description, bytes: utf8Length(file.content) };
+      }
+    }
+    return files;
+  }
+  // Short spellings of paths (no "mcp/", no ".d.ts"), each with every path it can mean: from the host.
+  const apiShortPaths = surface.apiShortPaths || createObject(null);
+  function resolveApiPath(wanted) {
+    if (apiFiles[wanted] !== undefined) return wanted;
+    const found = apply(hasOwn, apiShortPaths, [wanted]) ? apiShortPaths[wanted] : null;
+    if (found !== null && found.length === 1) return found[0];
+    throw makeError(
+      "Error",
+      found !== null
+        ? `API.read: "${wanted}" could mean "${found.join('", "')}"; pass the full path`
+        : `API.read: there is no file "${wanted}"; the files are "${apiPaths.join('", "')}" (API.list() describes them)`,
+      "invalid_input",
+    );
+  }
   const api = {};
   define(api, "list", function list(prefix) {
     try {
       const wanted = prefix === undefined ? "" : checkedApiPath(prefix, "API.list(prefix): prefix", true);
-      const files = [];
-      for (let index = 0; index < apiPaths.length; index++) {
-        const path = apiPaths[index];
-        if (wanted === "" || path === wanted || path.startsWith(`${wanted}/`)) {
-          const file = apiFiles[path];
-          files[files.length] = { path, description: file.description, bytes: utf8Length(file.content) };
-        }
-      }
+      let files = listedFiles(wanted);
+      if (files.length === 0 && wanted !== "") files = listedFiles(`mcp/${wanted}`);
       return resolved(files);
     } catch (error) {
       return rejected(error);
@@ -378,15 +410,7 @@ export function guestPrelude(host, surfaceText) {
   define(api, "read", function read(path) {
     try {
       const wanted = checkedApiPath(path, "API.read(path): path", false);
-      const file = apiFiles[wanted];
-      if (file === undefined) {
-        throw makeError(
-          "Error",
-          `API.read: there is no file "${wanted}"; call API.list() to see the files`,
-          "invalid_input",
-        );
-      }
-      return resolved(file.content);
+      return resolved(apiFiles[resolveApiPath(wanted)].content);
     } catch (error) {
       return rejected(error);
     }
@@ -424,6 +448,15 @@ export function guestPrelude(host, surfaceText) {
   function text(value) {
     host("output", "text", textOf(value));
   }
+  const guestConsole = {};
+  for (const level of ["log", "info", "warn", "error", "debug"]) {
+    define(guestConsole, level, (...args) => {
+      let line = "";
+      for (let index = 0; index < args.length; index++) line += (index > 0 ? " " : "") + textOf(args[index]);
+      host("output", "text", line, level);
+    });
+  }
+  freeze(guestConsole);
   function json(value) {
     host("output", "json", toJsonText(value, "the json() value"));
   }
@@ -445,6 +478,7 @@ export function guestPrelude(host, surfaceText) {
   installGlobal("API", api);
   installGlobal("namespaces", namespaces);
   installGlobal("text", freeze(text));
+  installGlobal("console", guestConsole);
   installGlobal("json", freeze(json));
   installGlobal("yield_control", freeze(yieldControl));
   for (let index = 0; index < namespaceGlobals.length; index++) {

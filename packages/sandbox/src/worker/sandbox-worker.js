@@ -7,7 +7,7 @@ import {
   parseHostRequestBody,
   parseHostToWorkerMessage,
 } from "@codecell/bridge";
-import { isCodeModeErrorCode } from "@codecell/contract/errors";
+import { CONSOLE_LEVELS, isCodeModeErrorCode } from "@codecell/contract/errors";
 import { JSException, QuickJS } from "quickjs-wasi";
 import { GUEST_PRELUDE_SOURCE } from "./guest-prelude.js";
 
@@ -57,6 +57,11 @@ const runs = new Map();
 /** @param {import("@codecell/bridge").WorkerToHostMessage} message @param {ArrayBuffer[]} [transfer] */
 function post(message, transfer) {
   port.postMessage(message, transfer ?? []);
+}
+
+/** @param {string} level @returns {level is import("@codecell/contract").ConsoleLevel} */
+function isConsoleLevel(level) {
+  return /** @type {readonly string[]} */ (CONSOLE_LEVELS).includes(level);
 }
 
 /** @param {string} text */
@@ -261,7 +266,8 @@ class GuestRun {
     const op = args[0]?.toString();
     let reply = "";
     if (op === "request") reply = this.onRequest(args[1]?.toString() ?? "");
-    else if (op === "output") this.onOutput(args[1]?.toString() ?? "", args[2]?.toString() ?? "");
+    else if (op === "output")
+      this.onOutput(args[1]?.toString() ?? "", args[2]?.toString() ?? "", args[3]?.toString());
     else if (op === "done") this.onDone(args[1]?.toString() ?? "null");
     else if (op === "fail") this.onFail(args[1]?.toString() ?? "{}");
     return vm.newString(reply);
@@ -321,11 +327,15 @@ class GuestRun {
     return true;
   }
 
-  /** @param {string} kind @param {string} text */
-  onOutput(kind, text) {
+  /** @param {string} kind @param {string} text @param {string} [level] console level, for console.* */
+  onOutput(kind, text, level) {
     if (this.forced !== null || this.outcome !== null) return;
-    if (!this.chargeOutput(byteLength(text), kind === "text" ? "text()" : "json()")) return;
-    this.output.push(kind === "text" ? { type: "text", text } : { type: "json", value: JSON.parse(text) });
+    const consoleLevel = level !== undefined && isConsoleLevel(level) ? level : null;
+    const what = consoleLevel ? `console.${consoleLevel}()` : kind === "text" ? "text()" : "json()";
+    if (!this.chargeOutput(byteLength(text), what)) return;
+    if (kind !== "text") this.output.push({ type: "json", value: JSON.parse(text) });
+    else
+      this.output.push(consoleLevel ? { type: "text", text, level: consoleLevel } : { type: "text", text });
   }
 
   /** @param {string} text */
