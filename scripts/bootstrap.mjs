@@ -3,9 +3,10 @@
 // only Node 20 and npm, so this script fetches the pinned pnpm through npx instead of expecting a global
 // one, installs the workspace, and then runs the task through turbo.
 import { spawnSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { newestTurboSummary, readTurboSummary, stepFailedLine, summarize } from "./test-summary.mjs";
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const { packageManager } = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
@@ -41,32 +42,59 @@ function mustRun(args) {
   }
 }
 
-// Sums the JSON reports every package's vitest run writes, so the run ends on one plain line.
-function summarizeTests() {
-  let passed = 0;
-  let failed = 0;
-  let skipped = 0;
+// The folders of the workspace's packages, where each package's vitest run writes its JSON report.
+function workspaceFolders() {
+  const folders = [join(root, "scripts")];
   for (const group of ["packages", "apps"]) {
     const dir = join(root, group);
     if (!existsSync(dir)) continue;
-    for (const name of readdirSync(dir)) {
-      const report = join(dir, name, "test-results", "vitest.json");
-      if (!existsSync(report)) continue;
-      const data = JSON.parse(readFileSync(report, "utf8"));
-      passed += data.numPassedTests ?? 0;
-      failed += data.numFailedTests ?? 0;
-      skipped += (data.numPendingTests ?? 0) + (data.numTodoTests ?? 0);
-    }
+    for (const name of readdirSync(dir).sort()) folders.push(join(dir, name));
   }
-  console.log(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped`);
+  return folders.filter((folder) => existsSync(join(folder, "package.json")));
+}
+
+const reportOf = (folder) => join(folder, "test-results", "vitest.json");
+
+// A report cut short (a crashed run) reads as no report; the package's exit code still counts it.
+function readReport(file) {
+  try {
+    return JSON.parse(readFileSync(file, "utf8"));
+  } catch {
+    return null;
+  }
+}
+
+// A step before the tests failed: the closing line still says so, with a failure counted.
+function mustRunBeforeTests(step, args) {
+  const status = run(args);
+  if (status !== 0) {
+    console.error(`codecell: "${args.join(" ")}" failed with exit code ${status}`);
+    console.log(`\n${stepFailedLine(step, status)}`);
+    process.exit(status);
+  }
 }
 
 if (command === "test") {
-  mustRun(pnpm("install", "--frozen-lockfile"));
-  mustRun(pnpm("exec", "turbo", "run", "lint", "typecheck", "build"));
-  const status = run(pnpm("exec", "turbo", "run", "test", "--concurrency=1", "--continue"));
-  summarizeTests();
-  process.exit(status);
+  mustRunBeforeTests("install", pnpm("install", "--frozen-lockfile"));
+  mustRunBeforeTests("lint, typecheck and build", pnpm("exec", "turbo", "run", "lint", "typecheck", "build"));
+  // Reports left by an earlier run must not be counted as this run's.
+  for (const folder of workspaceFolders()) rmSync(reportOf(folder), { force: true });
+  const started = Date.now();
+  const status = run(pnpm("exec", "turbo", "run", "test", "--concurrency=1", "--continue", "--summarize"));
+  const summaryFile = newestTurboSummary(root, started);
+  const tasks = summaryFile ? readTurboSummary(summaryFile) : new Map();
+  const packages = workspaceFolders().map((folder) => {
+    const name = JSON.parse(readFileSync(join(folder, "package.json"), "utf8")).name ?? folder;
+    const report = readReport(reportOf(folder));
+    return { name, report, exitCode: tasks.get(name)?.exitCode ?? null };
+  });
+  const result = summarize(packages, status);
+  if (result.failures.length > 0) {
+    console.log("\nfailed:");
+    for (const failure of result.failures) console.log(`  ${failure}`);
+  }
+  console.log(`\n${result.line}`);
+  process.exit(status !== 0 ? status : result.failed > 0 ? 1 : 0);
 } else if (command === "start") {
   mustRun(pnpm("install", "--frozen-lockfile"));
   mustRun(pnpm("exec", "turbo", "run", "build"));

@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import { buildToolCatalog } from "../dist/index.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const catalogsFolder = resolve(here, "..", "..", "..", "..", "shared", "catalogs");
+const catalogsFolder = resolve(here, "..", "..", "..", "fixtures", "mcp-catalogs");
 
 function realMcpTools() {
   const tools = [];

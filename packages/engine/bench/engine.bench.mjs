@@ -9,7 +9,7 @@ import { createCodeModeEngine } from "../dist/index.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repoRoot = join(here, "../../..");
-const catalogsDir = join(repoRoot, "../shared/catalogs");
+const catalogsDir = join(repoRoot, "fixtures/mcp-catalogs");
 const context = { agentId: "bench", sessionKey: "bench", sessionId: "bench", runId: "bench" };
 const tool = (name, description, source = "core", owner = "host") => ({
   name,

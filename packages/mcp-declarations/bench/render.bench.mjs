@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { createApiFileTable, renderMcpDeclarations } from "../dist/index.js";
 
 const packageDir = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const catalogDir = resolve(packageDir, "../../../shared/catalogs");
+const catalogDir = resolve(packageDir, "../../fixtures/mcp-catalogs");
 const realTools = readdirSync(catalogDir)
   .filter((name) => name.endsWith(".json"))
   .sort()

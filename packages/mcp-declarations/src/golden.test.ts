@@ -8,8 +8,8 @@ import { compileDeclarations } from "./testing/compile-declarations.js";
 import type { McpServerDescription } from "./types.js";
 
 const packageDir = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-// CI clones the repository with `shared/` beside it, so the catalogs are found from the repo root.
-const catalogDir = resolve(packageDir, "../../../shared/catalogs");
+// Captured `tools/list` answers of public MCP servers, kept in the repository (see its README).
+const catalogDir = resolve(packageDir, "../../fixtures/mcp-catalogs");
 const goldenDir = join(packageDir, "golden");
 const update = process.env.UPDATE_GOLDEN === "1";
 

@@ -13,9 +13,9 @@ export function repositoryRoot(): string {
   throw new Error("repository root not found above " + fileURLToPath(import.meta.url));
 }
 
-/** Real `tools/list` answers live beside the repository (`<repo>/../shared/catalogs`), locally and in CI. */
+/** Real `tools/list` answers, captured from public MCP servers and kept in the repository as fixtures. */
 export function realCatalogsFolder(): string {
-  return resolve(repositoryRoot(), "..", "shared", "catalogs");
+  return resolve(repositoryRoot(), "fixtures", "mcp-catalogs");
 }
 
 type CapturedServer = {

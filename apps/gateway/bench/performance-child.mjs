@@ -1,0 +1,52 @@
+// Spawned by performance.bench.mjs in a fresh process, one measurement each, printed as one JSON line:
+//   cold <floor|engine>  milliseconds from before the first import to the first result of `return 1 + 1`
+//   rss <floor|engine>   peak RSS (maxRSS) after 100 sequential `return 1 + 1` cells
+import { benchToolDefinitions, benchTools } from "./bench-tools.mjs";
+
+const [mode, subject] = process.argv.slice(2);
+const C1 = "return 1 + 1";
+const started = performance.now();
+
+async function floorSubject() {
+  const { floorRun, loadFloor } = await import("./floor.mjs");
+  const floor = await loadFloor();
+  const imported = performance.now();
+  return { imported, run: () => floorRun(floor, C1, false), close: async () => {} };
+}
+
+async function engineSubject() {
+  const { createCodeModeEngine } = await import("@codecell/engine");
+  const imported = performance.now();
+  const engine = createCodeModeEngine({ config: { enabled: true, timeoutMs: 60_000 } });
+  const run = engine.prepareRun({
+    tools: benchToolDefinitions.map((tool) => ({ ...tool, source: "plugin", owner: "bench" })),
+    context: { agentId: "bench", sessionKey: "bench", sessionId: "bench", runId: "bench" },
+    executor: { callTool: (call) => benchTools[call.tool.name](call.input) },
+  });
+  let callId = 0;
+  return {
+    imported,
+    run: async () => {
+      const result = await run.exec({ code: C1 }, { toolCallId: `c${++callId}` });
+      if (result.status !== "completed") throw new Error(JSON.stringify(result));
+      return result.value;
+    },
+    close: () => engine.close(),
+  };
+}
+
+const target = subject === "floor" ? await floorSubject() : await engineSubject();
+if (mode === "cold") {
+  const value = await target.run();
+  const done = performance.now();
+  if (value !== 2) throw new Error(`unexpected ${value}`);
+  process.stdout.write(
+    `${JSON.stringify({ importMs: target.imported - started, firstMs: done - target.imported, totalMs: done - started })}\n`,
+  );
+} else if (mode === "rss") {
+  for (let index = 0; index < 100; index++) await target.run();
+  process.stdout.write(`${JSON.stringify({ peakRssMb: process.resourceUsage().maxRSS / 1024 })}\n`);
+} else {
+  throw new Error(`unknown mode ${mode}`);
+}
+await target.close();

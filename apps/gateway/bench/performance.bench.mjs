@@ -1,0 +1,374 @@
+// codecell against the bare QuickJS floor, measured in one run: `pnpm --filter @codecell/gateway bench`
+// (or `pnpm bench` at the root). Subjects:
+//   floor       bare quickjs-wasi in this thread, a fresh VM per run, host promises as guest promises
+//   floor-json  the same, with tool inputs, results and the cell's value crossing as JSON text
+//   engine      @codecell/engine embedded in this process: one engine, one prepared run, warm pool
+//   gateway     `codecell serve` over MCP stdio (SDK client), the tools in a plugin (bench-plugin.mjs)
+// The machine is shared, so subjects are interleaved round by round and the table shows medians and
+// ratios to the floor of the same run. Cold starts and peak RSS run in fresh processes
+// (performance-child.mjs). Writes bench-results/performance.json. Run after a build.
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createCodeModeEngine } from "@codecell/engine";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { benchToolDefinitions, benchTools } from "./bench-tools.mjs";
+import { floorRun, loadFloor } from "./floor.mjs";
+
+const here = fileURLToPath(new URL(".", import.meta.url));
+const appDir = join(here, "..");
+const cli = join(appDir, "dist", "cli.js");
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
+const STARTS = Number(process.env.BENCH_STARTS ?? 5);
+const C5_CELLS = Number(process.env.BENCH_C5_CELLS ?? 80);
+
+const CELLS = {
+  C1: { label: "C1 warm `return 1 + 1`", code: "return 1 + 1", expect: 2, repeat: 5 },
+  C2: {
+    label: "C2 100 sequential awaited host calls",
+    code: "let s = 0; for (let i = 0; i < 100; i++) s += await tools.inc({ value: 1 }); return s;",
+    expect: 100,
+    repeat: 2,
+  },
+  C2k: {
+    label: "C2k 1,000 sequential nested calls",
+    code: "let s = 0; for (let i = 0; i < 1000; i++) s += await tools.inc({ value: 1 }); return s;",
+    expect: 1000,
+    repeat: 1,
+  },
+  C3: {
+    label: "C3 16 parallel 50 ms calls",
+    code: "return (await Promise.all(Array.from({ length: 16 }, () => tools.sleep50({})))).length;",
+    expect: 16,
+    repeat: 1,
+  },
+  C4: {
+    label: "C4 10,000 objects in, filtered in the guest",
+    code: "const items = await tools.items({ count: 10000 }); return items.filter((item) => item.active && item.score > 50).length;",
+    expect: (await benchTools.items({ count: 10000 })).filter((item) => item.active && item.score > 50)
+      .length,
+    repeat: 1,
+  },
+};
+
+const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted.length === 0 ? Number.NaN : sorted[Math.floor(sorted.length / 2)];
+};
+
+// --- subjects -------------------------------------------------------------------------------------
+const floor = await loadFloor();
+const engine = createCodeModeEngine({ config: { enabled: true, timeoutMs: 60_000 } });
+const prepared = engine.prepareRun({
+  tools: benchToolDefinitions.map((tool) => ({ ...tool, source: "plugin", owner: "bench" })),
+  context: { agentId: "bench", sessionKey: "bench", sessionId: "bench", runId: "bench" },
+  executor: { callTool: (call) => benchTools[call.tool.name](call.input) },
+});
+let callId = 0;
+
+const dir = mkdtempSync(join(tmpdir(), "codecell-perf-"));
+const configPath = join(dir, "codecell.json5");
+writeFileSync(
+  configPath,
+  JSON.stringify({
+    tools: { codeMode: { enabled: true, timeoutMs: 60_000 } },
+    plugins: [{ module: join(here, "bench-plugin.mjs") }],
+  }),
+);
+const transport = new StdioClientTransport({
+  command: process.execPath,
+  args: [cli, "serve", "--config", configPath],
+  stderr: "ignore",
+});
+const client = new Client({ name: "perf-bench", version: "1" });
+await client.connect(transport);
+
+const subjects = {
+  floor: (code) => floorRun(floor, code, false),
+  "floor-json": (code) => floorRun(floor, code, true),
+  engine: async (code) => {
+    const result = await prepared.exec({ code }, { toolCallId: `b${++callId}` });
+    if (result.status !== "completed") throw new Error(`engine: ${JSON.stringify(result).slice(0, 300)}`);
+    return result.value;
+  },
+  gateway: async (code) => {
+    const result = await client.callTool({ name: "exec", arguments: { code } });
+    const content = result.structuredContent;
+    if (content?.status !== "completed") throw new Error(`gateway: ${JSON.stringify(content).slice(0, 300)}`);
+    return content.value;
+  },
+};
+const names = Object.keys(subjects);
+
+// --- warm cells, interleaved ----------------------------------------------------------------------
+/** samples[cell][subject] = ms per run */
+const samples = Object.fromEntries(
+  Object.keys(CELLS).map((cell) => [cell, Object.fromEntries(names.map((n) => [n, []]))]),
+);
+const throughput = Object.fromEntries(names.map((n) => [n, []]));
+
+/** CPU time of all threads of this process, plus the gateway child's (10 ms ticks, so summed). */
+const cpuTotals = Object.fromEntries(
+  Object.keys(CELLS).map((cell) => [
+    cell,
+    Object.fromEntries(names.map((n) => [n, { micros: 0, count: 0 }])),
+  ]),
+);
+const TICK_MICROS = 10_000;
+function gatewayCpuMicros() {
+  const pid = transport.pid;
+  if (!pid) return 0;
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * TICK_MICROS;
+}
+function cpuNow() {
+  const usage = process.cpuUsage();
+  return usage.user + usage.system + gatewayCpuMicros();
+}
+
+async function timeCell(subject, cell, key) {
+  const cpuStarted = cpuNow();
+  const started = performance.now();
+  const value = await subjects[subject](cell.code);
+  const elapsed = performance.now() - started;
+  if (key !== undefined) {
+    cpuTotals[key][subject].micros += cpuNow() - cpuStarted;
+    cpuTotals[key][subject].count += 1;
+  }
+  if (value !== cell.expect)
+    throw new Error(`${subject} returned ${JSON.stringify(value)} for ${cell.label}`);
+  return elapsed;
+}
+
+/** C5: `C5_CELLS` trivial cells, 4 in flight at a time; cells per second. */
+async function cellsPerSecond(subject) {
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: 4 }, async () => {
+      while (next < C5_CELLS) {
+        next += 1;
+        if ((await subjects[subject]("return 1 + 1")) !== 2) throw new Error(`${subject}: C5 cell failed`);
+      }
+    }),
+  );
+  return (C5_CELLS / (performance.now() - started)) * 1000;
+}
+
+// Warm-up: every subject runs every cell shape once.
+for (const subject of names) {
+  for (const cell of Object.values(CELLS)) await timeCell(subject, cell);
+  await cellsPerSecond(subject);
+}
+for (let round = 0; round < ROUNDS; round++) {
+  // Rotate the order each round, so no subject always runs right after another's garbage.
+  const order = names.map((_, index) => names[(index + round) % names.length]);
+  for (const [key, cell] of Object.entries(CELLS)) {
+    for (const subject of order) {
+      for (let repeat = 0; repeat < cell.repeat; repeat++)
+        samples[key][subject].push(await timeCell(subject, cell, key));
+    }
+  }
+  for (const subject of order) throughput[subject].push(await cellsPerSecond(subject));
+}
+await client.close();
+await engine.close();
+
+// --- fresh processes: cold import -> first result, peak RSS, `codecell serve` start ------------------
+function runChild(args) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(here, "performance-child.mjs"), ...args], {
+      stdio: ["ignore", "pipe", "inherit"],
+      cwd: appDir,
+    });
+    let out = "";
+    child.stdout.on("data", (chunk) => {
+      out += chunk;
+    });
+    child.on("error", reject);
+    child.on("exit", (code) =>
+      code === 0 ? resolve(JSON.parse(out.trim())) : reject(new Error(`child ${args} exited ${code}`)),
+    );
+  });
+}
+
+/** Process start -> tools/list answered -> first exec result, over raw JSON-RPC lines; then idle RSS. */
+function serveStart() {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(process.execPath, [cli, "serve", "--config", configPath], {
+      stdio: ["pipe", "pipe", "ignore"],
+    });
+    const marks = {};
+    let buffer = "";
+    const send = (message) => child.stdin.write(`${JSON.stringify(message)}\n`);
+    child.on("error", reject);
+    child.stdout.on("data", (chunk) => {
+      buffer += chunk;
+      let newline = buffer.indexOf("\n");
+      while (newline >= 0) {
+        const line = buffer.slice(0, newline);
+        buffer = buffer.slice(newline + 1);
+        newline = buffer.indexOf("\n");
+        const message = JSON.parse(line);
+        if (message.id === 1) {
+          send({ jsonrpc: "2.0", method: "notifications/initialized" });
+          send({ jsonrpc: "2.0", id: 2, method: "tools/list" });
+        } else if (message.id === 2) {
+          marks.toolsListMs = performance.now() - started;
+          if (!message.result.tools.some((tool) => tool.name === "exec")) reject(new Error("no exec tool"));
+          send({
+            jsonrpc: "2.0",
+            id: 3,
+            method: "tools/call",
+            params: { name: "exec", arguments: { code: "return 1 + 1" } },
+          });
+        } else if (message.id === 3) {
+          marks.firstExecMs = performance.now() - started;
+          if (message.result?.structuredContent?.value !== 2) reject(new Error(`first exec: ${line}`));
+          // Idle RSS: a second after the first result, with nothing running.
+          setTimeout(() => {
+            const status = readFileSync(`/proc/${child.pid}/status`, "utf8");
+            marks.idleRssMb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN) / 1024;
+            child.stdin.end();
+            child.kill("SIGTERM");
+          }, 1000);
+        }
+      }
+    });
+    child.on("exit", () => resolve(marks));
+    send({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: {
+        protocolVersion: "2025-06-18",
+        capabilities: {},
+        clientInfo: { name: "perf-bench", version: "1" },
+      },
+    });
+  });
+}
+
+const cold = { floor: [], engine: [] };
+const rss = { floor: [], engine: [] };
+const serve = [];
+for (let index = 0; index < STARTS; index++) {
+  for (const subject of index % 2 === 0 ? ["floor", "engine"] : ["engine", "floor"]) {
+    cold[subject].push(await runChild(["cold", subject]));
+    rss[subject].push(await runChild(["rss", subject]));
+  }
+  serve.push(await serveStart());
+}
+
+// --- table ----------------------------------------------------------------------------------------
+const rows = [];
+const fixed = (value, digits = 2) => (Number.isFinite(value) ? Number(value.toFixed(digits)) : null);
+const ratio = (value, base) => fixed(value / base);
+for (const [key, cell] of Object.entries(CELLS)) {
+  const m = Object.fromEntries(names.map((n) => [n, median(samples[key][n])]));
+  rows.push({
+    cell: cell.label,
+    unit: "ms",
+    ...m,
+    engineRatio: ratio(m.engine, m.floor),
+    gatewayRatio: ratio(m.gateway, m.floor),
+    engineToJson: ratio(m.engine, m["floor-json"]),
+  });
+}
+{
+  const m = Object.fromEntries(names.map((n) => [n, median(throughput[n])]));
+  rows.push({
+    cell: "C5 trivial cells/s, 4 concurrent",
+    unit: "cells/s",
+    ...m,
+    engineRatio: ratio(m.engine, m.floor),
+    gatewayRatio: ratio(m.gateway, m.floor),
+    engineToJson: ratio(m.engine, m["floor-json"]),
+  });
+}
+{
+  const floorTotal = median(cold.floor.map((c) => c.totalMs));
+  const engineTotal = median(cold.engine.map((c) => c.totalMs));
+  const serveExec = median(serve.map((s) => s.firstExecMs));
+  rows.push({
+    cell: "cold: import -> first result",
+    unit: "ms",
+    floor: floorTotal,
+    "floor-json": null,
+    engine: engineTotal,
+    gateway: serveExec,
+    engineRatio: ratio(engineTotal, floorTotal),
+    gatewayRatio: ratio(serveExec, floorTotal),
+    engineToJson: null,
+  });
+  rows.push({
+    cell: "  of which import (engine) / tools/list from process start (gateway)",
+    unit: "ms",
+    floor: median(cold.floor.map((c) => c.importMs)),
+    "floor-json": null,
+    engine: median(cold.engine.map((c) => c.importMs)),
+    gateway: median(serve.map((s) => s.toolsListMs)),
+    engineRatio: null,
+    gatewayRatio: null,
+    engineToJson: null,
+  });
+  const floorRss = median(rss.floor.map((r) => r.peakRssMb));
+  const engineRss = median(rss.engine.map((r) => r.peakRssMb));
+  rows.push({
+    cell: "peak RSS, 100 sequential C1 (gateway: idle RSS)",
+    unit: "MB",
+    floor: floorRss,
+    "floor-json": null,
+    engine: engineRss,
+    gateway: median(serve.map((s) => s.idleRssMb)),
+    engineRatio: ratio(engineRss, floorRss),
+    gatewayRatio: null,
+    engineToJson: null,
+  });
+}
+for (const row of rows)
+  for (const name of names) if (typeof row[name] === "number") row[name] = fixed(row[name]);
+const cpuRows = Object.entries(CELLS).map(([key, cell]) => {
+  const m = Object.fromEntries(
+    names.map((n) => [n, fixed(cpuTotals[key][n].micros / cpuTotals[key][n].count / 1000, 3)]),
+  );
+  return {
+    cell: cell.label,
+    ...m,
+    engineRatio: ratio(m.engine, m.floor),
+    gatewayRatio: ratio(m.gateway, m.floor),
+  };
+});
+
+const targets = [
+  ["C2 engine <= 2x floor (goal 1.5x)", rows[1].engineRatio <= 2],
+  ["1,000 sequential nested calls <= 50 ms (engine)", rows[2].engine <= 50],
+  ["C1 engine <= 1.5x floor", rows[0].engineRatio <= 1.5],
+  ["C4 engine <= 1.3x floor-json", rows[4].engineToJson <= 1.3],
+  ["C5 engine >= 0.9x floor", rows[5].engineRatio >= 0.9],
+  ["cold import -> first result <= 2x floor", rows[6].engineRatio <= 2],
+  ["serve: tools/list <= 250 ms from process start", rows[7].gateway <= 250],
+  ["serve: first exec <= 300 ms from process start", rows[6].gateway <= 300],
+  ["peak RSS, 100 C1 <= 1.25x floor", rows[8].engineRatio <= 1.25],
+].map(([target, met]) => ({ target, met }));
+
+console.log(
+  `\ncodecell against the QuickJS floor (medians of ${ROUNDS} interleaved rounds, ${STARTS} fresh processes; load average ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" ")})`,
+);
+console.table(rows);
+console.log(
+  "CPU ms per cell, mean over all rounds (all threads; the gateway adds its process, 10 ms ticks): steadier than wall time on a busy machine",
+);
+console.table(cpuRows);
+console.table(targets);
+mkdirSync(join(appDir, "bench-results"), { recursive: true });
+writeFileSync(
+  join(appDir, "bench-results", "performance.json"),
+  `${JSON.stringify({ node: process.version, date: new Date().toISOString(), loadavg: loadavg(), rounds: ROUNDS, rows, cpu: cpuRows, targets, samples, throughput, cold, rss, serve }, null, 2)}\n`,
+);

@@ -1,0 +1,441 @@
+import { setMaxListeners } from "node:events";
+import type { GuestSurface, HostRequest } from "@codecell/bridge";
+import type { ToolCatalog } from "@codecell/catalog";
+import {
+  CodeModeError,
+  type CodeModeErrorCode,
+  type CodeModeOutput,
+  type CodeModeResult,
+  type CodeModeTelemetry,
+  type JsonValue,
+  parseExecInput,
+  parseWaitInput,
+  type ResolvedCodeModeConfig,
+} from "@codecell/contract";
+import type { McpDeclarations } from "@codecell/mcp-declarations";
+import type { NamespaceRuntime } from "@codecell/namespaces";
+import type { SandboxPool, SandboxRun } from "@codecell/sandbox";
+import type { ClaimedRun, RunScope, SnapshotStore } from "@codecell/snapshot-store";
+import { driveSegment, ReadyQueue, type SegmentEnd } from "./drive-segment.js";
+import { buildGuestSurface } from "./guest-surface.js";
+import { InflightCalls } from "./inflight-calls.js";
+import { EXEC_TOOL_NAME, WAIT_TOOL_NAME } from "./model-surface.js";
+import { type RequestScope, startHostRequest } from "./nested-calls.js";
+import { countLimitFailure, newRunTelemetry } from "./run-telemetry.js";
+import type { TrajectoryRecorder } from "./trajectory.js";
+import type {
+  ControlCall,
+  EngineStats,
+  ExecHookMetadata,
+  ModelTool,
+  PreparedRun,
+  PrepareRunOptions,
+} from "./types.js";
+
+/** Engine-owned JSON kept with a suspended run in the store. */
+type RunHostState = { runKey: string; yieldRequestIds: string[] };
+
+/** The engine state a prepared run uses: config, counters, store, pool, trajectory and in-flight calls. */
+export type EngineShared = {
+  readonly config: ResolvedCodeModeConfig;
+  readonly stats: EngineStats;
+  readonly store: Promise<SnapshotStore>;
+  readonly pool: SandboxPool;
+  readonly trajectory: TrajectoryRecorder;
+  readonly redactInput: (toolId: string, input: JsonValue) => JsonValue;
+  readonly debug: ((line: string) => void) | null;
+  readonly inflight: Map<string, InflightCalls>;
+  abort(selector: { sessionId: string; runId?: string }): Promise<number>;
+  countResult(result: CodeModeResult): void;
+};
+
+export function inactiveRun(reason: "disabled" | "no_tools", modelTools: ModelTool[]): PreparedRun {
+  const refuse = async (): Promise<CodeModeResult> => {
+    throw new CodeModeError(
+      "invalid_input",
+      reason === "disabled"
+        ? "Code mode is disabled for this run (tools.codeMode.enabled is not true)."
+        : "Code mode is not active for a run without tools.",
+    );
+  };
+  return { active: false, reason, modelTools, exec: refuse, wait: refuse, hookMetadata: hookMetadataOf };
+}
+
+function hookMetadataOf(input: unknown): ExecHookMetadata {
+  const language = (input as { language?: unknown } | null)?.language;
+  if (language === "typescript") return { toolKind: "code_mode_exec", toolInputKind: "typescript" };
+  if (language === undefined || language === "javascript") {
+    return { toolKind: "code_mode_exec", toolInputKind: "javascript" };
+  }
+  return { toolKind: "code_mode_exec" };
+}
+
+function randomKey(): string {
+  return crypto.randomUUID();
+}
+
+export class ActiveRun implements PreparedRun {
+  readonly active = true;
+  readonly reason = "active" as const;
+  readonly #surface: GuestSurface;
+  readonly #scope: RequestScope;
+  readonly #runScope: Omit<RunScope, "toolCallId">;
+  readonly #abort = new AbortController();
+
+  constructor(
+    readonly engine: EngineShared,
+    readonly options: PrepareRunOptions,
+    readonly catalog: ToolCatalog,
+    declarations: McpDeclarations,
+    namespaces: NamespaceRuntime,
+    readonly modelTools: readonly ModelTool[],
+  ) {
+    this.#surface = buildGuestSurface(catalog, declarations, namespaces);
+    this.#scope = {
+      catalog,
+      declarations,
+      namespaces,
+      context: options.context,
+      executor: options.executor,
+      trajectory: engine.trajectory,
+      redactInput: engine.redactInput,
+    };
+    const { agentId, sessionKey, sessionId, runId } = options.context;
+    this.#runScope = { agentId, sessionKey, sessionId, parentRunId: runId };
+    // Every nested call in flight listens for the run's abort; there can be many at once.
+    setMaxListeners(0, this.#abort.signal);
+    const signal = options.context.signal;
+    if (signal) {
+      const onAbort = () => {
+        this.#abort.abort();
+        void engine.abort({ sessionId, runId }).catch(() => {});
+      };
+      if (signal.aborted) onAbort();
+      else signal.addEventListener("abort", onAbort, { once: true });
+    }
+  }
+
+  hookMetadata(input: unknown): ExecHookMetadata {
+    return hookMetadataOf(input);
+  }
+
+  #telemetryBase(): CodeModeTelemetry {
+    return newRunTelemetry(
+      this.modelTools.map((tool) => tool.name),
+      this.catalog,
+    );
+  }
+
+  #failed(
+    code: CodeModeErrorCode | undefined,
+    error: string,
+    telemetry: CodeModeTelemetry,
+    output: CodeModeOutput[] = [],
+    startedAt = Date.now(),
+  ): CodeModeResult {
+    countLimitFailure(telemetry, code);
+    telemetry.durationMs = Date.now() - startedAt;
+    return {
+      status: "failed",
+      error,
+      ...(code ? { code } : {}),
+      ...(output.length ? { output } : {}),
+      telemetry,
+    };
+  }
+
+  async exec(input: unknown, call: ControlCall): Promise<CodeModeResult> {
+    const startedAt = Date.now();
+    const { engine } = this;
+    engine.stats.execCount++;
+    const telemetry = this.#telemetryBase();
+    telemetry.execCount = 1;
+    const control = engine.trajectory.start({
+      kind: "control",
+      toolCallId: call.toolCallId,
+      tool: EXEC_TOOL_NAME,
+      input: { language: (input as { language?: JsonValue } | null)?.language ?? "javascript" },
+    });
+    let result: CodeModeResult;
+    try {
+      const request = parseExecInput(input, engine.config.languages);
+      result = await this.#runExec(
+        request.code,
+        request.language,
+        call,
+        telemetry,
+        startedAt,
+        control.toolCallId,
+      );
+    } catch (error) {
+      result = this.#failure(error, telemetry, startedAt);
+    }
+    return this.#finishControl(control, result);
+  }
+
+  async wait(input: unknown, call: ControlCall): Promise<CodeModeResult> {
+    const startedAt = Date.now();
+    const { engine } = this;
+    engine.stats.waitCount++;
+    let telemetry = this.#telemetryBase();
+    telemetry.waitCount = 1;
+    const control = engine.trajectory.start({
+      kind: "control",
+      toolCallId: call.toolCallId,
+      tool: WAIT_TOOL_NAME,
+    });
+    let result: CodeModeResult;
+    try {
+      const { runId } = parseWaitInput(input);
+      control.codeModeRunId = runId;
+      const store = await engine.store;
+      const claim = await store.claim(runId, this.#runScope);
+      telemetry = claim.telemetry;
+      telemetry.waitCount++;
+      telemetry.snapshotEvents.push({ event: "resumed", runId });
+      result = await this.#resume(claim, call, telemetry, startedAt);
+    } catch (error) {
+      result = this.#failure(error, telemetry, startedAt);
+    }
+    return this.#finishControl(control, result);
+  }
+
+  #failure(error: unknown, telemetry: CodeModeTelemetry, startedAt: number): CodeModeResult {
+    if (CodeModeError.is(error)) return this.#failed(error.code, error.message, telemetry, [], startedAt);
+    return this.#failed("internal_error", `Internal error: ${String(error)}`, telemetry, [], startedAt);
+  }
+
+  #finishControl(control: ReturnType<TrajectoryRecorder["start"]>, result: CodeModeResult): CodeModeResult {
+    const { engine } = this;
+    engine.countResult(result);
+    if (result.status === "waiting") control.codeModeRunId = result.runId;
+    engine.trajectory.end(
+      control,
+      result.status,
+      result.status === "failed" ? { code: result.code, error: result.error } : undefined,
+    );
+    engine.debug?.(
+      `${control.tool} ${control.toolCallId}: ${result.status}${result.status === "failed" ? ` (${result.code ?? "guest error"}: ${result.error.slice(0, 200)})` : ""}; nested calls ${result.telemetry.nested.calls}, searches ${result.telemetry.nested.searches}, describes ${result.telemetry.nested.describes}`,
+    );
+    return result;
+  }
+
+  async #runExec(
+    code: string,
+    language: "javascript" | "typescript",
+    call: ControlCall,
+    telemetry: CodeModeTelemetry,
+    startedAt: number,
+    toolCallId: string,
+  ): Promise<CodeModeResult> {
+    const { engine } = this;
+    const runKey = randomKey();
+    const inflight = new InflightCalls(this.options.context.sessionId);
+    const ready = new ReadyQueue();
+    const yieldIds = new Set<string>();
+    const parent = { toolCallId, tool: "exec" as const, codeModeRunId: runKey };
+    const deadlineAt = startedAt + engine.config.timeoutMs;
+    let run: SandboxRun;
+    try {
+      run = engine.pool.run({
+        code,
+        language,
+        surface: this.#surface,
+        limits: this.#limits(),
+        deadlineAt,
+        signal: this.#abort.signal,
+        onRequest: (request) => this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry),
+      });
+    } catch (error) {
+      return this.#failure(error, telemetry, startedAt);
+    }
+    inflight.attach((requestId, outcome) => ready.push(requestId, outcome));
+    engine.inflight.set(runKey, inflight);
+    const end = await driveSegment(run, ready, deadlineAt, this.#abort.signal);
+    return this.#settleSegment(end, { runKey, inflight, yieldIds, telemetry, startedAt, claim: null, call });
+  }
+
+  async #resume(
+    claim: ClaimedRun,
+    call: ControlCall,
+    telemetry: CodeModeTelemetry,
+    startedAt: number,
+  ): Promise<CodeModeResult> {
+    const { engine } = this;
+    const store = await engine.store;
+    const hostState = (claim.hostState ?? { runKey: randomKey(), yieldRequestIds: [] }) as RunHostState;
+    const runKey = hostState.runKey;
+    let inflight = engine.inflight.get(runKey);
+    if (!inflight) {
+      inflight = new InflightCalls(this.options.context.sessionId);
+      engine.inflight.set(runKey, inflight);
+    }
+    const ready = new ReadyQueue();
+    const yieldIds = new Set<string>();
+    const parent = { toolCallId: call.toolCallId, tool: "wait" as const, codeModeRunId: claim.runId };
+    const deadlineAt = startedAt + engine.config.timeoutMs;
+    // Results owed to the guest: yields continue now, settled calls go in, running ones follow.
+    for (const requestId of hostState.yieldRequestIds) ready.push(requestId, { ok: true, value: null });
+    for (const pending of claim.pendingCalls) {
+      const outcome = pending.outcome ?? inflight.take(pending.callId);
+      if (outcome) ready.push(pending.callId, outcome);
+      else if (!inflight.get(pending.callId)) {
+        ready.push(pending.callId, {
+          ok: false,
+          error: {
+            name: "Error",
+            message: `Nested call to ${pending.toolId} was lost: it is not running in this process.`,
+            code: "nested_tool_failed",
+          },
+        });
+      }
+    }
+    inflight.attach((requestId, outcome) => ready.push(requestId, outcome));
+    let run: SandboxRun;
+    try {
+      run = engine.pool.restore({
+        snapshot: claim.snapshot,
+        limits: this.#limits(),
+        deadlineAt,
+        signal: this.#abort.signal,
+        onRequest: (request) => this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry),
+      });
+    } catch (error) {
+      await store.finish(claim, "failed").catch(() => {});
+      return this.#failure(error, telemetry, startedAt);
+    }
+    const end = await driveSegment(run, ready, deadlineAt, this.#abort.signal);
+    return this.#settleSegment(end, { runKey, inflight, yieldIds, telemetry, startedAt, claim, call });
+  }
+
+  #limits() {
+    const { config } = this.engine;
+    return {
+      memoryLimitBytes: config.memoryLimitBytes,
+      maxOutputBytes: config.maxOutputBytes,
+      maxPendingToolCalls: config.maxPendingToolCalls,
+      maxSnapshotBytes: config.maxSnapshotBytes,
+    };
+  }
+
+  #onRequest(
+    request: HostRequest,
+    inflight: InflightCalls,
+    ready: ReadyQueue,
+    yieldIds: Set<string>,
+    parent: { toolCallId: string; tool: "exec" | "wait"; codeModeRunId: string },
+    telemetry: CodeModeTelemetry,
+  ): void {
+    if (request.kind === "yield") {
+      yieldIds.add(request.requestId);
+      return;
+    }
+    const controller = new AbortController();
+    const onRunAbort = () => controller.abort(new Error("The code-mode run was aborted."));
+    this.#abort.signal.addEventListener("abort", onRunAbort, { once: true });
+    const started = startHostRequest(request, this.#scope, parent, telemetry, controller.signal);
+    const { stats } = this.engine;
+    if (request.kind === "search") stats.nestedSearches++;
+    else if (request.kind === "describe") stats.nestedDescribes++;
+    else if (started.toolId) stats.nestedCalls++;
+    const outcome = started.outcome.finally(() =>
+      this.#abort.signal.removeEventListener("abort", onRunAbort),
+    );
+    if (started.toolId === null) {
+      void outcome.then((settled) => ready.push(request.requestId, settled));
+      return;
+    }
+    inflight.add(request.requestId, started.toolId, controller, outcome);
+  }
+
+  async #settleSegment(
+    end: SegmentEnd,
+    state: {
+      runKey: string;
+      inflight: InflightCalls;
+      yieldIds: Set<string>;
+      telemetry: CodeModeTelemetry;
+      startedAt: number;
+      claim: ClaimedRun | null;
+      call: ControlCall;
+    },
+  ): Promise<CodeModeResult> {
+    const { engine } = this;
+    const store = await engine.store;
+    const { telemetry, claim, inflight } = state;
+    state.inflight.detach();
+    if (end.type !== "waiting") {
+      engine.inflight.delete(state.runKey);
+      inflight.abortAll("The code-mode run ended.");
+      if (claim) {
+        await store.finish(claim, end.type).catch(() => {});
+        telemetry.snapshotEvents.push({ event: "deleted", runId: claim.runId });
+      }
+      telemetry.durationMs = Date.now() - state.startedAt;
+      if (end.type === "completed") {
+        return {
+          status: "completed",
+          value: end.value,
+          ...(end.output.length ? { output: end.output } : {}),
+          telemetry,
+        };
+      }
+      return this.#failed(end.code, end.message, telemetry, end.output, state.startedAt);
+    }
+
+    const pendingCalls = end.pending
+      .filter((request) => request.kind !== "yield")
+      .map((request) => {
+        const call = inflight.get(request.requestId);
+        return {
+          callId: request.requestId,
+          toolId: call?.toolId ?? request.kind,
+          startedAt: call?.startedAt ?? new Date().toISOString(),
+          ...(call?.outcome ? { outcome: call.outcome as never } : {}),
+        };
+      });
+    const yieldRequestIds = end.pending.filter((request) => request.kind === "yield").map((r) => r.requestId);
+    const hostState: RunHostState = { runKey: state.runKey, yieldRequestIds };
+    telemetry.durationMs = Date.now() - state.startedAt;
+    const payload = {
+      snapshot: end.snapshot,
+      pendingCalls,
+      output: end.output,
+      telemetry,
+      hostState: hostState as unknown as JsonValue,
+    };
+    let runId: string;
+    try {
+      const stored = claim
+        ? await store.resuspend(claim, payload)
+        : await store.suspend({
+            ...payload,
+            scope: { ...this.#runScope, toolCallId: state.call.toolCallId },
+          });
+      runId = stored.runId;
+      telemetry.snapshotEvents.push({ event: "stored", runId, bytes: stored.bytes });
+    } catch (error) {
+      engine.inflight.delete(state.runKey);
+      inflight.abortAll("The code-mode run could not be stored.");
+      if (claim) await store.finish(claim, "failed").catch(() => {});
+      return this.#failure(error, telemetry, state.startedAt);
+    }
+    inflight.storedAs(store, runId);
+    return {
+      status: "waiting",
+      runId,
+      reason: end.reason,
+      ...(pendingCalls.length
+        ? {
+            pendingToolCalls: pendingCalls.map(({ callId, toolId, startedAt }) => ({
+              callId,
+              toolId,
+              startedAt,
+            })),
+          }
+        : {}),
+      ...(end.output.length ? { output: end.output } : {}),
+      telemetry,
+    };
+  }
+}
