@@ -20,10 +20,15 @@ export interface SnapshotBackend {
    */
   recover(now: number, interruptedOutcome: (call: BackendPendingCall) => string): Promise<RecoveryReport>;
 
-  /** Adds a `waiting` record unless `maxLiveRuns` live records exist already (checked atomically). */
+  /**
+   * Adds a `waiting` record unless `maxLiveRuns` live records exist already (checked atomically).
+   * `tombstoneMs` (the store's tombstone retention) lets a backend with its own expiry keep the record
+   * long enough to explain why it is gone.
+   */
   insert(
     record: BackendRecord,
     maxLiveRuns: number,
+    tombstoneMs?: number,
   ): Promise<{ status: "ok" } | { status: "full"; live: number }>;
 
   /** Records a pending call's outcome on a live record, first outcome wins. */
@@ -51,6 +56,17 @@ export interface SnapshotBackend {
   sweep(now: number, purgeAt: number): Promise<{ expired: DroppedRun[]; purged: number }>;
 
   stats(): Promise<StoreStats>;
+
+  /**
+   * Only for a backend shared by several processes: delivers the outcomes of a run's calls as they are
+   * recorded anywhere (already recorded ones first), and tells when a call's owning process is gone.
+   * Resolves once listening; call the returned function to stop.
+   */
+  watchOutcomes?(
+    runId: string,
+    callIds: readonly string[],
+    watcher: OutcomeWatcher,
+  ): Promise<() => Promise<void>>;
 
   /** Releases resources. A non-durable backend returns the live runs it dropped. */
   close(): Promise<DroppedRun[]>;
@@ -142,3 +158,10 @@ export type FinishRequest = {
 };
 
 export type DroppedRun = { runId: string; bytes: number };
+
+/** Receives what `watchOutcomes` learns about a run's calls. */
+export type OutcomeWatcher = {
+  outcome(callId: string, outcomeJson: string): void;
+  /** The process running the call stopped renewing its lease: the call will never settle there. */
+  ownerGone(callId: string, toolId: string): void;
+};

@@ -1,5 +1,6 @@
 import { CodeModeError, type CodeModeErrorCode } from "@codecell/contract";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { redisRequired, redisSkipReason } from "../../../scripts/redis-server.mjs";
 import { newRunId } from "./run-id.js";
 import { openSnapshotStore, type SnapshotStore, type SnapshotStoreOptions } from "./snapshot-store.js";
 import {
@@ -7,6 +8,7 @@ import {
   manualClock,
   memoryFactory,
   patternBytes,
+  redisFactory,
   scopeFor,
   sqliteFactory,
   suspendInput,
@@ -23,11 +25,24 @@ async function thrown(action: () => Promise<unknown>): Promise<CodeModeError> {
   throw new Error("expected the action to throw a CodeModeError, but it succeeded");
 }
 
+if (redisSkipReason) console.warn(redisSkipReason);
+
+// Counted on its own, so a CI run that demands Redis reports a failed test, not only skipped ones.
+it("finds redis-server when CODECELL_REQUIRE_REDIS=1 demands the Redis tests", () => {
+  if (redisRequired) expect(redisSkipReason).toBeNull();
+});
+
 // One suite, run unchanged against every backend: the definition of what a backend must do.
-describe.each([memoryFactory(), sqliteFactory()])(
+describe.each([memoryFactory(), sqliteFactory(), ...(redisSkipReason ? [] : [redisFactory()])])(
   "snapshot store contract: $name backend",
   (factory: BackendFactory) => {
     const stores: SnapshotStore[] = [];
+    beforeAll(async () => {
+      await factory.setup?.();
+    });
+    afterAll(async () => {
+      await factory.teardown?.();
+    });
     let clock = manualClock();
     let events: SnapshotStoreEvent[] = [];
 

@@ -186,6 +186,7 @@ export class SnapshotStore {
         resumeCount: 0,
       },
       this.maxLiveRuns,
+      this.tombstoneSeconds * 1000,
     );
     if (answer.status === "full") {
       this.#emit("refused", runId, "store_full", parts.bytes);
@@ -305,6 +306,32 @@ export class SnapshotStore {
           `run "${runId}" already ${answer.state}; its result was returned by the call that finished it, and it cannot be resumed again.`,
         );
     }
+  }
+
+  /** True when another process may run a call of a run this process resumes (a shared backend). */
+  get sharesOutcomes(): boolean {
+    return typeof this.backend.watchOutcomes === "function";
+  }
+
+  /**
+   * Delivers the outcomes of the given calls of a run as they are recorded by any process sharing the
+   * backend (those recorded already first). A call whose process stopped renewing its lease is settled
+   * as `nested_tool_failed` "interrupted" here, and that outcome is delivered like any other. Answers
+   * null for a backend that is not shared (memory, SQLite): there, calls run in this process only.
+   */
+  async watchOutcomes(
+    runId: string,
+    callIds: readonly string[],
+    onOutcome: (callId: string, outcome: CallOutcome) => void,
+  ): Promise<(() => Promise<void>) | null> {
+    this.#ensureOpen("watchOutcomes");
+    if (this.backend.watchOutcomes === undefined) return null;
+    return this.backend.watchOutcomes(runId, callIds, {
+      outcome: (callId, outcomeJson) => onOutcome(callId, fromJson<CallOutcome>(outcomeJson)),
+      ownerGone: (callId, toolId) => {
+        void this.settleCall(runId, callId, replicaGoneOutcome(callId, toolId)).catch(() => {});
+      },
+    });
   }
 
   /** Suspends a claimed run again with a new snapshot; the runId stays the same, the TTL restarts. */
@@ -533,6 +560,19 @@ function interruptedOutcomeJson(call: BackendPendingCall): string {
         "before the call settled, so its result is lost. Call it again if repeating it is safe.",
     },
   } satisfies CallOutcome);
+}
+
+function replicaGoneOutcome(callId: string, toolId: string): CallOutcome {
+  return {
+    ok: false,
+    error: {
+      name: "CodeModeError",
+      code: "nested_tool_failed",
+      message:
+        `nested call to ${toolId} (call ${callId}) was interrupted: the gateway replica running it stopped ` +
+        "(its lease in the snapshot store ran out) before the call settled, so its result is lost. Call it again if repeating it is safe.",
+    },
+  };
 }
 
 function unknownRun(runId: string): CodeModeError {

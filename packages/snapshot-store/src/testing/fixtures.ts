@@ -2,8 +2,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { emptyTelemetry } from "@codecell/contract";
+import { type RunningRedis, startRedisServer } from "../../../../scripts/redis-server.mjs";
 import type { SnapshotBackend } from "../backend.js";
 import { MemorySnapshotBackend } from "../memory-backend.js";
+import { RedisSnapshotBackend } from "../redis-backend.js";
 import { SqliteSnapshotBackend } from "../sqlite-backend.js";
 import type { RunScope, SuspendInput } from "../types.js";
 
@@ -12,7 +14,41 @@ export type BackendFactory = {
   name: string;
   create(): SnapshotBackend;
   cleanup(): void;
+  /** Starts what the backend needs (a server), once per suite. */
+  setup?(): Promise<void>;
+  teardown?(): Promise<void>;
 };
+
+/** The integrity secret every Redis backend of the tests shares. */
+export const TEST_SECRET = "codecell-test-secret-of-at-least-32-bytes";
+
+/** Redis backends on one real redis-server; every `create` gets a key prefix of its own. */
+export function redisFactory(): BackendFactory & { server(): RunningRedis } {
+  let server: RunningRedis | undefined;
+  let next = 0;
+  return {
+    name: "redis",
+    server() {
+      if (server === undefined) throw new Error("redisFactory: setup() has not run");
+      return server;
+    },
+    async setup() {
+      server = await startRedisServer();
+    },
+    async teardown() {
+      await server?.stop();
+    },
+    create() {
+      next += 1;
+      return new RedisSnapshotBackend({
+        url: this.server().url,
+        secret: TEST_SECRET,
+        keyPrefix: `t${process.pid}-${next}:`,
+      });
+    },
+    cleanup() {},
+  };
+}
 
 export function memoryFactory(): BackendFactory {
   return { name: "memory", create: () => new MemorySnapshotBackend(), cleanup: () => {} };

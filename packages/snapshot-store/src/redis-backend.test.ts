@@ -1,0 +1,218 @@
+import { CodeModeError } from "@codecell/contract";
+import { Redis } from "ioredis";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { type RunningRedis, redisSkipReason, startRedisServer } from "../../../scripts/redis-server.mjs";
+import { RedisSnapshotBackend, type RedisSnapshotBackendOptions } from "./redis-backend.js";
+import { openSnapshotStore, type SnapshotStore } from "./snapshot-store.js";
+import { scopeFor, suspendInput, TEST_SECRET } from "./testing/fixtures.js";
+import type { CallOutcome } from "./types.js";
+
+// The contract suite covers the Redis backend like the others; these are what only a shared store has:
+// several replicas on one server, integrity, Redis expiry, outcomes across processes, a Redis restart.
+describe.skipIf(redisSkipReason !== null)("Redis backend: several replicas on one server", () => {
+  let server: RunningRedis;
+  let redis: Redis;
+  let prefixes = 0;
+  let prefix = "";
+  const stores: SnapshotStore[] = [];
+
+  beforeAll(async () => {
+    server = await startRedisServer();
+    redis = quietClient(server.url);
+  });
+  afterAll(async () => {
+    redis.disconnect();
+    await server.stop();
+  });
+  afterEach(async () => {
+    for (const store of stores.splice(0)) await store.close().catch(() => {});
+  });
+
+  function nextPrefix(): string {
+    prefixes += 1;
+    prefix = `replicas-${prefixes}:`;
+    return prefix;
+  }
+
+  async function replica(options: Partial<RedisSnapshotBackendOptions> = {}): Promise<SnapshotStore> {
+    const store = await openSnapshotStore({
+      backend: new RedisSnapshotBackend({
+        url: server.url,
+        secret: TEST_SECRET,
+        keyPrefix: prefix,
+        ...options,
+      }),
+      sweepIntervalMs: 0,
+    });
+    stores.push(store);
+    return store;
+  }
+
+  async function thrown(action: () => Promise<unknown>): Promise<CodeModeError> {
+    try {
+      await action();
+    } catch (error) {
+      if (CodeModeError.is(error)) return error;
+      throw error;
+    }
+    throw new Error("expected a CodeModeError");
+  }
+
+  it("lets exactly one of two replicas claim a run when both claim it at once, run after run", async () => {
+    nextPrefix();
+    const a = await replica();
+    const b = await replica();
+    for (let round = 0; round < 25; round += 1) {
+      const { runId } = await a.suspend(suspendInput());
+      const results = await Promise.allSettled([a.claim(runId, scopeFor()), b.claim(runId, scopeFor())]);
+      const winners = results.filter((result) => result.status === "fulfilled");
+      expect(winners).toHaveLength(1);
+      const loser = results.find((result) => result.status === "rejected") as PromiseRejectedResult;
+      expect(loser.reason.message).toContain("already being resumed");
+      const claim = (winners[0] as PromiseFulfilledResult<Awaited<ReturnType<SnapshotStore["claim"]>>>).value;
+      await (winners[0] === results[0] ? a : b).finish(claim, "completed");
+    }
+  });
+
+  it("hands a run suspended on one replica to another, with outcomes recorded by a third", async () => {
+    nextPrefix();
+    const [a, b, c] = [await replica(), await replica(), await replica()];
+    const { runId } = await a.suspend(suspendInput());
+    expect(await c.settleCall(runId, "call-1", { ok: true, value: { from: "c" } })).toBe("recorded");
+    const claim = await b.claim(runId, scopeFor());
+    expect(claim.pendingCalls[0]?.outcome).toEqual({ ok: true, value: { from: "c" } });
+    expect(Buffer.from(claim.snapshot).equals(Buffer.from(suspendInput().snapshot))).toBe(true);
+    await b.finish(claim, "completed");
+    await expect(a.claim(runId, scopeFor())).rejects.toMatchObject({ code: "invalid_input" });
+  });
+
+  it("requires a secret of at least 32 bytes", () => {
+    for (const secret of [undefined, "", "short secret"]) {
+      expect(() => new RedisSnapshotBackend({ url: server.url, secret: secret as string })).toThrow(
+        expect.objectContaining({ code: "invalid_config" }),
+      );
+    }
+    expect(() => new RedisSnapshotBackend({ url: "http://localhost", secret: TEST_SECRET })).toThrow(
+      expect.objectContaining({ code: "invalid_config" }),
+    );
+  });
+
+  it("never restores a record changed in Redis or written with another secret", async () => {
+    nextPrefix();
+    const a = await replica();
+    const tampered = await a.suspend(suspendInput());
+    await redis.hset(`${prefix}run:${tampered.runId}`, "snap", Buffer.from("evil snapshot"));
+    const error = await thrown(() => a.claim(tampered.runId, scopeFor()));
+    expect(error.code).toBe("snapshot_restore_failed");
+    expect(error.message).toContain("integrity check");
+    // The run is ended, not left to be tried again.
+    expect((await thrown(() => a.claim(tampered.runId, scopeFor()))).message).toContain("already failed");
+
+    const forgedOutcome = await a.suspend(suspendInput());
+    await redis.hset(`${prefix}run:${forgedOutcome.runId}`, "r:call-1", '{"ok":true,"value":"forged"}');
+    expect((await thrown(() => a.claim(forgedOutcome.runId, scopeFor()))).code).toBe(
+      "snapshot_restore_failed",
+    );
+
+    const other = await replica({ secret: `${TEST_SECRET}-but-another-one` });
+    const { runId } = await a.suspend(suspendInput());
+    expect((await thrown(() => other.claim(runId, scopeFor()))).code).toBe("snapshot_restore_failed");
+  });
+
+  it("gives every record a Redis expiry: TTL plus tombstone time while live, the tombstone time after", async () => {
+    nextPrefix();
+    const store = await openSnapshotStore({
+      backend: new RedisSnapshotBackend({ url: server.url, secret: TEST_SECRET, keyPrefix: prefix }),
+      sweepIntervalMs: 0,
+      tombstoneSeconds: 120,
+    });
+    stores.push(store);
+    const { runId } = await store.suspend(suspendInput({ ttlSeconds: 60 }));
+    const live = await redis.pttl(`${prefix}run:${runId}`);
+    expect(live).toBeGreaterThan(170_000);
+    expect(live).toBeLessThanOrEqual(180_000);
+    await store.finish(await store.claim(runId, scopeFor()), "completed");
+    const tombstone = await redis.pttl(`${prefix}run:${runId}`);
+    expect(tombstone).toBeGreaterThan(170_000);
+    expect(tombstone).toBeLessThanOrEqual(180_000);
+    expect(await redis.hexists(`${prefix}run:${runId}`, "snap")).toBe(0);
+  });
+
+  it("delivers an outcome recorded on another replica to a watching replica at once", async () => {
+    nextPrefix();
+    const a = await replica();
+    const b = await replica();
+    const { runId } = await a.suspend(suspendInput());
+    const seen: Array<[string, CallOutcome]> = [];
+    const arrived = new Promise<void>((resolve) => {
+      void b
+        .watchOutcomes(runId, ["call-1", "call-2"], (callId, outcome) => {
+          seen.push([callId, outcome]);
+          if (seen.length === 2) resolve();
+        })
+        .then((stop) => stops.push(stop!));
+    });
+    const stops: Array<() => Promise<void>> = [];
+    await a.settleCall(runId, "call-1", { ok: true, value: 1 });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await a.settleCall(runId, "call-2", { ok: false, error: { name: "Error", message: "no" } });
+    await arrived;
+    expect(seen).toEqual([
+      ["call-1", { ok: true, value: 1 }],
+      ["call-2", { ok: false, error: { name: "Error", message: "no" } }],
+    ]);
+    for (const stop of stops) await stop();
+  });
+
+  it("settles the calls of a replica whose lease is gone as interrupted, and those of a live one not", async () => {
+    nextPrefix();
+    const a = await replica({ replicaLeaseMs: 600 });
+    const b = await replica({ replicaLeaseMs: 600 });
+    const { runId } = await a.suspend(suspendInput());
+    // A replica that is alive keeps its calls: nothing arrives while its lease is renewed.
+    const early: string[] = [];
+    const stopEarly = await b.watchOutcomes(runId, ["call-1"], (callId) => early.push(callId));
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(early).toEqual([]);
+    await stopEarly?.();
+
+    const outcome = new Promise<CallOutcome>((resolve) => {
+      void b.watchOutcomes(runId, ["call-1"], (_callId, settled) => resolve(settled));
+    });
+    await a.close(); // its lease goes with it
+    const settled = await outcome;
+    expect(settled).toMatchObject({ ok: false, error: { code: "nested_tool_failed" } });
+    expect((settled as { error: { message: string } }).error.message).toContain("interrupted");
+    const claim = await b.claim(runId, scopeFor());
+    expect(claim.pendingCalls[0]?.outcome).toEqual(settled);
+  });
+
+  it("answers runtime_unavailable while Redis is down and snapshot_restore_failed after it lost its data", async () => {
+    nextPrefix();
+    const store = await replica({ commandTimeoutMs: 1_000 });
+    const { runId } = await store.suspend(suspendInput());
+    await server.halt();
+    const down = await thrown(() => store.claim(runId, scopeFor()));
+    expect(down.code).toBe("runtime_unavailable");
+    expect(down.message).toContain("is unavailable");
+    await server.restart();
+    // Bounded: the client reconnects within a few hundred milliseconds.
+    let lost: CodeModeError | undefined;
+    for (let attempt = 0; attempt < 40; attempt += 1) {
+      lost = await thrown(() => store.claim(runId, scopeFor()));
+      if (lost.code !== "runtime_unavailable") break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(lost?.code).toBe("snapshot_restore_failed");
+    expect(lost?.message).toContain("lost its records");
+    redis.disconnect();
+    redis = quietClient(server.url);
+  });
+});
+
+/** A client for looking into Redis; its reconnect errors during the restart test are expected. */
+function quietClient(url: string): Redis {
+  const client = new Redis(url);
+  client.on("error", () => {});
+  return client;
+}

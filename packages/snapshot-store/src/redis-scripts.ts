@@ -1,0 +1,240 @@
+// The Lua scripts of the Redis backend. Each backend method is one script, so each runs atomically on
+// the server: two replicas claiming the same run at the same moment are serialized by Redis itself.
+//
+// One hash per run (key `<prefix>run:<runId>`). Fields:
+//   st state, ag/sk/si/pr/tc scope, snap snapshot bytes, out/tel/hs JSON parts (hs absent for none),
+//   ca/ua/ex created/updated/expires (epoch ms), by bytes, rc resume count, tok claim token,
+//   lu lease until, ret tombstone retention ms, pa purge at, mac record HMAC,
+//   and per pending call: c:<id> call JSON, o:<id> owning replica, r:<id> outcome JSON,
+//   a:<id> settled at, m:<id> outcome HMAC.
+// Two sorted sets: `<prefix>live` (runId by expiresAt) and `<prefix>tombs` (runId by purgeAt).
+
+const HELPERS = `
+local function tombstone(key, live, tombs, runId, state, purgeAt)
+  local fields = redis.call('HKEYS', key)
+  local drop = {}
+  for _, field in ipairs(fields) do
+    if field ~= 'ag' and field ~= 'sk' and field ~= 'si' and field ~= 'pr' and field ~= 'tc'
+      and field ~= 'ret' and field ~= 'ca' then
+      drop[#drop + 1] = field
+    end
+  end
+  for index = 1, #drop, 500 do
+    redis.call('HDEL', key, unpack(drop, index, math.min(index + 499, #drop)))
+  end
+  redis.call('HSET', key, 'st', state, 'pa', purgeAt, 'by', 0)
+  local ret = tonumber(redis.call('HGET', key, 'ret') or '3600000')
+  -- Redis forgets the tombstone on its own, a minute after the store would purge it.
+  redis.call('PEXPIRE', key, ret + 60000)
+  redis.call('ZREM', live, runId)
+  redis.call('ZADD', tombs, purgeAt, runId)
+end
+
+local function claimed(key, token)
+  local head = redis.call('HMGET', key, 'st', 'tok')
+  if not head[1] then return 'gone' end
+  if head[1] ~= 'running' or head[2] ~= token then return head[1] end
+  return nil
+end
+
+local function isCallField(field)
+  local prefix = string.sub(field, 1, 2)
+  return prefix == 'c:' or prefix == 'o:' or prefix == 'r:' or prefix == 'a:' or prefix == 'm:'
+end
+`;
+
+/** KEYS: run, live. ARGV: maxLive, expiresAt, keyTtlMs, runId, then field/value pairs. */
+export const INSERT = `
+local live = redis.call('ZCARD', KEYS[2])
+if live >= tonumber(ARGV[1]) then return {'full', live} end
+redis.call('HSET', KEYS[1], unpack(ARGV, 5))
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[4])
+return {'ok'}
+`;
+
+/** KEYS: run. ARGV: callId, outcomeJson, outcomeBytes, settledAt, maxBytes, mac, channel. */
+export const SETTLE = `
+local state = redis.call('HGET', KEYS[1], 'st')
+if state ~= 'waiting' and state ~= 'running' then return {'run_gone'} end
+local id = ARGV[1]
+if redis.call('HEXISTS', KEYS[1], 'c:' .. id) == 0 then return {'unknown_call'} end
+if redis.call('HEXISTS', KEYS[1], 'r:' .. id) == 1 then return {'already_settled'} end
+local bytes = tonumber(redis.call('HGET', KEYS[1], 'by'))
+if bytes + tonumber(ARGV[3]) > tonumber(ARGV[5]) then return {'too_large', bytes} end
+redis.call('HSET', KEYS[1], 'r:' .. id, ARGV[2], 'a:' .. id, ARGV[4], 'm:' .. id, ARGV[6],
+  'by', string.format('%d', bytes + tonumber(ARGV[3])))
+redis.call('PUBLISH', ARGV[7], id)
+return {'recorded'}
+`;
+
+/**
+ * KEYS: run, live, tombs, epoch. ARGV: agentId, sessionKey, sessionId, parentRunId, now, claimToken,
+ * leaseUntil, purgeAt, runId, epoch.
+ */
+export const CLAIM = `${HELPERS}
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  if redis.call('GET', KEYS[4]) ~= ARGV[10] then return {'reset'} end
+  return {'unknown'}
+end
+local head = redis.call('HMGET', KEYS[1], 'ag', 'sk', 'si', 'pr', 'st', 'lu', 'ex', 'by')
+if head[1] ~= ARGV[1] or head[2] ~= ARGV[2] or head[3] ~= ARGV[3] or head[4] ~= ARGV[4] then
+  return {'scope_mismatch'}
+end
+local state = head[5]
+local now = tonumber(ARGV[5])
+if state == 'aborted' then return {'aborted'} end
+if state == 'expired' then return {'expired', 0, 0} end
+if state == 'completed' or state == 'failed' then return {'finished', state} end
+if state == 'running' and tonumber(head[6]) > now then return {'busy'} end
+if tonumber(head[7]) <= now then
+  tombstone(KEYS[1], KEYS[2], KEYS[3], ARGV[9], 'expired', ARGV[8])
+  return {'expired', tonumber(head[8]), 1}
+end
+redis.call('HSET', KEYS[1], 'st', 'running', 'tok', ARGV[6], 'lu', ARGV[7])
+redis.call('HINCRBY', KEYS[1], 'rc', 1)
+return {'claimed', redis.call('HGETALL', KEYS[1])}
+`;
+
+/**
+ * KEYS: run, live. ARGV: claimToken, runId, expiresAt, keyTtlMs, baseBytes, maxBytes, replicaId,
+ * hasHostState ('1' or '0'), callCount, then per call (callId, callJson, outcomeJson or '', settledAt,
+ * outcomeMac), then field/value pairs of the parts.
+ */
+export const REPLACE = `${HELPERS}
+local lost = claimed(KEYS[1], ARGV[1])
+if lost then return {'lost', lost} end
+local count = tonumber(ARGV[9])
+local bytes = tonumber(ARGV[5])
+local calls = {}
+for index = 0, count - 1 do
+  local base = 10 + index * 5
+  local id = ARGV[base]
+  local call = { id = id, json = ARGV[base + 1], outcome = ARGV[base + 2], at = ARGV[base + 3], mac = ARGV[base + 4] }
+  local old = redis.call('HMGET', KEYS[1], 'o:' .. id, 'r:' .. id, 'a:' .. id, 'm:' .. id)
+  call.owner = old[1] or ARGV[7]
+  if call.outcome == '' and old[2] then
+    call.outcome = old[2]
+    call.at = old[3]
+    call.mac = old[4]
+    bytes = bytes + string.len(old[2])
+  end
+  calls[#calls + 1] = call
+end
+if bytes > tonumber(ARGV[6]) then return {'too_large', bytes} end
+local drop = {}
+for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
+  if isCallField(field) then drop[#drop + 1] = field end
+end
+if ARGV[8] == '0' then drop[#drop + 1] = 'hs' end
+drop[#drop + 1] = 'tok'
+for index = 1, #drop, 500 do
+  redis.call('HDEL', KEYS[1], unpack(drop, index, math.min(index + 499, #drop)))
+end
+for _, call in ipairs(calls) do
+  redis.call('HSET', KEYS[1], 'c:' .. call.id, call.json, 'o:' .. call.id, call.owner)
+  if call.outcome ~= '' then
+    redis.call('HSET', KEYS[1], 'r:' .. call.id, call.outcome, 'a:' .. call.id, call.at, 'm:' .. call.id, call.mac)
+  end
+end
+redis.call('HSET', KEYS[1], unpack(ARGV, 10 + count * 5))
+redis.call('HSET', KEYS[1], 'st', 'waiting', 'lu', 0, 'by', string.format('%d', bytes))
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])
+return {'ok', bytes}
+`;
+
+/** KEYS: run. ARGV: claimToken. */
+export const RELEASE = `${HELPERS}
+local lost = claimed(KEYS[1], ARGV[1])
+if lost then return {'lost', lost} end
+redis.call('HSET', KEYS[1], 'st', 'waiting', 'lu', 0)
+redis.call('HDEL', KEYS[1], 'tok')
+return {'ok'}
+`;
+
+/** KEYS: run, live, tombs. ARGV: claimToken, state, purgeAt, runId. */
+export const FINISH = `${HELPERS}
+local lost = claimed(KEYS[1], ARGV[1])
+if lost then return {'lost', lost} end
+local bytes = tonumber(redis.call('HGET', KEYS[1], 'by'))
+tombstone(KEYS[1], KEYS[2], KEYS[3], ARGV[4], ARGV[2], ARGV[3])
+return {'ok', bytes}
+`;
+
+/**
+ * KEYS: live, tombs. ARGV: purgeAt, key prefix, runId or '', then pairs of (scope field, value).
+ * Live runs are capped (maxLiveRuns), so a scan of them is cheaper than an index per field.
+ */
+export const ABORT = `${HELPERS}
+local dropped = {}
+local candidates
+if ARGV[3] ~= '' then candidates = { ARGV[3] } else candidates = redis.call('ZRANGE', KEYS[1], 0, -1) end
+for _, runId in ipairs(candidates) do
+  local key = ARGV[2] .. 'run:' .. runId
+  local state = redis.call('HGET', key, 'st')
+  if not state then
+    redis.call('ZREM', KEYS[1], runId)
+  elseif state == 'waiting' or state == 'running' then
+    local match = true
+    for index = 4, #ARGV, 2 do
+      if redis.call('HGET', key, ARGV[index]) ~= ARGV[index + 1] then match = false end
+    end
+    if match then
+      dropped[#dropped + 1] = runId
+      dropped[#dropped + 1] = tonumber(redis.call('HGET', key, 'by'))
+      tombstone(key, KEYS[1], KEYS[2], runId, 'aborted', ARGV[1])
+    end
+  end
+end
+return dropped
+`;
+
+/**
+ * KEYS: live, tombs. ARGV: now, purgeAt, key prefix, batch size, skip. Expires up to one batch of live
+ * runs past their TTL (not those under a valid claim, which are skipped) and answers
+ * {scanned, skipped, runId, bytes, runId, bytes, ...}.
+ */
+export const SWEEP_EXPIRE = `${HELPERS}
+local now = tonumber(ARGV[1])
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', tonumber(ARGV[5]), tonumber(ARGV[4]))
+local answer = { #due, 0 }
+for _, runId in ipairs(due) do
+  local key = ARGV[3] .. 'run:' .. runId
+  local head = redis.call('HMGET', key, 'st', 'lu', 'by')
+  if not head[1] then
+    redis.call('ZREM', KEYS[1], runId)
+  elseif head[1] == 'running' and tonumber(head[2]) > now then
+    answer[2] = answer[2] + 1
+  else
+    answer[#answer + 1] = runId
+    answer[#answer + 1] = tonumber(head[3])
+    tombstone(key, KEYS[1], KEYS[2], runId, 'expired', ARGV[2])
+  end
+end
+return answer
+`;
+
+/** KEYS: tombs. ARGV: now, key prefix, batch size. Answers how many tombstones it removed. */
+export const SWEEP_PURGE = `
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', tonumber(ARGV[1]), 'LIMIT', 0, tonumber(ARGV[3]))
+for _, runId in ipairs(due) do
+  redis.call('DEL', ARGV[2] .. 'run:' .. runId)
+  redis.call('ZREM', KEYS[1], runId)
+end
+return #due
+`;
+
+/** KEYS: live, tombs. ARGV: key prefix. Answers {live, running, tombstones, liveBytes}. */
+export const STATS = `
+local live, running, bytes = 0, 0, 0
+for _, runId in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  local head = redis.call('HMGET', ARGV[1] .. 'run:' .. runId, 'st', 'by')
+  if head[1] == 'waiting' or head[1] == 'running' then
+    live = live + 1
+    bytes = bytes + tonumber(head[2])
+    if head[1] == 'running' then running = running + 1 end
+  end
+end
+return {live, running, redis.call('ZCARD', KEYS[2]), bytes}
+`;
