@@ -262,7 +262,6 @@ export function guestPrelude(host, surfaceText) {
     defineProperty(target, name, { value, writable: false, enumerable: true, configurable: false });
   }
 
-  // Other spellings of a member, left out of Object.keys so listings stay honest.
   function defineAliases(target, aliases, value) {
     if (!isArray(aliases)) return;
     for (let index = 0; index < aliases.length; index++) {
@@ -405,37 +404,26 @@ export function guestPrelude(host, surfaceText) {
     }
     return trimmed;
   }
-  function listedFiles(wanted) {
-    const files = [];
-    for (let index = 0; index < apiPaths.length; index++) {
-      const path = apiPaths[index];
-      if (wanted === "" || path === wanted || path.startsWith(`${wanted}/`)) {
-        const file = apiFiles[path];
-        files[files.length] = { path, description: file.description, bytes: utf8Length(file.content) };
-      }
-    }
-    return files;
-  }
-  // Short spellings of paths (no "mcp/", no ".d.ts"), each with every path it can mean: from the host.
-  const apiShortPaths = surface.apiShortPaths || createObject(null);
-  function resolveApiPath(wanted) {
-    if (apiFiles[wanted] !== undefined) return wanted;
-    const found = apply(hasOwn, apiShortPaths, [wanted]) ? apiShortPaths[wanted] : null;
-    if (found !== null && found.length === 1) return found[0];
-    throw makeError(
-      "Error",
-      found !== null
-        ? `API.read: "${wanted}" could mean "${found.join('", "')}"; pass the full path`
-        : `API.read: there is no file "${wanted}"; the files are "${apiPaths.join('", "')}" (API.list() describes them)`,
-      "invalid_input",
-    );
+  // A short spelling ("memory.d.ts", "memory") of the one path it can mean, from the host's table.
+  const apiShortPaths = surface.apiShortPaths || {};
+  function apiPathOf(wanted) {
+    const found =
+      apiFiles[wanted] === undefined && apply(hasOwn, apiShortPaths, [wanted]) ? apiShortPaths[wanted] : null;
+    return found !== null && found.length === 1 ? found[0] : wanted;
   }
   const api = {};
   define(api, "list", function list(prefix) {
     try {
-      const wanted = prefix === undefined ? "" : checkedApiPath(prefix, "API.list(prefix): prefix", true);
-      let files = listedFiles(wanted);
-      if (files.length === 0 && wanted !== "") files = listedFiles(`mcp/${wanted}`);
+      let wanted = prefix === undefined ? "" : checkedApiPath(prefix, "API.list(prefix): prefix", true);
+      if (wanted !== "") wanted = apiPathOf(wanted);
+      const files = [];
+      for (let index = 0; index < apiPaths.length; index++) {
+        const path = apiPaths[index];
+        if (wanted === "" || path === wanted || path.startsWith(`${wanted}/`)) {
+          const file = apiFiles[path];
+          files[files.length] = { path, description: file.description, bytes: utf8Length(file.content) };
+        }
+      }
       return resolved(files);
     } catch (error) {
       return rejected(error);
@@ -443,8 +431,16 @@ export function guestPrelude(host, surfaceText) {
   });
   define(api, "read", function read(path) {
     try {
-      const wanted = checkedApiPath(path, "API.read(path): path", false);
-      return resolved(apiFiles[resolveApiPath(wanted)].content);
+      const wanted = apiPathOf(checkedApiPath(path, "API.read(path): path", false));
+      const file = apiFiles[wanted];
+      if (file === undefined) {
+        throw makeError(
+          "Error",
+          `API.read: there is no file "${wanted}"; the files are "${apiPaths.join('", "')}"`,
+          "invalid_input",
+        );
+      }
+      return resolved(file.content);
     } catch (error) {
       return rejected(error);
     }

@@ -373,7 +373,8 @@ class GuestRun {
     const what = consoleLevel ? `console.${consoleLevel}()` : kind === "text" ? "text()" : "json()";
     if (!this.chargeOutput(byteLength(text), what)) return "";
     if (kind !== "text") this.output.push({ type: "json", value: JSON.parse(text) });
-    else this.output.push(consoleLevel ? { type: "text", text, level: consoleLevel } : { type: "text", text });
+    else
+      this.output.push(consoleLevel ? { type: "text", text, level: consoleLevel } : { type: "text", text });
     return "";
   }
 
