@@ -71,6 +71,11 @@ export type HostToWorkerMessage =
       surface: string;
       limits: SandboxLimits;
       deadlineAt: number;
+      /**
+       * When set, the worker ignores `deadlineAt` while it gets the VM ready, then gives the cell this
+       * many ms from the moment it starts evaluating, and reports that deadline in a `started` message.
+       */
+      timeoutMs?: number;
       signal: Int32Array;
     }
   | {
@@ -177,6 +182,7 @@ const hostMessageChecks: Record<HostToWorkerMessage["type"], Record<string, Chec
     surface: isString,
     limits: isLimits,
     deadlineAt: isNumber,
+    timeoutMs: (value) => value === undefined || (isNumber(value) && (value as number) > 0),
     signal: isSignal,
   },
   restore: {

@@ -69,7 +69,16 @@ export const gatewayConfigSchema = z.strictObject({
   mcpServers: z.record(z.string().regex(/^[A-Za-z0-9_-]+$/), z.unknown()).optional(),
   plugins: z.array(pluginEntrySchema).optional(),
   snapshotStore: snapshotStoreSchema.optional(),
-  workspace: z.string().min(1).optional(),
+  workspace: z
+    .union([
+      z.string().min(1),
+      z.strictObject({
+        path: z.string().min(1),
+        maxBytes: z.number().int().positive().optional(),
+        maxWriteBytesPerRun: z.number().int().positive().optional(),
+      }),
+    ])
+    .optional(),
   http: httpSettingsSchema.optional(),
 });
 
@@ -81,11 +90,17 @@ export const FIELD_HINTS: Record<string, string> = {
   "tools.approval":
     'an array of tool ids or names that need the user\'s approval, e.g. ["core:codecell:write_file"]',
   mcpServers: 'an object of server id (letters, digits, "_" or "-") to { "command", "args" } or { "url" }',
+  "mcpServers.<name>": 'a server id made of letters, digits, "_" and "-", such as "memory" or "my-server"',
   plugins: 'an array of module paths or package names, or { "module": "...", "options": {...} }',
   snapshotStore: '{ "kind": "memory" } or { "kind": "sqlite", "path": "runs.db" }',
   "snapshotStore.kind": '"memory" or "sqlite"',
   "snapshotStore.path": "a file path for the SQLite database, relative to the config file",
-  workspace: "a folder path, relative to the config file, that the core file tools may touch",
+  workspace:
+    'a folder path, relative to the config file, that the core file tools may touch, or { "path": "...", "maxBytes": 1073741824, "maxWriteBytesPerRun": 67108864 }',
+  "workspace.path": "a folder path, relative to the config file, that the core file tools may touch",
+  "workspace.maxBytes": "a positive integer: the most bytes write_file may grow the workspace to",
+  "workspace.maxWriteBytesPerRun":
+    "a positive integer: the most bytes write_file may write in one code-mode run",
   command: 'the program to start, e.g. "node"',
   args: "an array of strings",
   env: "an object of environment variable names to string values",
@@ -106,17 +121,5 @@ export const FIELD_HINTS: Record<string, string> = {
     "a whole number of MCP sessions one principal may hold at once (default 64)",
   "http.sessionIdleSeconds": "seconds without a request after which an MCP session is closed (default 600)",
 };
-
-export const TOP_LEVEL_KEYS = [
-  "$schema",
-  "tools",
-  "mcpServers",
-  "plugins",
-  "snapshotStore",
-  "workspace",
-  "http",
-];
-export const HTTP_KEYS = ["tokens", "allowedHosts", "maxSessionsPerPrincipal", "sessionIdleSeconds"];
-export const TOOLS_KEYS = ["codeMode", "allow", "deny", "approval"];
 
 export type GatewayConfigFile = z.infer<typeof gatewayConfigSchema>;

@@ -196,6 +196,9 @@ class GuestRun {
     this.runId = runId;
     this.limits = limits;
     this.deadlineAt = deadlineAt;
+    /** The cell's own budget when its clock starts in this worker (start with timeoutMs). */
+    /** @type {number | null} */
+    this.timeoutMs = null;
     this.signal = signal;
     /** @type {QuickJS | null} */
     this.vm = null;
@@ -364,7 +367,8 @@ class GuestRun {
    * @returns {string} "" or a refusal for the guest to throw
    */
   onOutput(kind, text, level) {
-    if (this.forced !== null || this.outcome !== null) return "";
+    // Work the cell left running after it returned may still add output until it settles.
+    if (this.forced !== null || (this.outcome !== null && this.outcome.type !== "completed")) return "";
     if (kind !== "text") {
       const deep = this.tooDeep(text, "The json() value");
       if (deep !== null) return this.refusal("CodeModeError", deep, "invalid_input");
@@ -446,6 +450,10 @@ class GuestRun {
     prelude.dispose();
     host.dispose();
 
+    if (this.timeoutMs !== null) {
+      this.deadlineAt = Date.now() + this.timeoutMs;
+      post({ type: "started", runId: this.runId, deadlineAt: this.deadlineAt });
+    }
     let cell;
     try {
       cell = vm.evalCode(`${CELL_PREFIX}${code}\n})`, CELL_FILENAME);
@@ -569,6 +577,8 @@ class GuestRun {
     }
     this.nextRequestNumber = state.nextRequestNumber;
     this.outputBytes = state.outputBytes;
+    const returned = /** @type {{ returned?: { value: unknown } }} */ (state).returned;
+    if (returned !== undefined) this.outcome = { type: "completed", value: returned.value };
     for (const request of state.pending) this.pending.set(request.requestId, request);
     if (Array.isArray(state.issuedCodes)) {
       for (const code of state.issuedCodes) if (isCodeModeErrorCode(code)) this.issuedCodes.add(code);
@@ -579,7 +589,8 @@ class GuestRun {
   async suspend() {
     const { encodeSnapshot } = await loadSnapshotCodec();
     const vm = this.vm;
-    if (vm === null || this.outcome !== null || this.forced !== null || this.pending.size === 0) {
+    const failed = this.outcome !== null && this.outcome.type === "failed";
+    if (vm === null || failed || this.forced !== null || this.pending.size === 0) {
       post({
         type: "suspend-failed",
         runId: this.runId,
@@ -595,6 +606,8 @@ class GuestRun {
       outputBytes: this.outputBytes,
       pending: [...this.pending.values()],
       issuedCodes: [...this.issuedCodes],
+      // The cell already returned this value; it is reported once the pending calls settle.
+      ...(this.outcome?.type === "completed" ? { returned: { value: this.outcome.value } } : {}),
     };
     const bytes = encodeSnapshot(image, bridgeState, snapshotSecret);
     if (bytes.byteLength > this.limits.maxSnapshotBytes) {
@@ -643,7 +656,9 @@ class GuestRun {
       this.finish({ type: "failed", code: this.forced.code, message: this.forced.message, error: null });
       return;
     }
-    if (this.outcome !== null) {
+    // A cell that returned while its calls are still running is not done: those calls keep going and
+    // the run completes once they settle (the run stays idle, and can be suspended, until then).
+    if (this.outcome !== null && (this.outcome.type === "failed" || this.pending.size === 0)) {
       this.finish(this.outcome);
       return;
     }
@@ -775,7 +790,11 @@ async function onMessage(raw) {
       return;
     }
     case "start": {
-      const run = new GuestRun(message.runId, message.limits, message.deadlineAt, message.signal);
+      // With timeoutMs, getting the VM ready (a worker's first run compiles the prelude) is not the
+      // cell's time: no deadline applies until the cell starts (see GuestRun.start).
+      const setupDeadline = message.timeoutMs === undefined ? message.deadlineAt : Number.POSITIVE_INFINITY;
+      const run = new GuestRun(message.runId, message.limits, setupDeadline, message.signal);
+      run.timeoutMs = message.timeoutMs ?? null;
       runs.set(message.runId, run);
       run.enqueue(() => run.start(message.surface, message.code));
       return;
