@@ -74,6 +74,9 @@ function randomKey(): string {
   return crypto.randomUUID();
 }
 
+/** One exec or wait segment's abort signal and the nested calls it started that are still running. */
+type Segment = { signal: AbortSignal; calls: Set<AbortController>; release(): void };
+
 export class ActiveRun implements PreparedRun {
   readonly active = true;
   readonly reason = "active" as const;
@@ -248,7 +251,7 @@ export class ActiveRun implements PreparedRun {
         timeoutMs: engine.config.timeoutMs,
         signal,
         onRequest: (request) =>
-          this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry, signal),
+          this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry, segment),
       });
     } catch (error) {
       segment.release();
@@ -316,7 +319,7 @@ export class ActiveRun implements PreparedRun {
         timeoutMs: engine.config.timeoutMs,
         signal,
         onRequest: (request) =>
-          this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry, signal),
+          this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry, segment),
       });
     } catch (error) {
       segment.release();
@@ -332,10 +335,21 @@ export class ActiveRun implements PreparedRun {
    * while the segment runs. Released when it ends, so calls still pending in a waiting run outlive the
    * request that started them (they end with the run, through the in-flight table).
    */
-  #segment(call: ControlCall): { signal: AbortSignal; release(): void } {
+  #segment(call: ControlCall): Segment {
     const controller = new AbortController();
-    // Every nested call in flight listens for it; there can be many at once.
+    // The driver and the run listen for it; with the control call's own signal there can be several.
     setMaxListeners(0, controller.signal);
+    // One listener aborts every nested call the segment started (a listener per call cost more than
+    // the call itself in a loop of quick calls).
+    const calls = new Set<AbortController>();
+    controller.signal.addEventListener(
+      "abort",
+      () => {
+        for (const call of calls) call.abort(new Error("The code-mode run was aborted."));
+        calls.clear();
+      },
+      { once: true },
+    );
     const sources = [this.#abort.signal, ...(call.signal ? [call.signal] : [])];
     const onAbort = () => controller.abort();
     for (const source of sources) {
@@ -344,6 +358,7 @@ export class ActiveRun implements PreparedRun {
     }
     return {
       signal: controller.signal,
+      calls,
       release: () => {
         for (const source of sources) source.removeEventListener("abort", onAbort);
       },
@@ -367,22 +382,21 @@ export class ActiveRun implements PreparedRun {
     yieldIds: Set<string>,
     parent: { toolCallId: string; tool: "exec" | "wait"; codeModeRunId: string },
     telemetry: CodeModeTelemetry,
-    segmentSignal: AbortSignal,
+    segment: Segment,
   ): void {
     if (request.kind === "yield") {
       yieldIds.add(request.requestId);
       return;
     }
     const controller = new AbortController();
-    const onRunAbort = () => controller.abort(new Error("The code-mode run was aborted."));
-    if (segmentSignal.aborted) onRunAbort();
-    else segmentSignal.addEventListener("abort", onRunAbort, { once: true });
+    if (segment.signal.aborted) controller.abort(new Error("The code-mode run was aborted."));
+    else segment.calls.add(controller);
     const started = startHostRequest(request, this.#scope, parent, telemetry, controller.signal);
     const { stats } = this.engine;
     if (request.kind === "search") stats.nestedSearches++;
     else if (request.kind === "describe") stats.nestedDescribes++;
     else if (started.toolId) stats.nestedCalls++;
-    const outcome = started.outcome.finally(() => segmentSignal.removeEventListener("abort", onRunAbort));
+    const outcome = started.outcome.finally(() => segment.calls.delete(controller));
     if (started.toolId === null) {
       void outcome.then((settled) => ready.push(request.requestId, settled));
       return;
