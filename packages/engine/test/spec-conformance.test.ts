@@ -188,3 +188,40 @@ describe('spec "Activation": only if tools are active for the run', () => {
     expect(run.modelTools.map((tool) => tool.name)).toEqual(["exec", "wait"]);
   });
 });
+
+describe('spec "Configuration": languages', () => {
+  // Spec, section "Configuration": "languages: array of "javascript" and "typescript"; default both."
+  // The exec schema a model sees offers only what the config enables.
+  it("leaves typescript out of the exec schema when only javascript is enabled", () => {
+    const engine = newEngine({ languages: ["javascript"] });
+    const { run } = setup(engine);
+    const schema = run.modelTools[0]!.inputSchema as { properties: { language: { enum: string[] } } };
+    expect(schema.properties.language.enum).toEqual(["javascript"]);
+    expect(JSON.stringify(run.modelTools[0])).not.toMatch(/typescript/i);
+  });
+
+  it("offers both languages by default", () => {
+    const { run } = setup(newEngine());
+    const schema = run.modelTools[0]!.inputSchema as { properties: { language: { enum: string[] } } };
+    expect(schema.properties.language.enum).toEqual(["javascript", "typescript"]);
+  });
+
+  // Spec, "Tool catalog": the guest views ALL_TOOLS, tools.search/describe/call leave MCP entries out.
+  it("says in the exec description that ALL_TOOLS and tools.* leave MCP tools out", () => {
+    const { run } = setup(newEngine(), {
+      tools: [
+        ...hostTools,
+        { name: "search", description: "Search.", parameters: {}, source: "mcp", owner: "docs" },
+      ],
+      mcpServers: [
+        {
+          name: "docs",
+          tools: [{ name: "search", description: "Search.", inputSchema: {} }],
+          resources: false,
+          prompts: false,
+        },
+      ],
+    });
+    expect(run.modelTools[0]!.description).toContain("every tool except MCP tools");
+  });
+});
