@@ -1,3 +1,4 @@
+import { idAtEnd, scanJsonLine } from "@codecell/mcp-connector";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { type JSONRPCMessage, JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { Gateway } from "./gateway.js";
@@ -5,8 +6,9 @@ import { createSessionServer } from "./mcp-front.js";
 
 /** Largest JSON-RPC message (one line) read from stdin; a longer one is refused and skipped. */
 export const MAX_STDIO_MESSAGE_BYTES = 10 * 1024 * 1024;
-/** Bytes of an oversized line kept to find its request id, which clients write near the start. */
+/** Bytes of an oversized line kept to find its request id: at its start, or its end (the SDK's place). */
 const ID_SEARCH_BYTES = 64 * 1024;
+const TAIL_BYTES = 256;
 
 /** JSON-RPC error codes this transport answers with. */
 const INVALID_REQUEST = -32600;
@@ -14,30 +16,6 @@ const PARSE_ERROR = -32700;
 
 /** How the stdio connection ended: the client closed stdin, or the transport failed. */
 export type StdioEnd = { expected: true } | { expected: false; reason: string };
-
-/** The id of a request whose line is too long to parse: the first top-level `"id"` in its head. */
-function idFromHead(head: string): string | number | null {
-  let depth = 0;
-  let inString = false;
-  for (let index = 0; index < head.length; index++) {
-    const char = head[index];
-    if (inString) {
-      if (char === "\\") index++;
-      else if (char === '"') inString = false;
-      continue;
-    }
-    if (char === "{" || char === "[") depth++;
-    else if (char === "}" || char === "]") depth--;
-    else if (char === '"') {
-      if (depth === 1 && head.startsWith('"id"', index)) {
-        const match = /^"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)/.exec(head.slice(index));
-        if (match) return JSON.parse(match[1]!) as string | number;
-      }
-      inString = true;
-    }
-  }
-  return null;
-}
 
 /**
  * MCP over this process's stdin/stdout, one JSON-RPC message per line. Unlike the SDK's transport
@@ -57,7 +35,7 @@ export class GatewayStdioTransport implements Transport {
   #chunks: Buffer[] = [];
   #buffered = 0;
   /** Set while the rest of an oversized line is skipped. */
-  #skipping: { bytes: number } | null = null;
+  #skipping: { bytes: number; id: string | number | null; tail: string } | null = null;
   #closed = false;
   #end: StdioEnd | null = null;
 
@@ -86,19 +64,19 @@ export class GatewayStdioTransport implements Transport {
     while (start < bytes.length) {
       const newline = bytes.indexOf(10, start);
       const piece = bytes.subarray(start, newline === -1 ? bytes.length : newline);
-      if (this.#skipping) this.#skipping.bytes += piece.length;
-      else if (this.#buffered + piece.length > this.#maxBytes) this.#refuseOversized(piece);
+      if (this.#skipping) {
+        this.#skipping.bytes += piece.length;
+        this.#skipping.tail = (this.#skipping.tail + piece.subarray(-TAIL_BYTES).toString("latin1")).slice(
+          -TAIL_BYTES,
+        );
+      } else if (this.#buffered + piece.length > this.#maxBytes) this.#refuseOversized(piece);
       else {
         this.#chunks.push(piece);
         this.#buffered += piece.length;
       }
       if (newline === -1) break;
-      if (this.#skipping) {
-        this.#log(
-          `refused a ${this.#skipping.bytes}-byte message from the client (the limit is ${this.#maxBytes}).`,
-        );
-        this.#skipping = null;
-      } else {
+      if (this.#skipping) this.#finishOversized();
+      else {
         const line = Buffer.concat(this.#chunks).toString("utf8").replace(/\r$/, "");
         this.#chunks = [];
         this.#buffered = 0;
@@ -108,17 +86,27 @@ export class GatewayStdioTransport implements Transport {
     }
   };
 
-  /** Answers at once (the request id is looked for in the line's head) and skips to the line's end. */
+  /** Starts skipping an oversized line, keeping what finds its request id. */
   #refuseOversized(piece: Buffer): void {
     const head = Buffer.concat([...this.#chunks, piece.subarray(0, ID_SEARCH_BYTES)])
       .subarray(0, ID_SEARCH_BYTES)
       .toString("utf8");
-    this.#skipping = { bytes: this.#buffered + piece.length };
+    this.#skipping = {
+      bytes: this.#buffered + piece.length,
+      id: scanJsonLine(head).id,
+      tail: piece.subarray(-TAIL_BYTES).toString("latin1"),
+    };
     this.#chunks = [];
     this.#buffered = 0;
-    const id = idFromHead(head);
+  }
+
+  /** The oversized line ended: its request is answered with an error, and serving goes on. */
+  #finishOversized(): void {
+    const skipped = this.#skipping!;
+    this.#skipping = null;
+    this.#log(`refused a ${skipped.bytes}-byte message from the client (the limit is ${this.#maxBytes}).`);
     void this.#sendError(
-      id,
+      skipped.id ?? idAtEnd(skipped.tail),
       INVALID_REQUEST,
       `The message is larger than the gateway's limit of ${this.#maxBytes} bytes (${this.#maxBytes / (1024 * 1024)} MiB) and was not read. Send less per request: pass large data as workspace files, not inline.`,
     );

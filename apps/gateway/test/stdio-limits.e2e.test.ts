@@ -49,11 +49,12 @@ describe("the stdio transport under oversized and malformed messages", () => {
       });
       await reply((candidate) => candidate.id === 1);
       send({ jsonrpc: "2.0", method: "notifications/initialized" });
+      // Written the way the SDK's client writes requests: the id last, after 11 MiB of params.
       send({
-        jsonrpc: "2.0",
-        id: 7,
         method: "tools/call",
         params: { name: "exec", arguments: { code: `return "${"x".repeat(11 * 1024 * 1024)}".length;` } },
+        jsonrpc: "2.0",
+        id: 7,
       });
       const refused = await reply((candidate) => candidate.id === 7);
       expect(refused.error?.code).toBe(-32600);

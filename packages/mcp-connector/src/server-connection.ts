@@ -7,6 +7,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode, McpError, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { isStdioConfig, type McpServerConfig } from "./config.js";
+import { guardStdioTransport } from "./guarded-read-buffer.js";
 
 export type ConnectionSettings = {
   clientName: string;
@@ -153,6 +154,7 @@ export class ServerConnection {
         ...(config.cwd !== undefined ? { cwd: config.cwd } : {}),
         stderr: "pipe",
       });
+      guardStdioTransport(transport);
       transport.stderr?.on("data", (chunk: Buffer) => {
         this.stderrTail = (this.stderrTail + chunk.toString("utf8")).slice(-this.settings.stderrTailChars);
       });
