@@ -237,6 +237,11 @@ class GuestRun {
      */
     this.outbox = [];
     this.commandStartedAt = 0;
+    /** The idle-work timer (scheduleIdleWork) and the idle period it watches. */
+    /** @type {NodeJS.Timeout | null} */
+    this.idleTimer = null;
+    this.idleSince = 0;
+    this.idleSinceCommand = -1;
     /** Serializes this run's operations: a start awaits VM creation while other messages arrive. */
     /** @type {Promise<void>} */
     this.queue = Promise.resolve();
@@ -655,14 +660,31 @@ class GuestRun {
     else if (messages.length > 1) post({ type: "batch", messages }, transfer);
   }
 
-  /** If the host leaves this run idle for a while, prepare for a suspend and for the next run. */
+  /**
+   * If the host leaves this run idle for a while, prepare for a suspend and for the next run. One timer
+   * per run at a time, not one per idle report: a loop of quick host calls goes idle every few tens of
+   * microseconds, and a timer for each of them cost more than the calls themselves.
+   */
   scheduleIdleWork() {
-    const started = this.commandStartedAt;
-    setTimeout(() => {
-      if (this.finished || this.commandStartedAt !== started) return;
+    const idleFor = this.commandStartedAt;
+    this.idleSinceCommand = idleFor;
+    this.idleSince = performance.now();
+    if (this.idleTimer !== null) return;
+    const check = () => {
+      this.idleTimer = null;
+      // Busy again (a command started after the last idle report): the next idle report re-arms.
+      if (this.finished || this.idleSinceCommand !== this.commandStartedAt) return;
+      const waited = performance.now() - this.idleSince;
+      if (waited < IDLE_WORK_AFTER_MS) {
+        this.idleTimer = setTimeout(check, IDLE_WORK_AFTER_MS - waited);
+        this.idleTimer.unref();
+        return;
+      }
       void loadSnapshotCodec().catch(() => {});
       wantSpare(this.limits.memoryLimitBytes);
-    }, IDLE_WORK_AFTER_MS).unref();
+    };
+    this.idleTimer = setTimeout(check, IDLE_WORK_AFTER_MS);
+    this.idleTimer.unref();
   }
 
   takeOutput() {
@@ -762,6 +784,8 @@ class GuestRun {
 
   release() {
     this.finished = true;
+    if (this.idleTimer !== null) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
     runs.delete(this.runId);
     // Build the next fresh VM now that this run is off the thread.
     wantSpare(this.limits.memoryLimitBytes);
