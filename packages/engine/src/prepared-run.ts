@@ -222,7 +222,10 @@ export class ActiveRun implements PreparedRun {
   #finishControl(control: ReturnType<TrajectoryRecorder["start"]>, result: CodeModeResult): CodeModeResult {
     const { engine } = this;
     engine.countResult(result);
-    if (result.status === "waiting") control.codeModeRunId = result.runId;
+    if (result.status === "waiting") {
+      control.codeModeRunId = result.runId;
+      if (result.yieldReason !== undefined) control.yieldReason = result.yieldReason;
+    }
     engine.trajectory.end(
       control,
       result.status,
@@ -502,7 +505,10 @@ export class ActiveRun implements PreparedRun {
           ...(outcome ? { outcome: outcome as never } : {}),
         };
       });
-    const yieldRequestIds = end.pending.filter((request) => request.kind === "yield").map((r) => r.requestId);
+    const yields = end.pending.filter((request) => request.kind === "yield");
+    const yieldRequestIds = yields.map((request) => request.requestId);
+    // The guest's own words for the pause; bounded, since guest code chooses them.
+    const yieldReason = yields.map((request) => request.reason).find((reason) => reason !== undefined);
     const hostState: RunHostState = { runKey: state.runKey, yieldRequestIds };
     telemetry.durationMs = Date.now() - state.startedAt;
     const payload = {
@@ -533,6 +539,9 @@ export class ActiveRun implements PreparedRun {
       status: "waiting",
       runId,
       reason: end.reason,
+      ...(end.reason === "yield" && yieldReason !== undefined
+        ? { yieldReason: yieldReason.slice(0, 500) }
+        : {}),
       ...(pendingCalls.length
         ? {
             pendingToolCalls: pendingCalls.map(({ callId, toolId, startedAt }) => ({
