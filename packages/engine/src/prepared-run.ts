@@ -17,6 +17,7 @@ import type { NamespaceRuntime } from "@codecell/namespaces";
 import type { SandboxPool, SandboxRun } from "@codecell/sandbox";
 import type { ClaimedRun, RunScope, SnapshotStore } from "@codecell/snapshot-store";
 import { driveSegment, ReadyQueue, type SegmentEnd } from "./drive-segment.js";
+import { explainGuestFailure } from "./guest-failure-hints.js";
 import { buildGuestSurface } from "./guest-surface.js";
 import { InflightCalls } from "./inflight-calls.js";
 import { EXEC_TOOL_NAME, WAIT_TOOL_NAME } from "./model-surface.js";
@@ -273,6 +274,10 @@ export class ActiveRun implements PreparedRun {
     inflight.attach((requestId, outcome, toolId) => ready.push(requestId, outcome, toolId));
     engine.inflight.set(runKey, inflight);
     const end = await driveSegment(run, ready, signal).finally(segment.release);
+    // A bare QuickJS TypeError gets the expression it is about (the JavaScript cell is what ran as is).
+    if (end.type === "failed" && end.code === undefined && language === "javascript") {
+      end.message = await explainGuestFailure(end.message, code, this.#surface).catch(() => end.message);
+    }
     return this.#settleSegment(end, {
       runKey,
       inflight,
