@@ -14,7 +14,7 @@ import {
 } from "@codecell/contract";
 import type { McpDeclarations } from "@codecell/mcp-declarations";
 import type { NamespaceRuntime } from "@codecell/namespaces";
-import type { SandboxPool, SandboxRun } from "@codecell/sandbox";
+import type { SandboxPool, SandboxRun, SettleOutcome } from "@codecell/sandbox";
 import type { ClaimedRun, RunScope, SnapshotStore } from "@codecell/snapshot-store";
 import { driveSegment, ReadyQueue, type SegmentEnd } from "./drive-segment.js";
 import { buildGuestSurface } from "./guest-surface.js";
@@ -276,10 +276,14 @@ export class ActiveRun implements PreparedRun {
     const deadlineAt = startedAt + engine.config.timeoutMs;
     // Results owed to the guest: yields continue now, settled calls go in, running ones follow.
     for (const requestId of hostState.yieldRequestIds) ready.push(requestId, { ok: true, value: null });
+    // Calls running in another process that shares the store (another gateway replica).
+    const elsewhere: string[] = [];
     for (const pending of claim.pendingCalls) {
       const outcome = pending.outcome ?? inflight.take(pending.callId);
       if (outcome) ready.push(pending.callId, outcome);
-      else if (!inflight.get(pending.callId)) {
+      else if (inflight.get(pending.callId)) continue;
+      else if (store.sharesOutcomes) elsewhere.push(pending.callId);
+      else {
         ready.push(pending.callId, {
           ok: false,
           error: {
@@ -291,6 +295,20 @@ export class ActiveRun implements PreparedRun {
       }
     }
     inflight.attach((requestId, outcome) => ready.push(requestId, outcome));
+    // Their outcomes arrive as the replica running them records them (or as "interrupted" once its
+    // lease is gone); this segment delivers them like local ones until its deadline.
+    let stopWatching: (() => Promise<void>) | null = null;
+    if (elsewhere.length > 0) {
+      try {
+        stopWatching = await store.watchOutcomes(claim.runId, elsewhere, (callId, outcome) =>
+          ready.push(callId, outcome as SettleOutcome),
+        );
+      } catch (error) {
+        inflight.detach();
+        await store.release(claim).catch(() => {});
+        return this.#failure(error, telemetry, startedAt);
+      }
+    }
     let run: SandboxRun;
     try {
       run = engine.pool.restore({
@@ -301,10 +319,13 @@ export class ActiveRun implements PreparedRun {
         onRequest: (request) => this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry),
       });
     } catch (error) {
+      await stopWatching?.();
       await store.finish(claim, "failed").catch(() => {});
       return this.#failure(error, telemetry, startedAt);
     }
     const end = await driveSegment(run, ready, deadlineAt, this.#abort.signal);
+    // An outcome recorded after this stays in the store, and the next claim reads it from there.
+    await stopWatching?.();
     return this.#settleSegment(end, { runKey, inflight, yieldIds, telemetry, startedAt, claim, call });
   }
 
@@ -386,7 +407,9 @@ export class ActiveRun implements PreparedRun {
     const pendingCalls = end.pending
       .filter((request) => request.kind !== "yield")
       .map((request) => {
-        const call = inflight.get(request.requestId);
+        // Running here, or still owed by the process that ran it before (kept as the store had it).
+        const call =
+          inflight.get(request.requestId) ?? claim?.pendingCalls.find((c) => c.callId === request.requestId);
         return {
           callId: request.requestId,
           toolId: call?.toolId ?? request.kind,
