@@ -9,7 +9,7 @@ import { formatProblem } from "./config/config-problem.js";
 import { DEFAULT_CONFIG_FILE, type GatewayConfig, loadGatewayConfig } from "./config/load-config.js";
 import { EXIT } from "./exit-codes.js";
 import { Gateway } from "./gateway.js";
-import { serveHttp } from "./http-transport.js";
+import { checkHttpExposure, serveHttp } from "./http-transport.js";
 import { catalogView } from "./mcp-front.js";
 import { serveStdio } from "./stdio-transport.js";
 import { GATEWAY_VERSION } from "./version.js";
@@ -34,7 +34,8 @@ Exit codes: 0 ok, 1 internal error, 2 usage error, 3 invalid config, 4 exec fail
   serve: `Usage: codecell serve [--config <file>] [--http <port>] [--host 127.0.0.1] [--session <id>]
 
 Without --http, speaks MCP over stdin/stdout (logs go to stderr). With --http, serves MCP at /mcp,
-GET /healthz, and the playground at /. --port 0 picks a free port. --session sets the stdio session id
+GET /healthz, and the playground at /. --port 0 picks a free port. A --host other than loopback needs
+bearer tokens in the config (http.tokens); clients then send Authorization: Bearer <token>. --session sets the stdio session id
 (default "stdio"); a restart with the same id and a SQLite snapshot store can resume waiting runs.`,
   exec: `Usage: codecell exec [--config <file>] [--language javascript|typescript] [--no-wait] <file.js|file.ts|->
 
@@ -118,6 +119,8 @@ async function serve(args: string[]): Promise<number | undefined> {
   if (httpPort === undefined)
     for (const method of ["log", "info", "debug"] as const) console[method] = console.error;
   const config = loadConfigOrExit(values.config);
+  // Before anything starts: a reachable bind without tokens is refused outright.
+  if (httpPort !== undefined) checkHttpExposure(values.host, config.http);
   const gateway = await startGateway(config);
   if (httpPort === undefined) {
     process.stderr.write(

@@ -1,10 +1,13 @@
 import { buildToolCatalog, type ToolCatalog } from "@codecell/catalog";
-import { CodeModeError, type HostTool, type JsonValue } from "@codecell/contract";
+import { CodeModeError, type HostTool } from "@codecell/contract";
 import {
   type CodeModeEngine,
   createCodeModeEngine,
   type McpServerRequest,
+  type PreparedRun,
+  type RunContext,
   type ToolExecutor,
+  type TrajectoryExport,
 } from "@codecell/engine";
 import { createMcpConnector, type McpConnector } from "@codecell/mcp-connector";
 import {
@@ -17,7 +20,9 @@ import { type ApprovalClient, requireApproval } from "./approvals.js";
 import type { GatewayConfig } from "./config/load-config.js";
 import { type CoreTool, createCoreTools, SHELL_TOOL_ID } from "./core-tools/core-tools.js";
 import { type LoadedPlugin, loadPlugin } from "./plugins/load-plugins.js";
+import { LOCAL_PRINCIPAL, type RunOwner } from "./run-owner.js";
 import { GatewaySession } from "./session.js";
+import type { SessionHost, ToolCallRequest } from "./session-host.js";
 import { compilePatterns } from "./tool-patterns.js";
 
 export type GatewayOptions = {
@@ -27,17 +32,7 @@ export type GatewayOptions = {
   connectMcp?: boolean;
 };
 
-/** Where one tool call runs, whichever way it was reached (nested in a cell, or directly). */
-export type ToolCallRequest = {
-  tool: HostTool;
-  toolId: string;
-  input: JsonValue;
-  sessionId: string;
-  approvals: ApprovalClient;
-  signal: AbortSignal;
-  /** Records a decision (such as an approval) on the nested call's trajectory entry. */
-  note?: (text: string) => void;
-};
+export type { ToolCallRequest } from "./session-host.js";
 
 function toolIdOf(tool: HostTool): string {
   return `${tool.source}:${tool.owner}:${tool.name}`;
@@ -47,7 +42,7 @@ function toolIdOf(tool: HostTool): string {
  * One running gateway: the engine, the snapshot store, downstream MCP servers, core tools and plugins.
  * Transports open sessions on it; everything else is shared.
  */
-export class Gateway {
+export class Gateway implements SessionHost {
   readonly config: GatewayConfig;
   readonly engine: CodeModeEngine;
   readonly store: SnapshotStore;
@@ -162,17 +157,52 @@ export class Gateway {
     return [...catalog.entries.map((entry) => entry.tool), ...catalog.directOnly];
   }
 
-  openSession(sessionId: string, approvals: ApprovalClient): GatewaySession {
+  /**
+   * Opens (or returns) the session of one MCP session. `owner` says whose runs it starts; by default the
+   * local principal with the session itself as the conversation.
+   */
+  openSession(
+    sessionId: string,
+    approvals: ApprovalClient,
+    owner: RunOwner = { principal: LOCAL_PRINCIPAL, conversation: sessionId },
+  ): GatewaySession {
     if (this.#closed) throw new CodeModeError("runtime_unavailable", "The gateway is shutting down.");
     const existing = this.#sessions.get(sessionId);
     if (existing) return existing;
-    const session = new GatewaySession(this, sessionId, approvals, () => this.#sessions.delete(sessionId));
+    const session = new GatewaySession(this, sessionId, approvals, owner);
     this.#sessions.set(sessionId, session);
     return session;
   }
 
   get sessionCount(): number {
     return this.#sessions.size;
+  }
+
+  sessionEnded(sessionId: string): void {
+    this.#sessions.delete(sessionId);
+  }
+
+  /** A run over the effective tools, for one owner's context; nested calls come back through runTool. */
+  prepareRun(
+    context: RunContext,
+    sessionId: string,
+    approvals: ApprovalClient,
+  ): { run: PreparedRun; tools: readonly HostTool[] } {
+    const tools = this.effectiveTools();
+    const { allow, deny } = this.policy();
+    const run = this.engine.prepareRun({
+      tools,
+      ...(allow ? { allow } : {}),
+      deny,
+      mcpServers: this.connector.describeServers(),
+      context,
+      executor: this.executorFor(sessionId, approvals),
+    });
+    return { run, tools };
+  }
+
+  exportTrajectory(): TrajectoryExport {
+    return this.engine.exportTrajectory();
   }
 
   /** The executor a session hands the engine: every nested call comes through here. */
@@ -266,7 +296,7 @@ export class Gateway {
    */
   close(): Promise<void> {
     this.#closed ??= (async () => {
-      for (const session of this.#sessions.values()) session.detach();
+      for (const session of [...this.#sessions.values()]) session.end();
       this.#sessions.clear();
       await this.engine.close().catch((error) => this.#log(`engine close failed: ${String(error)}`));
       await this.connector.close().catch((error) => this.#log(`MCP close failed: ${String(error)}`));

@@ -6,31 +6,50 @@ import {
   type ServerResponse,
 } from "node:http";
 import type { AddressInfo } from "node:net";
+import { CodeModeError } from "@codecell/contract";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import { DEFAULT_HTTP_SETTINGS, type HttpSettings } from "./config/load-config.js";
+import { BoundedEventStore } from "./event-store.js";
 import type { Gateway } from "./gateway.js";
+import { HostCheck, isLoopbackHost } from "./host-check.js";
+import { BearerTokens, bearerChallenge } from "./http-auth.js";
+import { HttpSessionTable } from "./http-sessions.js";
 import { createSessionServer } from "./mcp-front.js";
 import { serveStatic } from "./static-site.js";
 import { GATEWAY_VERSION } from "./version.js";
 
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
-const MAX_SESSIONS = 256;
-/** A session with no request for this long is closed (its waiting runs go with it). */
-const IDLE_SESSION_MS = 30 * 60 * 1000;
-const SWEEP_INTERVAL_MS = 60 * 1000;
-const LOOPBACK = new Set(["localhost", "127.0.0.1", "[::1]", "::1"]);
+const SWEEP_INTERVAL_MS = 30 * 1000;
+/** The header a client sends to name its conversation: runs it starts belong to that conversation. */
+export const CONVERSATION_HEADER = "codecell-session";
+const MAX_CONVERSATION_LENGTH = 200;
 
-export type HttpServeOptions = { port: number; host: string; playgroundDir?: string };
+export type HttpServeOptions = {
+  port: number;
+  host: string;
+  playgroundDir?: string;
+  /** Tokens, allowed hosts and session limits; default: the config's `http` section. */
+  settings?: HttpSettings;
+};
 export type RunningHttpServer = { url: string; mcpUrl: string; port: number; close(): Promise<void> };
 
-type Entry = { transport: StreamableHTTPServerTransport; lastSeen: number };
-
-function json(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
+function json(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  res.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify(body));
 }
 
-function rpcError(res: ServerResponse, status: number, message: string): void {
-  json(res, status, { jsonrpc: "2.0", error: { code: -32000, message }, id: null });
+function rpcError(
+  res: ServerResponse,
+  status: number,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
+  json(res, status, { jsonrpc: "2.0", error: { code: -32000, message }, id: null }, headers);
 }
 
 async function readBody(req: IncomingMessage): Promise<unknown> {
@@ -46,47 +65,88 @@ async function readBody(req: IncomingMessage): Promise<unknown> {
 
 /**
  * A page on another site must not drive a local gateway through the browser: requests that carry an
- * Origin are accepted only from loopback origins or the host the gateway is bound to.
+ * Origin are accepted only from loopback origins or a host the gateway answers to.
  */
-function originAllowed(req: IncomingMessage, host: string): boolean {
+function originAllowed(req: IncomingMessage, hosts: HostCheck): boolean {
   const origin = req.headers.origin;
   if (!origin) return true;
   try {
-    const hostname = new URL(origin).hostname;
-    return LOOPBACK.has(hostname) || hostname === host;
+    const { hostname, host } = new URL(origin);
+    return isLoopbackHost(hostname) || hosts.allows(host);
   } catch {
     return false;
   }
 }
 
-/** MCP over Streamable HTTP at /mcp, health at /healthz, the playground at /. */
+function headerValue(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * Refuses a bind that others can reach when nobody has to authenticate: a gateway runs code and writes
+ * files, so beyond loopback it needs `http.tokens`.
+ */
+export function checkHttpExposure(host: string, settings: HttpSettings): void {
+  if (isLoopbackHost(host) || settings.tokens.length > 0) return;
+  throw new CodeModeError(
+    "invalid_config",
+    `--host ${host} lets other machines reach the gateway, but the config has no http.tokens, so anyone could run code with its tools. Add "http": { "tokens": [{ "name": "me", "token": "\${CODECELL_TOKEN}" }] } to the config, or serve on 127.0.0.1.`,
+  );
+}
+
+/** MCP over Streamable HTTP at /mcp, health at /healthz, the playground at / (and its assets). */
 export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Promise<RunningHttpServer> {
-  const sessions = new Map<string, Entry>();
+  const settings = options.settings ?? gateway.config.http ?? DEFAULT_HTTP_SETTINGS;
+  checkHttpExposure(options.host, settings);
+  const tokens = new BearerTokens(settings.tokens);
+  const hosts = new HostCheck(options.host, settings.allowedHosts);
+  const sessions = new HttpSessionTable({
+    maxSessionsPerPrincipal: settings.maxSessionsPerPrincipal,
+    idleMs: settings.sessionIdleMs,
+    holdingIdleMs: Math.max(settings.sessionIdleMs, gateway.config.codeMode.snapshotTtlSeconds * 1000),
+  });
   let base = "";
 
-  async function handleMcp(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const header = req.headers["mcp-session-id"];
-    const sessionId = Array.isArray(header) ? header[0] : header;
+  async function handleMcp(req: IncomingMessage, res: ServerResponse, principal: string): Promise<void> {
+    const sessionId = headerValue(req, "mcp-session-id");
     let body: unknown;
     if (req.method === "POST") {
       try {
         body = await readBody(req);
       } catch (error) {
-        rpcError(res, 400, `Parse error: ${(error as Error).message}`);
+        json(res, 400, {
+          jsonrpc: "2.0",
+          error: { code: -32700, message: `Parse error: ${(error as Error).message}` },
+          id: null,
+        });
         return;
       }
     }
     if (sessionId) {
       const entry = sessions.get(sessionId);
-      if (!entry) {
+      // Another principal's session id is answered like an unknown one: it reveals nothing.
+      if (!entry || entry.principal !== principal) {
         rpcError(res, 404, "Unknown or expired MCP session; start a new one with an initialize request.");
         return;
       }
+      entry.open++;
       entry.lastSeen = Date.now();
+      res.once("close", () => {
+        entry.open--;
+        entry.lastSeen = Date.now();
+      });
       await entry.transport.handleRequest(req, res, body);
       return;
     }
-    if (req.method !== "POST" || !isInitializeRequest(body)) {
+    if (req.method !== "POST") {
+      // Clients read 405 on GET as "this server offers no standalone stream without a session".
+      rpcError(res, 405, "Method not allowed without an MCP session: POST an initialize request first.", {
+        allow: "POST",
+      });
+      return;
+    }
+    if (!isInitializeRequest(body)) {
       rpcError(
         res,
         400,
@@ -94,49 +154,113 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
       );
       return;
     }
-    if (sessions.size >= MAX_SESSIONS) await evictIdle(SWEEP_INTERVAL_MS);
-    if (sessions.size >= MAX_SESSIONS) {
-      rpcError(res, 503, `Too many MCP sessions (${MAX_SESSIONS}); close some and retry.`);
+    if (!(await sessions.makeRoom(principal))) {
+      rpcError(
+        res,
+        503,
+        `Too many MCP sessions for "${principal}" (${settings.maxSessionsPerPrincipal}), all busy or holding waiting runs; close some (DELETE /mcp) and retry.`,
+        { "retry-after": "5" },
+      );
+      return;
+    }
+    const conversationHeader = headerValue(req, CONVERSATION_HEADER)?.trim();
+    if (
+      conversationHeader !== undefined &&
+      (conversationHeader === "" || conversationHeader.length > MAX_CONVERSATION_LENGTH)
+    ) {
+      rpcError(
+        res,
+        400,
+        `The ${CONVERSATION_HEADER} header must be 1 to ${MAX_CONVERSATION_LENGTH} characters.`,
+      );
       return;
     }
     let id = "";
-    const front = createSessionServer(gateway, () => id);
+    const front = createSessionServer(
+      gateway,
+      () => id,
+      () => ({
+        principal,
+        conversation: conversationHeader ?? `mcp:${id}`,
+      }),
+    );
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
+      eventStore: new BoundedEventStore(),
       onsessioninitialized: (newId) => {
         id = newId;
-        sessions.set(newId, { transport, lastSeen: Date.now() });
+        const entry = {
+          id: newId,
+          principal,
+          transport,
+          lastSeen: Date.now(),
+          open: 1,
+          holdsWaitingRun: () => front.peekSession()?.holdsWaitingRun ?? false,
+        };
+        sessions.add(entry);
+        res.once("close", () => {
+          entry.open--;
+          entry.lastSeen = Date.now();
+        });
       },
     });
     transport.onclose = () => {
-      if (!id || !sessions.has(id)) return;
-      sessions.delete(id);
-      void front.session().end();
+      if (id) sessions.delete(id);
+      front.peekSession()?.end();
     };
     await front.server.connect(transport);
     await transport.handleRequest(req, res, body);
   }
 
-  /** Closes sessions idle for longer than `idleMs` (clients that vanished without a DELETE). */
-  async function evictIdle(idleMs: number): Promise<void> {
-    const now = Date.now();
-    for (const entry of [...sessions.values()]) {
-      // A GET stream or a long exec keeps the session busy; only silent sessions go.
-      if (now - entry.lastSeen > idleMs) await entry.transport.close().catch(() => {});
-    }
-  }
-  const sweeper = setInterval(() => void evictIdle(IDLE_SESSION_MS), SWEEP_INTERVAL_MS);
+  const sweeper = setInterval(() => void sessions.sweep(), SWEEP_INTERVAL_MS);
   sweeper.unref();
 
   const server: HttpServer = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://localhost");
     const route = async () => {
-      if (!originAllowed(req, options.host)) {
+      if (!hosts.allows(req.headers.host)) {
+        json(res, 403, {
+          error: `Host "${req.headers.host ?? ""}" is not one this gateway answers to. Use the address it is bound to, or add the name to http.allowedHosts.`,
+        });
+        return;
+      }
+      if (!originAllowed(req, hosts)) {
         json(res, 403, { error: `Origin ${req.headers.origin} is not allowed to use this gateway.` });
         return;
       }
-      if (url.pathname === "/mcp") return handleMcp(req, res);
+      const auth = tokens.authenticate(req);
+      if (url.pathname === "/mcp") {
+        if (!auth.ok) {
+          json(
+            res,
+            401,
+            {
+              jsonrpc: "2.0",
+              error: {
+                code: -32001,
+                message:
+                  auth.reason === "missing"
+                    ? "This gateway needs a bearer token: send Authorization: Bearer <token>."
+                    : "The bearer token is not valid.",
+              },
+              id: null,
+            },
+            { "www-authenticate": bearerChallenge(auth.reason) },
+          );
+          return;
+        }
+        return handleMcp(req, res, auth.principal);
+      }
       if (url.pathname === "/healthz") {
+        if (req.method !== "GET" && req.method !== "HEAD") {
+          json(res, 405, { error: "Only GET is served at /healthz." }, { allow: "GET, HEAD" });
+          return;
+        }
+        // Without a token (when tokens are set) it says ok and nothing else: no servers, no pids.
+        if (!auth.ok) {
+          json(res, 200, { status: "ok" });
+          return;
+        }
         json(res, 200, {
           status: "ok",
           version: GATEWAY_VERSION,
@@ -148,11 +272,12 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
         });
         return;
       }
-      if (req.method !== "GET" && req.method !== "HEAD") {
-        json(res, 405, { error: "Only GET is served outside /mcp." });
-        return;
+      if (req.method === "GET" || req.method === "HEAD") {
+        if (await serveStatic(url.pathname, res, `${base}/mcp`, options.playgroundDir)) return;
       }
-      return serveStatic(url.pathname, res, `${base}/mcp`, options.playgroundDir);
+      json(res, 404, {
+        error: `Nothing at ${url.pathname}. This gateway serves MCP at /mcp, health at /healthz and the playground at /.`,
+      });
     };
     route().catch((error) => {
       if (!res.headersSent) rpcError(res, 500, `Internal error: ${(error as Error).message}`);
@@ -176,10 +301,7 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
     port,
     async close() {
       clearInterval(sweeper);
-      for (const [id, entry] of sessions) {
-        sessions.delete(id);
-        await entry.transport.close().catch(() => {});
-      }
+      await sessions.closeAll();
       server.closeAllConnections();
       await new Promise<void>((resolvePromise) => server.close(() => resolvePromise()));
     },

@@ -5,17 +5,50 @@ import {
   type CallToolResult,
   ListResourcesRequestSchema,
   ListToolsRequestSchema,
+  McpError,
   ReadResourceRequestSchema,
   type RequestId,
+  type ToolAnnotations,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { ApprovalClient } from "./approvals.js";
 import type { Gateway } from "./gateway.js";
+import type { RunOwner } from "./run-owner.js";
 import type { GatewaySession } from "./session.js";
 import { GATEWAY_VERSION } from "./version.js";
 
 const { $schema: _dropped, ...resultSchema } = codeModeResultJsonSchema as Record<string, unknown>;
 /** exec and wait declare the contract's result type, so clients get typed structured content. */
 const RESULT_OUTPUT_SCHEMA = { type: "object" as const, ...resultSchema };
+
+/** JSON-RPC error of MCP for a resource the server does not have. */
+const RESOURCE_NOT_FOUND = -32002;
+
+/**
+ * How exec and wait behave, for clients that show or gate tools by it: exec runs code that may write
+ * files and call any server (not read-only, destructive, open world); wait continues such a run.
+ */
+const CONTROL_TOOLS: Record<string, { title: string; annotations: ToolAnnotations }> = {
+  exec: {
+    title: "Run a code cell",
+    annotations: {
+      title: "Run a code cell",
+      readOnlyHint: false,
+      destructiveHint: true,
+      idempotentHint: false,
+      openWorldHint: true,
+    },
+  },
+  wait: {
+    title: "Wait for a code cell",
+    annotations: {
+      title: "Wait for a code cell",
+      readOnlyHint: false,
+      destructiveHint: true,
+      idempotentHint: false,
+      openWorldHint: true,
+    },
+  },
+};
 
 const TRAJECTORY_URI = "codecell://session/trajectory";
 const CATALOG_URI = "codecell://session/catalog";
@@ -59,7 +92,14 @@ function errorResult(error: unknown): CallToolResult {
 export function createSessionServer(
   gateway: Gateway,
   sessionIdOf: () => string,
-): { server: Server; approvals: ApprovalClient; session: () => GatewaySession } {
+  ownerOf?: () => RunOwner,
+): {
+  server: Server;
+  approvals: ApprovalClient;
+  session: () => GatewaySession;
+  /** The session if one was opened yet, without opening it. */
+  peekSession: () => GatewaySession | null;
+} {
   const server = new Server(
     { name: "codecell", version: GATEWAY_VERSION },
     {
@@ -95,7 +135,7 @@ export function createSessionServer(
   server.onclose = unsubscribe;
   let session: GatewaySession | null = null;
   const current = () => {
-    session ??= gateway.openSession(sessionIdOf(), approvals);
+    session ??= gateway.openSession(sessionIdOf(), approvals, ownerOf?.());
     return session;
   };
 
@@ -109,7 +149,7 @@ export function createSessionServer(
           description: tool.description,
           inputSchema: tool.inputSchema as { type: "object" },
           ...(active && (tool.name === "exec" || tool.name === "wait")
-            ? { outputSchema: RESULT_OUTPUT_SCHEMA }
+            ? { ...CONTROL_TOOLS[tool.name], outputSchema: RESULT_OUTPUT_SCHEMA }
             : {}),
         })),
     };
@@ -121,7 +161,11 @@ export function createSessionServer(
     inFlight.push(extra.requestId);
     try {
       if (session.run.active && (name === "exec" || name === "wait")) {
-        return toCallToolResult(name === "exec" ? await session.exec(input) : await session.wait(input));
+        // The request's signal aborts on notifications/cancelled or when an HTTP client goes away.
+        const options = { signal: extra.signal };
+        return toCallToolResult(
+          name === "exec" ? await session.exec(input, options) : await session.wait(input, options),
+        );
       }
       try {
         const { tool, value } = await session.callDirect(name, input as JsonValue, extra.signal);
@@ -159,11 +203,17 @@ export function createSessionServer(
     let value: unknown;
     if (uri === TRAJECTORY_URI) value = current().trajectory();
     else if (uri === CATALOG_URI) value = catalogView(gateway);
-    else throw new Error(`Unknown resource ${uri}; this server offers ${TRAJECTORY_URI} and ${CATALOG_URI}.`);
+    else {
+      throw new McpError(
+        RESOURCE_NOT_FOUND,
+        `Unknown resource ${uri}; this server offers ${TRAJECTORY_URI} and ${CATALOG_URI}.`,
+        { uri },
+      );
+    }
     return { contents: [{ uri, mimeType: "application/json", text: JSON.stringify(value) }] };
   });
 
-  return { server, approvals, session: current };
+  return { server, approvals, session: current, peekSession: () => session };
 }
 
 /** The catalog as a guest sees it: `ALL_TOOLS`, and per MCP server its tool names. */

@@ -1,57 +1,46 @@
 import { CodeModeError, type CodeModeResult, type HostTool, type JsonValue } from "@codecell/contract";
 import type { ModelTool, PreparedRun, TrajectoryExport } from "@codecell/engine";
 import type { ApprovalClient } from "./approvals.js";
-import type { Gateway } from "./gateway.js";
-
-/** Who every gateway run belongs to, as the engine and the snapshot store see it. */
-export const GATEWAY_AGENT_ID = "codecell-gateway";
+import { ownerContext, type RunOwner } from "./run-owner.js";
+import type { SessionHost } from "./session-host.js";
 
 /**
- * One MCP session = one code-mode session. From the gateway's side an MCP client session is one long
- * agent run, so the run id is the session id: a `runId` handed out in one session can only be waited on
- * from the same session (the store checks agent, session and run on every claim).
+ * One MCP session of one run owner. The runs it starts belong to the owner (principal and
+ * conversation), not to this session: another MCP session of the same owner may wait on them, and
+ * ending this session cancels only the calls it still has open, never a waiting run (the snapshot
+ * store's TTL decides when that one goes).
  */
 export class GatewaySession {
   readonly sessionId: string;
-  readonly #gateway: Gateway;
+  readonly owner: RunOwner;
+  readonly #host: SessionHost;
   readonly #approvals: ApprovalClient;
+  /** Aborted when the session ends: cancels this session's exec, wait and direct calls still open. */
   readonly #abort = new AbortController();
-  readonly #onEnd: () => void;
   #run: PreparedRun | null = null;
   #preparedAt = -1;
   #calls = 0;
+  #ended = false;
+  /** Runs this session was last told are waiting: it holds them until a wait settles them. */
+  readonly #waiting = new Set<string>();
   /** Model-facing names of passthrough tools, when code mode is off. */
   #direct = new Map<string, HostTool>();
 
-  constructor(gateway: Gateway, sessionId: string, approvals: ApprovalClient, onEnd: () => void) {
-    this.#gateway = gateway;
+  constructor(host: SessionHost, sessionId: string, approvals: ApprovalClient, owner: RunOwner) {
+    this.#host = host;
     this.sessionId = sessionId;
     this.#approvals = approvals;
-    this.#onEnd = onEnd;
+    this.owner = owner;
   }
 
   /** The prepared run, prepared again when a downstream server changed its tools. */
   get run(): PreparedRun {
-    if (!this.#run || this.#preparedAt !== this.#gateway.toolsVersion) {
-      const tools = this.#gateway.effectiveTools();
-      const { allow, deny } = this.#gateway.policy();
-      this.#preparedAt = this.#gateway.toolsVersion;
-      this.#run = this.#gateway.engine.prepareRun({
-        tools,
-        ...(allow ? { allow } : {}),
-        deny,
-        mcpServers: this.#gateway.connector.describeServers(),
-        context: {
-          agentId: GATEWAY_AGENT_ID,
-          sessionKey: this.sessionId,
-          sessionId: this.sessionId,
-          runId: this.sessionId,
-          signal: this.#abort.signal,
-        },
-        executor: this.#gateway.executorFor(this.sessionId, this.#approvals),
-      });
+    if (!this.#run || this.#preparedAt !== this.#host.toolsVersion) {
+      this.#preparedAt = this.#host.toolsVersion;
+      const { run, tools } = this.#host.prepareRun(ownerContext(this.owner), this.sessionId, this.#approvals);
+      this.#run = run;
       this.#direct = new Map();
-      if (!this.#run.active) {
+      if (!run.active) {
         // Passthrough names must be unique on the wire; a later duplicate gets its owner as prefix.
         for (const tool of tools) {
           const name = this.#direct.has(tool.name) ? `${tool.owner}__${tool.name}` : tool.name;
@@ -77,12 +66,32 @@ export class GatewaySession {
     return `${this.sessionId}/call-${++this.#calls}`;
   }
 
-  exec(input: unknown): Promise<CodeModeResult> {
-    return this.run.exec(input, { toolCallId: this.#nextToolCallId() });
+  #signal(signal: AbortSignal | undefined): AbortSignal {
+    return signal ? AbortSignal.any([signal, this.#abort.signal]) : this.#abort.signal;
   }
 
-  wait(input: unknown): Promise<CodeModeResult> {
-    return this.run.wait(input, { toolCallId: this.#nextToolCallId() });
+  async exec(input: unknown, options: { signal?: AbortSignal } = {}): Promise<CodeModeResult> {
+    const result = await this.run.exec(input, {
+      toolCallId: this.#nextToolCallId(),
+      signal: this.#signal(options.signal),
+    });
+    if (result.status === "waiting") this.#waiting.add(result.runId);
+    return result;
+  }
+
+  async wait(input: unknown, options: { signal?: AbortSignal } = {}): Promise<CodeModeResult> {
+    const result = await this.run.wait(input, {
+      toolCallId: this.#nextToolCallId(),
+      signal: this.#signal(options.signal),
+    });
+    const runId = (input as { runId?: unknown } | null)?.runId;
+    if (typeof runId === "string" && result.status !== "waiting") this.#waiting.delete(runId);
+    return result;
+  }
+
+  /** True while a run this session started (or resumed) is waiting for a `wait`: evict it last. */
+  get holdsWaitingRun(): boolean {
+    return this.#waiting.size > 0;
   }
 
   /** Code mode off: one effective tool, called directly through the same executor path. */
@@ -99,20 +108,20 @@ export class GatewaySession {
         `Unknown tool "${name}". Call tools/list to see the tools of this server.`,
       );
     }
-    const value = await this.#gateway.runTool({
+    const value = await this.#host.runTool({
       tool,
-      toolId: this.#gateway.toolIdOf(tool),
+      toolId: `${tool.source}:${tool.owner}:${tool.name}`,
       input,
       sessionId: this.sessionId,
       approvals: this.#approvals,
-      signal: AbortSignal.any([signal, this.#abort.signal]),
+      signal: this.#signal(signal),
     });
     return { tool, value };
   }
 
   /** Nested calls of this session's exec and wait calls, under their parents. */
   trajectory(): TrajectoryExport {
-    const full = this.#gateway.engine.exportTrajectory();
+    const full = this.#host.exportTrajectory();
     const prefix = `${this.sessionId}/`;
     return {
       ...full,
@@ -123,18 +132,13 @@ export class GatewaySession {
   }
 
   /**
-   * Leaves the session without deleting its waiting runs, so a restart on a durable store may resume
-   * them. The run context's signal is not aborted here: that would abort the waiting runs too. Live
-   * nested calls are cancelled by the engine's close.
+   * The client ended the session (or it was evicted): the calls it still has open are cancelled. Its
+   * waiting runs stay for any other session of the same owner until their TTL ends.
    */
-  detach(): void {
-    this.#onEnd();
-  }
-
-  /** The client ended the session: its waiting runs are deleted and its nested calls cancelled. */
-  async end(): Promise<void> {
+  end(): void {
+    if (this.#ended) return;
+    this.#ended = true;
     this.#abort.abort(new CodeModeError("aborted", "The MCP session ended."));
-    this.#onEnd();
-    await this.#gateway.engine.endSession(this.sessionId).catch(() => {});
+    this.#host.sessionEnded(this.sessionId);
   }
 }

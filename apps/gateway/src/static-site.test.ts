@@ -18,7 +18,9 @@ let base = "";
 const server = createServer((req, res) => {
   const url = new URL(req.url ?? "/", "http://x");
   const root = url.searchParams.has("missing") ? missing : built;
-  void serveStatic(url.pathname, res, "http://127.0.0.1:1/mcp", root);
+  void serveStatic(url.pathname, res, "http://127.0.0.1:1/mcp", root).then((served) => {
+    if (!served) res.writeHead(404, { "content-type": "application/json" }).end('{"error":"not found"}');
+  });
 });
 beforeAll(async () => {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -30,7 +32,8 @@ describe("serveStatic", () => {
   const cases: Array<[string, string, number, RegExp | null]> = [
     ["the index", "/", 200, /playground/],
     ["an asset with its type", "/assets/app.js", 200, /console/],
-    ["a client route", "/runs/42", 200, /playground/],
+    ["no page for an unknown path", "/runs/42", 404, /not found/],
+    ["no page for a folder", "/assets", 404, null],
     ["a missing asset", "/assets/missing.js", 404, null],
     ["a symlink out of the folder", "/assets/leak.txt", 404, null],
     ["an encoded climb", "/..%2f..%2fetc%2fpasswd", 404, null],

@@ -1,7 +1,7 @@
 import { existsSync, realpathSync, statSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import type { ServerResponse } from "node:http";
-import { extname, join, relative, resolve, sep } from "node:path";
+import { extname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 
 /** Where the playground's build lands (apps/playground/dist), next to this app in the repository. */
@@ -36,41 +36,39 @@ and reload.</p>
 }
 
 /**
- * Serves the playground's static files from `root` when it has been built, else a short page saying
- * so. Paths are confined to `root`; unknown paths without an extension get `index.html` (client routing).
+ * Serves the playground: `index.html` at `/` and the files of its build, confined to `root`. When it
+ * is not built, `/` gets a short page saying so. Resolves false, sending nothing, for any other path,
+ * so the caller answers it as an unknown path (the playground has no client-side routes).
  */
 export async function serveStatic(
   pathname: string,
   res: ServerResponse,
   mcpUrl: string,
   root = PLAYGROUND_DIST,
-) {
+): Promise<boolean> {
   const index = join(root, "index.html");
   if (!existsSync(index)) {
-    res.writeHead(pathname === "/" ? 200 : 404, { "content-type": "text/html; charset=utf-8" });
+    if (pathname !== "/") return false;
+    res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
     res.end(notBuiltPage(mcpUrl));
-    return;
+    return true;
   }
   let decoded: string;
   try {
     decoded = decodeURIComponent(pathname);
   } catch {
-    res.writeHead(400).end("bad path");
-    return;
+    return false;
   }
   const realRoot = realpathSync(root);
-  let file = resolve(realRoot, `.${decoded}`);
-  if (existsSync(file) && statSync(file).isDirectory()) file = join(file, "index.html");
-  if (!existsSync(file)) file = extname(decoded) ? "" : index;
-  const rel = file ? relative(realRoot, realpathSync(file)) : "..";
-  if (!file || rel.startsWith(`..${sep}`) || rel === "..") {
-    res.writeHead(404, { "content-type": "text/plain" }).end("not found");
-    return;
-  }
+  const file = decoded === "/" ? index : resolve(realRoot, `.${decoded}`);
+  if (!existsSync(file) || !statSync(file).isFile()) return false;
+  const rel = relative(realRoot, realpathSync(file));
+  if (rel.startsWith(`..${sep}`) || rel === ".." || isAbsolute(rel)) return false;
   const body = await readFile(file);
   res.writeHead(200, {
     "content-type": TYPES[extname(file)] ?? "application/octet-stream",
     "cache-control": file === index ? "no-cache" : "public, max-age=300",
   });
   res.end(body);
+  return true;
 }

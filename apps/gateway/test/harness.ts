@@ -82,10 +82,14 @@ export type HttpGateway = {
 };
 
 /** Spawns `codecell serve --http 0` and reads the URL it prints. */
-export async function startHttpGateway(configPath: string | null): Promise<HttpGateway> {
+export async function startHttpGateway(
+  configPath: string | null,
+  options: { env?: NodeJS.ProcessEnv; args?: string[] } = {},
+): Promise<HttpGateway> {
   const config = configPath === null ? [] : ["--config", configPath];
-  const child = spawn(process.execPath, [CLI, "serve", ...config, "--http", "0"], {
+  const child = spawn(process.execPath, [CLI, "serve", ...config, "--http", "0", ...(options.args ?? [])], {
     stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, ...options.env },
   });
   let output = "";
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
@@ -118,9 +122,15 @@ export async function startHttpGateway(configPath: string | null): Promise<HttpG
   };
 }
 
-export async function connectHttp(mcpUrl: string, capabilities: ClientCapabilities = {}): Promise<Connected> {
+export async function connectHttp(
+  mcpUrl: string,
+  capabilities: ClientCapabilities = {},
+  options: { headers?: Record<string, string> } = {},
+): Promise<Connected> {
   const client = newClient(capabilities);
-  const transport = new StreamableHTTPClientTransport(new URL(mcpUrl));
+  const transport = new StreamableHTTPClientTransport(new URL(mcpUrl), {
+    ...(options.headers ? { requestInit: { headers: options.headers } } : {}),
+  });
   await client.connect(transport);
   return {
     client,

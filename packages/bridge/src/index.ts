@@ -6,6 +6,7 @@ export {
   toJsonText,
   toJsonValue,
 } from "./json-adapter.js";
+export { exceedsJsonDepth, MAX_BRIDGE_DEPTH } from "./json-depth.js";
 export { parseWorkerToHostMessage, type WorkerToHostMessage } from "./protocol.js";
 export {
   type CompiledWasmModule,

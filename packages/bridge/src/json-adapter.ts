@@ -1,4 +1,5 @@
 import { CodeModeError, type CodeModeErrorCode, type JsonValue } from "@codecell/contract/errors";
+import { MAX_BRIDGE_DEPTH } from "./json-depth.js";
 
 /**
  * The one way a value crosses between host and guest: as a single JSON text with an explicit byte cap.
@@ -10,7 +11,8 @@ import { CodeModeError, type CodeModeErrorCode, type JsonValue } from "@codecell
  * - Map becomes an array of `[key, value]` pairs; Set an array of its values.
  * - Error becomes `{ name, message }` plus `code` when it has a string `code`.
  * - NaN and the infinities become `null` (plain JSON).
- * - Binary values (ArrayBuffer, SharedArrayBuffer, typed arrays, DataView) and cycles are refused.
+ * - Binary values (ArrayBuffer, SharedArrayBuffer, typed arrays, DataView) and cycles are refused, and
+ *   so is nesting deeper than MAX_BRIDGE_DEPTH objects and arrays.
  *   Shared references that are not cycles are written out once per place they appear.
  */
 export type JsonTextOptions = {
@@ -83,6 +85,12 @@ export function toJsonValue(value: unknown, options: Omit<JsonTextOptions, "maxB
     }
     if (object instanceof Date) {
       return Number.isNaN(object.getTime()) ? null : object.toISOString();
+    }
+    if (ancestors.length >= MAX_BRIDGE_DEPTH) {
+      return fail(
+        `nesting deeper than ${MAX_BRIDGE_DEPTH} levels`,
+        "Flatten the value (or send the deep part as a string).",
+      );
     }
     ancestors.push(object);
     try {
@@ -172,7 +180,11 @@ function fastJsonText(value: unknown): string | undefined {
   }
 }
 
-/** Serialize a host value for the bridge: one JSON text, refused when over `maxBytes`. */
+/**
+ * Serialize a host value for the bridge: one JSON text, refused when over `maxBytes`. Nesting is
+ * checked where the text is read (the sandbox worker), off the host's thread; a value too deep for
+ * `JSON.stringify` itself takes the full pass, which refuses it by depth.
+ */
 export function toJsonText(value: unknown, options: JsonTextOptions): JsonText {
   const text = fastJsonText(value) ?? JSON.stringify(toJsonValue(value, options));
   const bytes = Buffer.byteLength(text, "utf8");

@@ -235,6 +235,8 @@ export class ActiveRun implements PreparedRun {
     const yieldIds = new Set<string>();
     const parent = { toolCallId, tool: "exec" as const, codeModeRunId: runKey };
     const deadlineAt = startedAt + engine.config.timeoutMs;
+    const segment = this.#segment(call);
+    const { signal } = segment;
     let run: SandboxRun;
     try {
       run = engine.pool.run({
@@ -243,15 +245,17 @@ export class ActiveRun implements PreparedRun {
         surface: this.#surface,
         limits: this.#limits(),
         deadlineAt,
-        signal: this.#abort.signal,
-        onRequest: (request) => this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry),
+        signal,
+        onRequest: (request) =>
+          this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry, signal),
       });
     } catch (error) {
+      segment.release();
       return this.#failure(error, telemetry, startedAt);
     }
     inflight.attach((requestId, outcome) => ready.push(requestId, outcome));
     engine.inflight.set(runKey, inflight);
-    const end = await driveSegment(run, ready, deadlineAt, this.#abort.signal);
+    const end = await driveSegment(run, ready, deadlineAt, signal).finally(segment.release);
     return this.#settleSegment(end, { runKey, inflight, yieldIds, telemetry, startedAt, claim: null, call });
   }
 
@@ -309,24 +313,51 @@ export class ActiveRun implements PreparedRun {
         return this.#failure(error, telemetry, startedAt);
       }
     }
+    const segment = this.#segment(call);
+    const { signal } = segment;
     let run: SandboxRun;
     try {
       run = engine.pool.restore({
         snapshot: claim.snapshot,
         limits: this.#limits(),
         deadlineAt,
-        signal: this.#abort.signal,
-        onRequest: (request) => this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry),
+        signal,
+        onRequest: (request) =>
+          this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry, signal),
       });
     } catch (error) {
+      segment.release();
       await stopWatching?.();
       await store.finish(claim, "failed").catch(() => {});
       return this.#failure(error, telemetry, startedAt);
     }
-    const end = await driveSegment(run, ready, deadlineAt, this.#abort.signal);
+    const end = await driveSegment(run, ready, deadlineAt, signal).finally(segment.release);
     // An outcome recorded after this stays in the store, and the next claim reads it from there.
     await stopWatching?.();
     return this.#settleSegment(end, { runKey, inflight, yieldIds, telemetry, startedAt, claim, call });
+  }
+
+  /**
+   * The abort of one exec or wait segment: the whole run's abort, or the control call's own cancellation,
+   * while the segment runs. Released when it ends, so calls still pending in a waiting run outlive the
+   * request that started them (they end with the run, through the in-flight table).
+   */
+  #segment(call: ControlCall): { signal: AbortSignal; release(): void } {
+    const controller = new AbortController();
+    // Every nested call in flight listens for it; there can be many at once.
+    setMaxListeners(0, controller.signal);
+    const sources = [this.#abort.signal, ...(call.signal ? [call.signal] : [])];
+    const onAbort = () => controller.abort();
+    for (const source of sources) {
+      if (source.aborted) controller.abort();
+      else source.addEventListener("abort", onAbort, { once: true });
+    }
+    return {
+      signal: controller.signal,
+      release: () => {
+        for (const source of sources) source.removeEventListener("abort", onAbort);
+      },
+    };
   }
 
   #limits() {
@@ -346,6 +377,7 @@ export class ActiveRun implements PreparedRun {
     yieldIds: Set<string>,
     parent: { toolCallId: string; tool: "exec" | "wait"; codeModeRunId: string },
     telemetry: CodeModeTelemetry,
+    segmentSignal: AbortSignal,
   ): void {
     if (request.kind === "yield") {
       yieldIds.add(request.requestId);
@@ -353,15 +385,14 @@ export class ActiveRun implements PreparedRun {
     }
     const controller = new AbortController();
     const onRunAbort = () => controller.abort(new Error("The code-mode run was aborted."));
-    this.#abort.signal.addEventListener("abort", onRunAbort, { once: true });
+    if (segmentSignal.aborted) onRunAbort();
+    else segmentSignal.addEventListener("abort", onRunAbort, { once: true });
     const started = startHostRequest(request, this.#scope, parent, telemetry, controller.signal);
     const { stats } = this.engine;
     if (request.kind === "search") stats.nestedSearches++;
     else if (request.kind === "describe") stats.nestedDescribes++;
     else if (started.toolId) stats.nestedCalls++;
-    const outcome = started.outcome.finally(() =>
-      this.#abort.signal.removeEventListener("abort", onRunAbort),
-    );
+    const outcome = started.outcome.finally(() => segmentSignal.removeEventListener("abort", onRunAbort));
     if (started.toolId === null) {
       void outcome.then((settled) => ready.push(request.requestId, settled));
       return;

@@ -84,7 +84,15 @@ export type PrepareRunOptions = {
 };
 
 /** The identity of one model tool call of exec or wait. */
-export type ControlCall = { toolCallId: string };
+export type ControlCall = {
+  toolCallId: string;
+  /**
+   * Cancels this call (the client cancelled its request or went away): the cell stops, every nested
+   * call it has in flight is aborted, and the run ends `failed` with code `aborted`; a run resumed by
+   * `wait` is deleted. Nothing the cell would have done next happens.
+   */
+  signal?: AbortSignal;
+};
 
 /** Metadata a host's hooks see for an outer exec call, so policy can tell it from a shell exec. */
 export type ExecHookMetadata = {

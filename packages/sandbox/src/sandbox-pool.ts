@@ -73,6 +73,16 @@ class WorkerSlot implements RunHost {
         else if (item.type !== "batch") this.runs.get(item.runId)?.receive(item);
       }
     });
+    // A message the host cannot read (values are depth-bounded in the worker, so this is a bug or a
+    // broken channel) belongs to no known run: the worker's state can no longer be trusted.
+    worker.on("messageerror", (error) => {
+      this.pool.replace(
+        this,
+        null,
+        "internal_error",
+        `a message from the sandbox worker could not be read (${error.message})`,
+      );
+    });
     worker.on("error", (error) => {
       this.markFailed(error);
       this.pool.replace(this, null, "internal_error", `the sandbox worker crashed (${error.message})`);

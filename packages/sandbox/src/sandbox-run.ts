@@ -49,6 +49,8 @@ export class RunHandle implements SandboxRun {
   /** Commands sent to the worker that it has not answered yet; while > 0 guest code may be running. */
   private commandsInFlight = 0;
   private seeded = false;
+  /** Ended by a successful suspend: results belong to the restored run. */
+  private suspended = false;
   private watchdog: NodeJS.Timeout | null = null;
   private suspendWaiter: { resolve(run: SuspendedRun): void; reject(error: Error): void } | null = null;
   private readonly onAbort = () => this.abort();
@@ -92,10 +94,13 @@ export class RunHandle implements SandboxRun {
   }
 
   settle(requestId: string, outcome: SettleOutcome): void {
+    // A run that ended (failed, completed, disposed) needs no more results: its terminal event already
+    // says why, and a caller still delivering must not be handed a misleading error of its own.
+    if (this.state === "ended" && !this.suspended) return;
     if (this.state === "ended" || this.state === "suspending") {
       throw new CodeModeError(
         "invalid_input",
-        `Run ${this.runId} is ${this.state === "ended" ? "over" : "being suspended"}; results for it must go to the restored run.`,
+        `Run ${this.runId} is ${this.state === "ended" ? "suspended" : "being suspended"}; results for it must go to the restored run.`,
       );
     }
     if (!this.pendingIds.delete(requestId)) {
@@ -137,6 +142,11 @@ export class RunHandle implements SandboxRun {
   }
 
   suspend(): Promise<SuspendedRun> {
+    const terminal = this.terminal;
+    if (terminal?.type === "failed" && !this.suspended) {
+      // The run failed meanwhile (its worker was lost, the watchdog stopped it): say that, not "busy".
+      return Promise.reject(new CodeModeError(terminal.code ?? "internal_error", terminal.message));
+    }
     if (
       this.state !== "live" ||
       this.commandsInFlight > 0 ||
@@ -252,6 +262,7 @@ export class RunHandle implements SandboxRun {
         return;
       }
       case "suspended": {
+        this.suspended = true;
         const waiter = this.suspendWaiter;
         this.suspendWaiter = null;
         this.end(

@@ -67,9 +67,15 @@ export interface SandboxRun {
   readonly runId: string;
   /** The next state change. After a terminal event it keeps returning that event. */
   next(): Promise<SandboxEvent>;
-  /** Deliver one result, in any order. Throws `invalid_input` for ids never issued or already settled. */
+  /**
+   * Deliver one result, in any order. Throws `invalid_input` for ids never issued or already settled,
+   * and for a suspended run (results go to the restored one); ignored once the run has ended otherwise.
+   */
   settle(requestId: string, outcome: SettleOutcome): void;
-  /** Only when idle (the last event was `idle` and nothing was settled since). Frees the VM. */
+  /**
+   * Only when idle (the last event was `idle` and nothing was settled since). Frees the VM. Rejects
+   * with the run's own failure (code and message) when it failed meanwhile.
+   */
   suspend(): Promise<SuspendedRun>;
   /** Move the guest's deadline (a `wait` gives the run a fresh one). */
   setDeadline(deadlineAt: number): void;

@@ -80,6 +80,10 @@ describe("deadline", () => {
       expect(lonely.stats().workersReplaced).toBe(before + 1);
       // The run that shared the worker fails; the replacement worker serves new runs.
       expect(await bystander.next()).toMatchObject({ type: "failed", code: "internal_error" });
+      // Its caller, still delivering results or suspending, learns the run's own failure, never a
+      // misleading invalid_input of its own making.
+      expect(() => bystander.settle("r1", { ok: true, value: 1 })).not.toThrow();
+      await expect(bystander.suspend()).rejects.toMatchObject({ code: "internal_error" });
       expect(await runToEnd(lonely, "return 2")).toMatchObject({ event: { type: "completed", value: 2 } });
     } finally {
       await lonely.close();

@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: hints show ${ENV} references as users write them
 import { z } from "zod";
 
 /**
@@ -37,6 +38,24 @@ export const snapshotStoreSchema = z.discriminatedUnion("kind", [
   z.strictObject({ kind: z.literal("sqlite"), path: z.string().min(1) }),
 ]);
 
+/** A token's name is the principal that owns the runs it starts; it appears in logs, never the token. */
+export const httpTokenSchema = z.strictObject({
+  name: z.string().regex(/^[A-Za-z0-9_.@-]{1,64}$/),
+  token: z.string().min(16).max(4096),
+});
+
+export const httpSettingsSchema = z.strictObject({
+  tokens: z.array(httpTokenSchema).optional(),
+  allowedHosts: z.array(z.string().trim().min(1)).optional(),
+  maxSessionsPerPrincipal: z.number().int().min(1).max(100_000).optional(),
+  sessionIdleSeconds: z
+    .number()
+    .int()
+    .min(5)
+    .max(7 * 24 * 3600)
+    .optional(),
+});
+
 export const gatewayConfigSchema = z.strictObject({
   $schema: z.string().optional(),
   tools: z
@@ -51,6 +70,7 @@ export const gatewayConfigSchema = z.strictObject({
   plugins: z.array(pluginEntrySchema).optional(),
   snapshotStore: snapshotStoreSchema.optional(),
   workspace: z.string().min(1).optional(),
+  http: httpSettingsSchema.optional(),
 });
 
 /** What each field takes, for "expected ..." in error messages. */
@@ -76,9 +96,27 @@ export const FIELD_HINTS: Record<string, string> = {
   headers: "an object of header names to string values",
   transport: '"streamable-http" or "sse"',
   module: "a module path (relative to the config file) or a package name",
+  http: 'an object such as { "tokens": [{ "name": "alice", "token": "${ALICE_TOKEN}" }] }',
+  "http.tokens": 'an array of { "name": "alice", "token": "${ALICE_TOKEN}" } (token at least 16 characters)',
+  "http.tokens.name": 'a principal name of letters, digits, "_", ".", "@" or "-" (at most 64)',
+  "http.tokens.token":
+    'a secret of 16 to 4096 characters, best from the environment: "${CODECELL_TOKEN}" (e.g. openssl rand -hex 32)',
+  "http.allowedHosts": 'an array of host names clients use in the Host header, e.g. ["codecell.example.com"]',
+  "http.maxSessionsPerPrincipal":
+    "a whole number of MCP sessions one principal may hold at once (default 64)",
+  "http.sessionIdleSeconds": "seconds without a request after which an MCP session is closed (default 600)",
 };
 
-export const TOP_LEVEL_KEYS = ["$schema", "tools", "mcpServers", "plugins", "snapshotStore", "workspace"];
+export const TOP_LEVEL_KEYS = [
+  "$schema",
+  "tools",
+  "mcpServers",
+  "plugins",
+  "snapshotStore",
+  "workspace",
+  "http",
+];
+export const HTTP_KEYS = ["tokens", "allowedHosts", "maxSessionsPerPrincipal", "sessionIdleSeconds"];
 export const TOOLS_KEYS = ["codeMode", "allow", "deny", "approval"];
 
 export type GatewayConfigFile = z.infer<typeof gatewayConfigSchema>;

@@ -124,6 +124,54 @@ describe("resolveGatewayConfig", () => {
     expect(problem!.file).toBe("c.json5");
   });
 
+  it("resolves http tokens from the environment and the session limits", () => {
+    const { config, problems } = resolve(
+      {
+        http: {
+          tokens: [{ name: "alice", token: "${ALICE_TOKEN}" }],
+          allowedHosts: ["Codecell.Example.com"],
+          maxSessionsPerPrincipal: 8,
+          sessionIdleSeconds: 60,
+        },
+      },
+      { ALICE_TOKEN: "0123456789abcdef0123" },
+    );
+    expect(problems).toEqual([]);
+    expect(config?.http).toEqual({
+      tokens: [{ name: "alice", token: "0123456789abcdef0123" }],
+      allowedHosts: ["codecell.example.com"],
+      maxSessionsPerPrincipal: 8,
+      sessionIdleMs: 60_000,
+    });
+    expect(resolve({}).config?.http).toMatchObject({ tokens: [], maxSessionsPerPrincipal: 64 });
+  });
+
+  it("refuses a token name or secret used twice, and a misspelt http key", () => {
+    const { problems } = resolve({
+      http: {
+        tokens: [
+          { name: "a", token: "0123456789abcdef" },
+          { name: "a", token: "0123456789abcdef" },
+        ],
+        allowedHost: [],
+      },
+    });
+    expect(problems.map((problem) => problem.path).sort()).toEqual(["http.allowedHost"]);
+    const twice = resolve({
+      http: {
+        tokens: [
+          { name: "a", token: "0123456789abcdef" },
+          { name: "a", token: "0123456789abcdef" },
+        ],
+      },
+    }).problems;
+    expect(twice.map((problem) => problem.path)).toEqual(["http.tokens.1.name", "http.tokens.1.token"]);
+    expect(twice.map((problem) => problem.message).join("\n")).not.toContain("0123456789abcdef");
+    expect(resolve({ http: { allowedHost: [] } }).problems[0]?.message).toMatch(
+      /Did you mean "allowedHosts"/,
+    );
+  });
+
   it("reports several problems at once", () => {
     const { problems } = resolve({ extra: 1, workspace: "missing", tools: { codeMode: { enabled: "yes" } } });
     expect(problems.map((problem) => problem.path).sort()).toEqual([

@@ -17,6 +17,7 @@ import { type ConfigProblem, describeValue } from "./config-problem.js";
 import {
   FIELD_HINTS,
   gatewayConfigSchema,
+  HTTP_KEYS,
   httpServerSchema,
   packageServerSchema,
   pluginEntrySchema,
@@ -28,6 +29,23 @@ import { expandEnvReferences } from "./env-references.js";
 
 export type PluginSpec = { entry: string; module: string; options: JsonValue };
 export type SnapshotStoreSpec = { kind: "memory" } | { kind: "sqlite"; path: string };
+
+/** `codecell serve --http` settings: who may call, from which host names, and how sessions are kept. */
+export type HttpSettings = {
+  /** Bearer tokens; empty means no authentication (allowed on loopback only). */
+  tokens: Array<{ name: string; token: string }>;
+  /** Host header names accepted besides the bound host (and loopback names on a loopback bind). */
+  allowedHosts: string[];
+  maxSessionsPerPrincipal: number;
+  sessionIdleMs: number;
+};
+
+export const DEFAULT_HTTP_SETTINGS: HttpSettings = {
+  tokens: [],
+  allowedHosts: [],
+  maxSessionsPerPrincipal: 64,
+  sessionIdleMs: 600_000,
+};
 
 /** A checked config with every path made absolute: what the gateway runs on. */
 export type GatewayConfig = {
@@ -42,6 +60,7 @@ export type GatewayConfig = {
   snapshotStore: SnapshotStoreSpec;
   /** Real path of the folder the core file tools may touch; null turns those tools off. */
   workspace: string | null;
+  http: HttpSettings;
   /** Non-fatal notes, such as clamped limits. */
   warnings: string[];
 };
@@ -56,7 +75,10 @@ export const DEFAULT_CONFIG_FILE = fileURLToPath(new URL("../../codecell.default
 const gatewayRequire = createRequire(import.meta.url);
 
 function hintFor(path: string): string | undefined {
-  const key = path.replace(/^mcpServers\.[^.]+\./, "").replace(/^plugins\.\d+\./, "");
+  const key = path
+    .replace(/^mcpServers\.[^.]+\./, "")
+    .replace(/^plugins\.\d+\./, "")
+    .replace(/^http\.tokens\.\d+\./, "http.tokens.");
   return FIELD_HINTS[path] ?? FIELD_HINTS[key] ?? FIELD_HINTS[key.replace(/\.\d+$/, "")];
 }
 
@@ -74,7 +96,15 @@ function zodProblems(error: z.ZodError, input: unknown, file: string, base: stri
   for (const issue of error.issues) {
     const segments = [...base, ...issue.path.map(String)];
     if (issue.code === "unrecognized_keys") {
-      const known = segments.length === 0 ? TOP_LEVEL_KEYS : segments.join(".") === "tools" ? TOOLS_KEYS : [];
+      const where = segments.join(".");
+      const known =
+        segments.length === 0
+          ? TOP_LEVEL_KEYS
+          : where === "tools"
+            ? TOOLS_KEYS
+            : where === "http"
+              ? HTTP_KEYS
+              : [];
       for (const key of issue.keys) {
         const [suggestion] = closestMatches(key, known, 1);
         problems.push({
@@ -87,13 +117,18 @@ function zodProblems(error: z.ZodError, input: unknown, file: string, base: stri
     }
     const path = segments.join(".");
     const hint = hintFor(path);
-    const received = valueAt(input, issue.path);
+    const raw = valueAt(input, issue.path);
+    // A secret is never echoed into an error message (and so into logs): only its length is.
+    const shown =
+      /^http\.tokens\.\d+\.token$/.test(path) && typeof raw === "string"
+        ? `a secret of ${raw.length} characters`
+        : describeValue(raw);
     const why =
       issue.code === "invalid_key" ? `invalid name ${describeValue(issue.path.at(-1))}` : issue.message;
     problems.push({
       file,
       path,
-      message: `got ${describeValue(received)} (${why.replace(/^Invalid input: /, "")}).${hint ? ` Expected ${hint}.` : ""}`,
+      message: `got ${shown} (${why.replace(/^Invalid input: /, "")}).${hint ? ` Expected ${hint}.` : ""}`,
     });
   }
   return problems;
@@ -319,6 +354,36 @@ export function resolveGatewayConfig(
     snapshotStore = { kind: "sqlite", path };
   }
 
+  const http = { ...DEFAULT_HTTP_SETTINGS, tokens: [] as HttpSettings["tokens"] };
+  const rawHttp = parsed.success ? parsed.data.http : undefined;
+  if (rawHttp) {
+    const names = new Set<string>();
+    const secrets = new Set<string>();
+    for (const [index, entry] of (rawHttp.tokens ?? []).entries()) {
+      if (names.has(entry.name)) {
+        problems.push({
+          file,
+          path: `http.tokens.${index}.name`,
+          message: `"${entry.name}" is named twice. Each token needs its own name (the principal that owns its runs).`,
+        });
+      }
+      if (secrets.has(entry.token)) {
+        problems.push({
+          file,
+          path: `http.tokens.${index}.token`,
+          message: "this token is used twice. Give each principal its own secret.",
+        });
+      }
+      names.add(entry.name);
+      secrets.add(entry.token);
+      http.tokens.push({ name: entry.name, token: entry.token });
+    }
+    http.allowedHosts = (rawHttp.allowedHosts ?? []).map((host) => host.toLowerCase());
+    if (rawHttp.maxSessionsPerPrincipal !== undefined)
+      http.maxSessionsPerPrincipal = rawHttp.maxSessionsPerPrincipal;
+    if (rawHttp.sessionIdleSeconds !== undefined) http.sessionIdleMs = rawHttp.sessionIdleSeconds * 1000;
+  }
+
   if (problems.length > 0 || !codeMode) return { config: null, problems };
   return {
     config: {
@@ -332,6 +397,7 @@ export function resolveGatewayConfig(
       plugins,
       snapshotStore,
       workspace,
+      http,
       warnings,
     },
     problems: [],

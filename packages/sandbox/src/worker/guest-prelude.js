@@ -7,6 +7,11 @@
  * It captures the intrinsics it needs up front, so a cell that later patches `JSON`, `Promise`,
  * `Map.prototype` or `Object.prototype` cannot redirect the bridge.
  *
+ * Guest code does run inside prelude frames (getters, `toJSON`, proxies and thenables the bridge
+ * touches), so no function of this closure may be recoverable from a running guest function: the
+ * prelude is strict (no `caller`), and the engine's V8-style stack API, whose `CallSite.getFunction()`
+ * hands out every function on the stack, is switched off before any guest code runs.
+ *
  * Host protocol (all arguments and results are strings):
  * - host("request", bodyJson) -> request id, or `{"error": {...}}` JSON when refused
  * - host("output", "text" | "json", text)
@@ -30,7 +35,6 @@ export function guestPrelude(host, surfaceText) {
   const jsonParse = JSON.parse;
   const jsonStringify = JSON.stringify;
   const PromiseCtor = Promise;
-  const promiseThen = PromiseCtor.prototype.then;
   const ErrorCtor = Error;
   const TypeErrorCtor = TypeError;
   const RangeErrorCtor = RangeError;
@@ -48,9 +52,39 @@ export function guestPrelude(host, surfaceText) {
   const mapForEach = mapPrototype.forEach;
   const setPrototype = Set.prototype;
   const setForEach = setPrototype.forEach;
+  const arrayJoin = arrayPrototype.join;
   const WeakSetCtor = WeakSet;
   const weakSetAdd = WeakSetCtor.prototype.add;
   const weakSetHas = WeakSetCtor.prototype.has;
+
+  // No CallSite ever reaches the guest: `Error.prepareStackTrace` becomes a fixed `undefined` (the
+  // engine keeps its hook in an accessor this replaces), so stacks stay strings.
+  defineProperty(ErrorCtor, "prepareStackTrace", {
+    value: undefined,
+    writable: false,
+    enumerable: false,
+    configurable: false,
+  });
+
+  // QuickJS strings stop at 2^30 - 1 characters. A join whose separators alone pass that would run for
+  // seconds inside one built-in (where the interrupt cannot stop it) before failing; fail it at once
+  // with the engine's own size-limit error instead.
+  const MAX_STRING_LENGTH = 1073741823;
+  defineProperty(arrayPrototype, "join", {
+    value: function join(separator) {
+      if (this !== undefined && this !== null) {
+        const length = +this.length;
+        const separatorLength = separator === undefined ? 1 : StringCtor(separator).length;
+        if (length > 1 && (length - 1) * separatorLength > MAX_STRING_LENGTH) {
+          throw new RangeErrorCtor("string too long");
+        }
+      }
+      return apply(arrayJoin, this, [separator]);
+    },
+    writable: true,
+    enumerable: false,
+    configurable: true,
+  });
 
   /** Errors this prelude made: only they may carry a code that fails the run with that code. */
   const bridgeErrors = new WeakSetCtor();
@@ -425,7 +459,11 @@ export function guestPrelude(host, surfaceText) {
     host("output", "text", textOf(value));
   }
   function json(value) {
-    host("output", "json", toJsonText(value, "the json() value"));
+    const reply = host("output", "json", toJsonText(value, "the json() value"));
+    if (reply !== "") {
+      const data = jsonParse(reply).error;
+      throw makeError(data.name, data.message, data.code);
+    }
   }
   function yieldControl(reason) {
     const body = { kind: "yield" };
@@ -464,16 +502,22 @@ export function guestPrelude(host, surfaceText) {
   function onFailure(error) {
     host("fail", describeError(error));
   }
+  // `await` takes the cell's promise as it is: no species constructor or `then` lookup a cell could
+  // have patched stands between the cell and its result.
+  async function runCell(cell) {
+    let value;
+    try {
+      value = await cell();
+    } catch (error) {
+      onFailure(error);
+      return;
+    }
+    onResult(value);
+  }
 
   return function control(op, first, second, third) {
     if (op === "start") {
-      let result;
-      try {
-        result = first();
-      } catch (error) {
-        result = rejected(error);
-      }
-      apply(promiseThen, result, [onResult, onFailure]);
+      runCell(first);
       return "started";
     }
     if (op === "settle") return settle(first, second, third);

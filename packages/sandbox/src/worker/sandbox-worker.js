@@ -2,6 +2,8 @@
 import { parentPort } from "node:worker_threads";
 // Both entries are zod-free, so a worker starts without loading the contract's schemas.
 import {
+  exceedsJsonDepth,
+  MAX_BRIDGE_DEPTH,
   MAX_ERROR_MESSAGE_LENGTH,
   MAX_ERROR_NAME_LENGTH,
   parseHostRequestBody,
@@ -22,6 +24,16 @@ const CELL_PREFIX = "(async function () {";
 const CELL_FILENAME = "cell.js";
 /** Bound on drain rounds; each round runs every queued job, so this is never reached honestly. */
 const MAX_DRAIN_ROUNDS = 100_000;
+/**
+ * Codes the prelude raises on its own (a bad `API.read` path). Every other code a guest error may carry
+ * must first have been handed to this run by the worker or the host (see GuestRun.issuedCodes).
+ */
+const PRELUDE_CODES = ["invalid_input"];
+/**
+ * Messages QuickJS gives the RangeError it throws when a string or array would pass the engine's size
+ * limits; the guest-visible sign that a cell built a value too large, like running out of memory.
+ */
+const ENGINE_SIZE_LIMIT_MESSAGES = new Set(["string too long", "invalid string length", "out of memory"]);
 /** How long requests may wait in the outbox for the end of the drain. */
 const OUTBOX_HOLD_MS = 1;
 /** A run idle this long is waiting on slow host work: time to do the worker's own chores. */
@@ -189,6 +201,13 @@ class GuestRun {
     this.pending = new Map();
     this.nextRequestNumber = 0;
     this.outputBytes = 0;
+    /**
+     * The codes this run's guest has been handed inside errors (refusals, failed host results). An
+     * uncaught guest error fails the run with its code only when the code is in this set: a guest can
+     * pass on a code it was given, never invent one (a forged `timeout` or `memory_limit_exceeded`).
+     * @type {Set<string>}
+     */
+    this.issuedCodes = new Set(PRELUDE_CODES);
     /** @type {import("@codecell/contract").CodeModeOutput[]} */
     this.output = [];
     /** @type {{ type: "completed", value: unknown } | { type: "failed", code: string | null, message: string, error: unknown } | null} */
@@ -261,30 +280,43 @@ class GuestRun {
     const op = args[0]?.toString();
     let reply = "";
     if (op === "request") reply = this.onRequest(args[1]?.toString() ?? "");
-    else if (op === "output") this.onOutput(args[1]?.toString() ?? "", args[2]?.toString() ?? "");
+    else if (op === "output") reply = this.onOutput(args[1]?.toString() ?? "", args[2]?.toString() ?? "");
     else if (op === "done") this.onDone(args[1]?.toString() ?? "null");
     else if (op === "fail") this.onFail(args[1]?.toString() ?? "{}");
     return vm.newString(reply);
   }
 
   /** @param {string} name @param {string} message @param {import("@codecell/contract").CodeModeErrorCode} code */
-  static refusal(name, message, code) {
+  refusal(name, message, code) {
+    this.issuedCodes.add(code);
     return JSON.stringify({ error: { name, message, code } });
+  }
+
+  /**
+   * A value leaving the guest as JSON text crosses to the host as a structured clone, whose reader
+   * fails (unattributably) on deep nesting: refuse it here, in the worker, with a clear message.
+   * @param {string} text @param {string} what
+   */
+  tooDeep(text, what) {
+    if (!exceedsJsonDepth(text, MAX_BRIDGE_DEPTH)) return null;
+    return `${what} nests objects and arrays more than ${MAX_BRIDGE_DEPTH} levels deep, the sandbox bridge limit; flatten it (or send it as a string) before it crosses.`;
   }
 
   /** @param {string} bodyText */
   onRequest(bodyText) {
-    if (this.forced !== null) return GuestRun.refusal("CodeModeError", this.forced.message, this.forced.code);
+    if (this.forced !== null) return this.refusal("CodeModeError", this.forced.message, this.forced.code);
     const bytes = byteLength(bodyText);
     if (bytes > MAX_REQUEST_BYTES) {
-      return GuestRun.refusal(
+      return this.refusal(
         "CodeModeError",
         `The tool input is ${bytes} bytes of JSON, over the ${MAX_REQUEST_BYTES} byte bridge limit; send less data per call.`,
         "invalid_input",
       );
     }
+    const deep = this.tooDeep(bodyText, "The tool input");
+    if (deep !== null) return this.refusal("CodeModeError", deep, "invalid_input");
     if (this.pending.size >= this.limits.maxPendingToolCalls) {
-      return GuestRun.refusal(
+      return this.refusal(
         "CodeModeError",
         `Too many host calls in flight: ${this.pending.size} are pending and maxPendingToolCalls is ${this.limits.maxPendingToolCalls}. Await some calls before starting more.`,
         "too_many_pending_tool_calls",
@@ -294,7 +326,7 @@ class GuestRun {
     try {
       body = parseHostRequestBody(JSON.parse(bodyText));
     } catch (error) {
-      return GuestRun.refusal(
+      return this.refusal(
         "TypeError",
         `Invalid host call: ${/** @type {Error} */ (error).message}`,
         "invalid_input",
@@ -321,16 +353,31 @@ class GuestRun {
     return true;
   }
 
-  /** @param {string} kind @param {string} text */
+  /** @param {string} kind @param {string} text @returns {string} "" or a refusal for the guest to throw */
   onOutput(kind, text) {
-    if (this.forced !== null || this.outcome !== null) return;
-    if (!this.chargeOutput(byteLength(text), kind === "text" ? "text()" : "json()")) return;
+    if (this.forced !== null || this.outcome !== null) return "";
+    if (kind !== "text") {
+      const deep = this.tooDeep(text, "The json() value");
+      if (deep !== null) return this.refusal("CodeModeError", deep, "invalid_input");
+    }
+    if (!this.chargeOutput(byteLength(text), kind === "text" ? "text()" : "json()")) return "";
     this.output.push(kind === "text" ? { type: "text", text } : { type: "json", value: JSON.parse(text) });
+    return "";
   }
 
   /** @param {string} text */
   onDone(text) {
     if (this.forced !== null || this.outcome !== null) return;
+    const deep = this.tooDeep(text, "The returned value");
+    if (deep !== null) {
+      this.outcome = {
+        type: "failed",
+        code: "invalid_input",
+        message: deep,
+        error: { name: "CodeModeError", message: deep, code: "invalid_input" },
+      };
+      return;
+    }
     if (!this.chargeOutput(byteLength(text), "the returned value")) return;
     this.outcome = { type: "completed", value: JSON.parse(text) };
   }
@@ -343,7 +390,23 @@ class GuestRun {
     data.name = clip(String(data.name), MAX_ERROR_NAME_LENGTH);
     data.message = clip(String(data.message), MAX_ERROR_MESSAGE_LENGTH);
     data.stack = clip(String(data.stack ?? ""), MAX_ERROR_MESSAGE_LENGTH);
-    const code = isCodeModeErrorCode(data.code) ? data.code : null;
+    if (
+      (data.name === "RangeError" || data.name === "InternalError") &&
+      ENGINE_SIZE_LIMIT_MESSAGES.has(data.message)
+    ) {
+      // The engine refused to build a string or array that large: a memory limit the model must
+      // know about, not a bug in its code. (A guest that throws this exact error itself gains
+      // nothing: it could reach the limit for real just as fast.)
+      const message = `The cell built a value larger than the engine allows (${data.name}: ${data.message}). Work on less data at once (page, filter or summarize).`;
+      this.outcome = {
+        type: "failed",
+        code: "memory_limit_exceeded",
+        message: `${describeGuestError(data)}: ${message}`,
+        error: { name: data.name, message: data.message, code: "memory_limit_exceeded" },
+      };
+      return;
+    }
+    const code = isCodeModeErrorCode(data.code) && this.issuedCodes.has(data.code) ? data.code : null;
     /** @type {{ name: string, message: string, code?: string }} */
     const error = { name: String(data.name), message: String(data.message) };
     if (code !== null) error.code = code;
@@ -427,17 +490,37 @@ class GuestRun {
     this.deadlineAt = deadlineAt;
     for (const item of items) {
       if (!this.pending.delete(item.requestId)) continue;
-      this.call("settle", item.requestId, item.ok ? "1" : "0", item.json);
+      let ok = item.ok;
+      let json = item.json;
+      if (ok) {
+        const deep = this.tooDeep(json, "The tool result");
+        if (deep !== null) {
+          ok = false;
+          json = JSON.stringify({ name: "CodeModeError", message: deep, code: "nested_tool_failed" });
+        }
+      }
+      if (!ok) this.noteIssuedCode(json);
+      this.call("settle", item.requestId, ok ? "1" : "0", json);
     }
     this.drain();
     this.report();
+  }
+
+  /** @param {string} errorJson a failed host result as the guest will see it */
+  noteIssuedCode(errorJson) {
+    try {
+      const code = JSON.parse(errorJson)?.code;
+      if (isCodeModeErrorCode(code)) this.issuedCodes.add(code);
+    } catch {
+      // Not JSON: the prelude fails the settle the same way, and no code is issued.
+    }
   }
 
   /** @param {Uint8Array} snapshot */
   async restore(snapshot) {
     const { decodeSnapshot, SnapshotCodecError } = await loadSnapshotCodec();
     let decoded;
-    /** @type {{ controlToken: number, nextRequestNumber: number, outputBytes: number, pending: import("@codecell/bridge").HostRequest[] }} */
+    /** @type {{ controlToken: number, nextRequestNumber: number, outputBytes: number, pending: import("@codecell/bridge").HostRequest[], issuedCodes?: string[] }} */
     let state;
     try {
       decoded = decodeSnapshot(snapshot, snapshotSecret, this.limits.memoryLimitBytes * 2 + 64 * 1024 * 1024);
@@ -474,6 +557,9 @@ class GuestRun {
     this.nextRequestNumber = state.nextRequestNumber;
     this.outputBytes = state.outputBytes;
     for (const request of state.pending) this.pending.set(request.requestId, request);
+    if (Array.isArray(state.issuedCodes)) {
+      for (const code of state.issuedCodes) if (isCodeModeErrorCode(code)) this.issuedCodes.add(code);
+    }
     this.report();
   }
 
@@ -495,6 +581,7 @@ class GuestRun {
       nextRequestNumber: this.nextRequestNumber,
       outputBytes: this.outputBytes,
       pending: [...this.pending.values()],
+      issuedCodes: [...this.issuedCodes],
     };
     const bytes = encodeSnapshot(image, bridgeState, snapshotSecret);
     if (bytes.byteLength > this.limits.maxSnapshotBytes) {
@@ -703,3 +790,10 @@ async function onMessage(raw) {
 }
 
 port.on("message", dispatch);
+// A host message this thread cannot read leaves a run waiting for a command that never comes: exit, so
+// the host's exit handler fails this worker's runs at once and replaces it.
+port.on("messageerror", (error) => {
+  setImmediate(() => {
+    throw error;
+  });
+});

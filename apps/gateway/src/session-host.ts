@@ -1,0 +1,36 @@
+import type { HostTool, JsonValue } from "@codecell/contract";
+import type { PreparedRun, RunContext, TrajectoryExport } from "@codecell/engine";
+import type { ApprovalClient } from "./approvals.js";
+
+/** Where one tool call runs, whichever way it was reached (nested in a cell, or directly). */
+export type ToolCallRequest = {
+  tool: HostTool;
+  toolId: string;
+  input: JsonValue;
+  sessionId: string;
+  approvals: ApprovalClient;
+  signal: AbortSignal;
+  /** Records a decision (such as an approval) on the nested call's trajectory entry. */
+  note?: (text: string) => void;
+};
+
+/**
+ * What a session needs from the gateway, and nothing more. The gateway implements it; the session
+ * depends only on this, so the import arrow runs one way (gateway → session → session-host).
+ */
+export interface SessionHost {
+  /** Bumped when a downstream server changes its tools, so sessions re-prepare their run. */
+  readonly toolsVersion: number;
+  /** Prepares a run over the current effective tools; `tools` are those tools (for passthrough names). */
+  prepareRun(
+    context: RunContext,
+    sessionId: string,
+    approvals: ApprovalClient,
+  ): { run: PreparedRun; tools: readonly HostTool[] };
+  /** Runs one tool from any source, after policy and approval. */
+  runTool(request: ToolCallRequest): Promise<unknown>;
+  /** Nested calls of every session, under their exec and wait calls. */
+  exportTrajectory(): TrajectoryExport;
+  /** The session has ended: the host forgets it. */
+  sessionEnded(sessionId: string): void;
+}
