@@ -13,6 +13,8 @@ import { createMcpConnector, type McpConnector } from "@codecell/mcp-connector";
 import {
   MemorySnapshotBackend,
   openSnapshotStore,
+  RedisSnapshotBackend,
+  type SnapshotBackend,
   type SnapshotStore,
   SqliteSnapshotBackend,
 } from "@codecell/snapshot-store";
@@ -33,6 +35,23 @@ export type GatewayOptions = {
 };
 
 export type { ToolCallRequest } from "./session-host.js";
+
+/** The store's backend as the config names it. */
+function snapshotBackend(spec: GatewayConfig["snapshotStore"]): SnapshotBackend {
+  switch (spec.kind) {
+    case "sqlite":
+      return new SqliteSnapshotBackend({ path: spec.path });
+    case "redis":
+      return new RedisSnapshotBackend({
+        url: spec.url,
+        secret: spec.secret,
+        ...(spec.keyPrefix !== undefined ? { keyPrefix: spec.keyPrefix } : {}),
+        ...(spec.replicaLeaseMs !== undefined ? { replicaLeaseMs: spec.replicaLeaseMs } : {}),
+      });
+    case "memory":
+      return new MemorySnapshotBackend();
+  }
+}
 
 function toolIdOf(tool: HostTool): string {
   return `${tool.source}:${tool.owner}:${tool.name}`;
@@ -85,10 +104,10 @@ export class Gateway implements SessionHost {
   static async start(config: GatewayConfig, options: GatewayOptions = {}): Promise<Gateway> {
     const log = options.log ?? ((line: string) => process.stderr.write(`codecell: ${line}\n`));
     const store = await openSnapshotStore({
-      backend:
-        config.snapshotStore.kind === "sqlite"
-          ? new SqliteSnapshotBackend({ path: config.snapshotStore.path })
-          : new MemorySnapshotBackend(),
+      backend: snapshotBackend(config.snapshotStore),
+      ...(config.snapshotStore.maxLiveRuns !== undefined
+        ? { maxLiveRuns: config.snapshotStore.maxLiveRuns }
+        : {}),
       maxSnapshotBytes: config.codeMode.maxSnapshotBytes,
       snapshotTtlSeconds: config.codeMode.snapshotTtlSeconds,
     });

@@ -278,13 +278,21 @@ export class RedisSnapshotBackend implements SnapshotBackend {
       await this.#renewLease();
       this.#leaseTimer = setInterval(() => void this.#renewLease().catch(() => {}), this.#leaseMs / 3);
       this.#leaseTimer.unref();
-      await this.#client.set(this.#epochKey, randomBytes(12).toString("base64url"), "NX");
-      this.#epoch = (await this.#client.get(this.#epochKey)) ?? "";
+      await this.#adoptEpoch();
       // Nothing to repair here: a claim by a dead replica runs out with its lease (claimLeaseMs), and
       // its nested calls are settled as interrupted by the next wait once its replica lease is gone.
       const liveRuns = await this.#client.zcard(this.#live);
       return { liveRuns, requeuedRuns: 0, interruptedCalls: 0 };
     });
+  }
+
+  /**
+   * The epoch key tells "Redis lost its data since we connected" apart from "no such run": it is set
+   * once per Redis dataset, and a run missing while the epoch changed was lost, not never there.
+   */
+  async #adoptEpoch(): Promise<void> {
+    await this.#client.set(this.#epochKey, randomBytes(12).toString("base64url"), "NX");
+    this.#epoch = (await this.#client.get(this.#epochKey)) ?? "";
   }
 
   async #renewLease(): Promise<void> {
@@ -393,6 +401,8 @@ export class RedisSnapshotBackend implements SnapshotBackend {
     const status = String(answer[0]);
     switch (status) {
       case "reset":
+        // Adopt the server's new epoch, so runs stored from now on are answered normally again.
+        await this.#adoptEpoch().catch(() => {});
         throw new CodeModeError(
           "snapshot_restore_failed",
           `run "${request.runId}" cannot be resumed: the snapshot store (Redis at ${this.where}) lost its records since this ` +
