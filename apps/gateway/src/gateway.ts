@@ -88,7 +88,7 @@ export class Gateway implements SessionHost {
     this.store = parts.store;
     this.connector = parts.connector;
     this.plugins = parts.plugins;
-    this.coreTools = createCoreTools(config.workspace);
+    this.coreTools = createCoreTools(config.workspace, config.workspaceLimits);
     this.#log = parts.log;
     this.#needsApproval = compilePatterns(config.approval);
     this.engine = createCodeModeEngine({ config: config.codeMode, store: parts.store });
@@ -236,6 +236,7 @@ export class Gateway implements SessionHost {
           approvals,
           signal: call.signal,
           note: call.note,
+          runKey: `${sessionId}/${call.parent.codeModeRunId}`,
         }),
       mcpRequest: (request) => this.#mcpRequest(request),
     };
@@ -254,7 +255,7 @@ export class Gateway implements SessionHost {
       case "core": {
         const core = this.coreTools.find((candidate) => candidate.name === tool.name);
         if (!core) break;
-        return core.execute(input, { signal });
+        return core.execute(input, { signal, ...(request.runKey ? { runKey: request.runKey } : {}) });
       }
       case "plugin": {
         const plugin = this.plugins.find((candidate) => candidate.plugin.id === tool.owner);

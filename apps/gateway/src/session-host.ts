@@ -12,6 +12,8 @@ export type ToolCallRequest = {
   signal: AbortSignal;
   /** Records a decision (such as an approval) on the nested call's trajectory entry. */
   note?: (text: string) => void;
+  /** The code-mode run a nested call belongs to (its write budget); absent for direct calls. */
+  runKey?: string;
 };
 
 /**

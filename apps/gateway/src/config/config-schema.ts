@@ -80,7 +80,16 @@ export const gatewayConfigSchema = z.strictObject({
   mcpServers: z.record(z.string().regex(/^[A-Za-z0-9_-]+$/), z.unknown()).optional(),
   plugins: z.array(pluginEntrySchema).optional(),
   snapshotStore: snapshotStoreSchema.optional(),
-  workspace: z.string().min(1).optional(),
+  workspace: z
+    .union([
+      z.string().min(1),
+      z.strictObject({
+        path: z.string().min(1),
+        maxBytes: z.number().int().positive().optional(),
+        maxWriteBytesPerRun: z.number().int().positive().optional(),
+      }),
+    ])
+    .optional(),
   http: httpSettingsSchema.optional(),
 });
 
@@ -104,7 +113,12 @@ export const FIELD_HINTS: Record<string, string> = {
     'the integrity secret shared by every replica, at least 32 characters; keep it out of the file with "${CODECELL_SNAPSHOT_SECRET}"',
   "snapshotStore.replicaLeaseMs":
     "milliseconds (300 to 600000, default 15000) after which a silent replica's nested calls count as interrupted",
-  workspace: "a folder path, relative to the config file, that the core file tools may touch",
+  workspace:
+    'a folder path, relative to the config file, that the core file tools may touch, or { "path": "...", "maxBytes": 1073741824, "maxWriteBytesPerRun": 67108864 }',
+  "workspace.path": "a folder path, relative to the config file, that the core file tools may touch",
+  "workspace.maxBytes": "a positive integer: the most bytes write_file may grow the workspace to",
+  "workspace.maxWriteBytesPerRun":
+    "a positive integer: the most bytes write_file may write in one code-mode run",
   command: 'the program to start, e.g. "node"',
   args: "an array of strings",
   env: "an object of environment variable names to string values",

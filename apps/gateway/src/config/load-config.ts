@@ -13,6 +13,7 @@ import {
 import type { McpServerConfig } from "@codecell/mcp-connector";
 import JSON5 from "json5";
 import type { z } from "zod";
+import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from "../core-tools/workspace-quota.js";
 import { type ConfigProblem, describeValue } from "./config-problem.js";
 import {
   FIELD_HINTS,
@@ -64,6 +65,8 @@ export type GatewayConfig = {
   snapshotStore: SnapshotStoreSpec;
   /** Real path of the folder the core file tools may touch; null turns those tools off. */
   workspace: string | null;
+  /** What write_file may write there: a quota for the folder and a budget per code-mode run. */
+  workspaceLimits: WorkspaceLimits;
   http: HttpSettings;
   /** Non-fatal notes, such as clamped limits. */
   warnings: string[];
@@ -334,12 +337,24 @@ export function resolveGatewayConfig(
   }
 
   let workspace: string | null = null;
-  if (typeof data.workspace === "string") {
-    const path = absolute(configDir, data.workspace);
+  const workspaceEntry = data.workspace as
+    | string
+    | { path?: unknown; maxBytes?: number; maxWriteBytesPerRun?: number }
+    | undefined;
+  const workspacePath = typeof workspaceEntry === "string" ? workspaceEntry : workspaceEntry?.path;
+  const workspaceLimits: WorkspaceLimits = {
+    maxBytes:
+      (typeof workspaceEntry === "object" && workspaceEntry.maxBytes) || DEFAULT_WORKSPACE_LIMITS.maxBytes,
+    maxWriteBytesPerRun:
+      (typeof workspaceEntry === "object" && workspaceEntry.maxWriteBytesPerRun) ||
+      DEFAULT_WORKSPACE_LIMITS.maxWriteBytesPerRun,
+  };
+  if (typeof workspacePath === "string") {
+    const path = absolute(configDir, workspacePath);
     if (!existsSync(path) || !statSync(path).isDirectory()) {
       problems.push({
         file,
-        path: "workspace",
+        path: typeof workspaceEntry === "string" ? "workspace" : "workspace.path",
         message: `folder ${path} does not exist. Create it or point "workspace" at an existing folder.`,
       });
     } else {
@@ -416,6 +431,7 @@ export function resolveGatewayConfig(
       plugins,
       snapshotStore,
       workspace,
+      workspaceLimits,
       http,
       warnings,
     },

@@ -1,8 +1,8 @@
 import { spawn } from "node:child_process";
-import { lstat, mkdir, readdir, readFile, stat, writeFile } from "node:fs/promises";
-import { dirname } from "node:path";
+import { type FileHandle, lstat, readdir } from "node:fs/promises";
 import { CodeModeError, type HostTool, type JsonValue } from "@codecell/contract";
-import { resolveWorkspacePath, workspaceRelative } from "./workspace-path.js";
+import { WorkspaceFiles } from "./workspace-files.js";
+import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits, WorkspaceQuota } from "./workspace-quota.js";
 
 /** Core tools are catalogued as `core:codecell:<name>`. */
 export const CORE_OWNER = "codecell";
@@ -14,7 +14,11 @@ const MAX_WRITE_BYTES = 4 * 1024 * 1024;
 const MAX_LIST_ENTRIES = 1000;
 const MAX_SHELL_OUTPUT = 64 * 1024;
 
-export type CoreToolContext = { signal: AbortSignal };
+export type CoreToolContext = {
+  signal: AbortSignal;
+  /** The code-mode run this call belongs to, for the per-run write budget; absent: the call alone. */
+  runKey?: string;
+};
 export type CoreTool = HostTool & { execute(input: JsonValue, context: CoreToolContext): Promise<unknown> };
 
 function object(input: JsonValue, tool: string): Record<string, JsonValue> {
@@ -27,14 +31,87 @@ function object(input: JsonValue, tool: string): Record<string, JsonValue> {
   return input;
 }
 
-function notFound(tool: string, path: unknown): CodeModeError {
+/**
+ * At most this many file-tool operations use libuv's thread pool at once (4 threads by default), so
+ * a flood of file calls from one cell leaves threads for everything else the gateway does (DNS, zlib,
+ * crypto, other sessions' reads). Every operation is bounded: opens never block (O_NONBLOCK, regular
+ * files only) and reads and writes have size limits.
+ */
+const MAX_CONCURRENT_FILE_OPS = 2;
+
+/** A small FIFO semaphore for the file tools' thread-pool work. */
+class FileIoGate {
+  #active = 0;
+  readonly #waiting: Array<() => void> = [];
+
+  async run<T>(work: () => Promise<T>, signal: AbortSignal): Promise<T> {
+    if (this.#active >= MAX_CONCURRENT_FILE_OPS) {
+      await new Promise<void>((resolveTurn, reject) => {
+        const turn = () => {
+          signal.removeEventListener("abort", onAbort);
+          resolveTurn();
+        };
+        const onAbort = () => {
+          const index = this.#waiting.indexOf(turn);
+          if (index >= 0) this.#waiting.splice(index, 1);
+          reject(new CodeModeError("aborted", "The file operation was cancelled before it started."));
+        };
+        if (signal.aborted) return onAbort();
+        signal.addEventListener("abort", onAbort, { once: true });
+        this.#waiting.push(turn);
+      });
+    } else this.#active++;
+    try {
+      return await work();
+    } finally {
+      const next = this.#waiting.shift();
+      if (next) next();
+      else this.#active--;
+    }
+  }
+}
+
+/** Host paths never reach the guest: the workspace root becomes ".", other absolute paths "<host path>". */
+export function withoutHostPaths(message: string, workspace: string): string {
+  return message
+    .split(`${workspace}/`)
+    .join("")
+    .split(workspace)
+    .join(".")
+    .replace(/(^|[\s'(=])\/(?:[^\s'"),:]+\/?)+/g, "$1<host path>");
+}
+
+/** Any error a core tool throws, as the guest may see it: a CodeModeError without host paths. */
+function guestError(error: unknown, tool: string, workspace: string): CodeModeError {
+  if (CodeModeError.is(error)) {
+    const message = withoutHostPaths(error.message, workspace);
+    return message === error.message
+      ? error
+      : new CodeModeError(error.code, message, error.details, { cause: error });
+  }
   return new CodeModeError(
-    "invalid_input",
-    `${tool}: "${String(path)}" does not exist in the workspace. List folders with list_dir.`,
+    "nested_tool_failed",
+    `${tool}: ${withoutHostPaths((error as Error)?.message ?? String(error), workspace)}`,
   );
 }
 
-function fileTools(workspace: string): CoreTool[] {
+async function readBounded(handle: FileHandle, limit: number): Promise<Buffer | null> {
+  // One byte past the limit tells a file that grew since fstat from one that did not.
+  const buffer = Buffer.alloc(limit + 1);
+  let filled = 0;
+  for (;;) {
+    const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, filled);
+    if (bytesRead === 0) break;
+    filled += bytesRead;
+    if (filled > limit) return null;
+  }
+  return buffer.subarray(0, filled);
+}
+
+function fileTools(workspace: string, limits: WorkspaceLimits): CoreTool[] {
+  const files = new WorkspaceFiles(workspace);
+  const quota = new WorkspaceQuota(workspace, limits);
+  const gate = new FileIoGate();
   return [
     {
       name: "read_file",
@@ -47,27 +124,24 @@ function fileTools(workspace: string): CoreTool[] {
       },
       source: "core",
       owner: CORE_OWNER,
-      async execute(raw) {
+      async execute(raw, { signal }) {
         const input = object(raw, "read_file");
-        const path = resolveWorkspacePath(workspace, input.path, "read_file");
-        const info = await stat(path).catch(() => null);
-        if (!info) throw notFound("read_file", input.path);
-        if (!info.isFile())
-          throw new CodeModeError(
-            "invalid_input",
-            `read_file: "${input.path}" is not a file; use list_dir for folders.`,
-          );
-        if (info.size > MAX_READ_BYTES) {
-          throw new CodeModeError(
-            "invalid_input",
-            `read_file: "${input.path}" has ${info.size} bytes; the limit is ${MAX_READ_BYTES}.`,
-          );
-        }
-        return {
-          path: workspaceRelative(workspace, path),
-          content: await readFile(path, "utf8"),
-          bytes: info.size,
-        };
+        return gate.run(async () => {
+          const opened = await files.openForRead(input.path, "read_file");
+          try {
+            const tooLarge = () =>
+              new CodeModeError(
+                "invalid_input",
+                `read_file: "${input.path}" has more than ${MAX_READ_BYTES} bytes; the limit is ${MAX_READ_BYTES}.`,
+              );
+            if (opened.stats.size > MAX_READ_BYTES) throw tooLarge();
+            const content = await readBounded(opened.handle, MAX_READ_BYTES);
+            if (!content) throw tooLarge();
+            return { path: opened.path, content: content.toString("utf8"), bytes: content.length };
+          } finally {
+            await opened.handle.close().catch(() => {});
+          }
+        }, signal);
       },
     },
     {
@@ -85,33 +159,36 @@ function fileTools(workspace: string): CoreTool[] {
       },
       source: "core",
       owner: CORE_OWNER,
-      async execute(raw) {
+      async execute(raw, { signal, runKey }) {
         const input = object(raw, "write_file");
-        const path = resolveWorkspacePath(workspace, input.path, "write_file");
         if (typeof input.content !== "string") {
           throw new CodeModeError("invalid_input", 'write_file needs "content": the text to write.');
         }
-        const bytes = Buffer.byteLength(input.content);
+        const content = input.content;
+        const bytes = Buffer.byteLength(content);
         if (bytes > MAX_WRITE_BYTES) {
           throw new CodeModeError(
             "invalid_input",
             `write_file: content has ${bytes} bytes; the limit is ${MAX_WRITE_BYTES}.`,
           );
         }
-        const existing = await lstat(path).catch(() => null);
-        if (existing?.isSymbolicLink()) {
-          throw new CodeModeError(
-            "invalid_input",
-            `write_file: "${input.path}" is a symbolic link; write to the real file instead.`,
-          );
-        }
-        if (existing?.isDirectory())
-          throw new CodeModeError("invalid_input", `write_file: "${input.path}" is a folder.`);
-        await mkdir(dirname(path), { recursive: true });
-        // Checked again after mkdir: the folders made must not have opened a way out.
-        resolveWorkspacePath(workspace, input.path, "write_file");
-        await writeFile(path, input.content, "utf8");
-        return { path: workspaceRelative(workspace, path), bytes };
+        return gate.run(async () => {
+          let replacing = 0;
+          const opened = await files.openForWrite(input.path, "write_file", async (stats) => {
+            replacing = stats.size;
+            await quota.reserve("write_file", String(input.path), bytes, replacing, runKey);
+          });
+          try {
+            await opened.handle.truncate(0);
+            await opened.handle.write(content, 0, "utf8");
+          } catch (error) {
+            quota.release(bytes, replacing, runKey);
+            throw error;
+          } finally {
+            await opened.handle.close().catch(() => {});
+          }
+          return { path: opened.path, bytes };
+        }, signal);
       },
     },
     {
@@ -130,33 +207,33 @@ function fileTools(workspace: string): CoreTool[] {
       },
       source: "core",
       owner: CORE_OWNER,
-      async execute(raw) {
+      async execute(raw, { signal }) {
         const input = object(raw ?? {}, "list_dir");
-        const path = resolveWorkspacePath(workspace, input.path ?? ".", "list_dir");
-        const entries = await readdir(path, { withFileTypes: true }).catch((error: NodeJS.ErrnoException) => {
-          if (error.code === "ENOTDIR")
-            throw new CodeModeError("invalid_input", `list_dir: "${input.path}" is a file; use read_file.`);
-          throw notFound("list_dir", input.path ?? ".");
-        });
-        entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-        const listed = [];
-        for (const entry of entries.slice(0, MAX_LIST_ENTRIES)) {
-          const kind = entry.isSymbolicLink()
-            ? "symlink"
-            : entry.isDirectory()
-              ? "dir"
-              : entry.isFile()
-                ? "file"
-                : "other";
-          const size =
-            kind === "file" ? (await stat(`${path}/${entry.name}`).catch(() => null))?.size : undefined;
-          listed.push({ name: entry.name, kind, ...(size === undefined ? {} : { bytes: size }) });
-        }
-        return {
-          path: workspaceRelative(workspace, path),
-          entries: listed,
-          truncated: entries.length > MAX_LIST_ENTRIES,
-        };
+        return gate.run(async () => {
+          const folder = await files.openDir(input.path ?? ".", "list_dir");
+          try {
+            const entries = await readdir(folder.location, { withFileTypes: true });
+            entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+            const listed = [];
+            for (const entry of entries.slice(0, MAX_LIST_ENTRIES)) {
+              const kind = entry.isSymbolicLink()
+                ? "symlink"
+                : entry.isDirectory()
+                  ? "dir"
+                  : entry.isFile()
+                    ? "file"
+                    : "other";
+              const size =
+                kind === "file"
+                  ? (await lstat(folder.entryPath(entry.name)).catch(() => null))?.size
+                  : undefined;
+              listed.push({ name: entry.name, kind, ...(size === undefined ? {} : { bytes: size }) });
+            }
+            return { path: folder.path, entries: listed, truncated: entries.length > MAX_LIST_ENTRIES };
+          } finally {
+            await folder.close().catch(() => {});
+          }
+        }, signal);
       },
     },
   ];
@@ -219,8 +296,23 @@ function shellTool(workspace: string): CoreTool {
   };
 }
 
-/** The gateway's own tools. File tools exist only with a workspace; the shell tool is always listed. */
-export function createCoreTools(workspace: string | null): CoreTool[] {
+/**
+ * The gateway's own tools. File tools exist only with a workspace; the shell tool is always listed.
+ * Whatever a tool throws reaches the guest as a CodeModeError with workspace-relative paths only.
+ */
+export function createCoreTools(
+  workspace: string | null,
+  limits: WorkspaceLimits = DEFAULT_WORKSPACE_LIMITS,
+): CoreTool[] {
   if (!workspace) return [];
-  return [...fileTools(workspace), shellTool(workspace)];
+  return [...fileTools(workspace, limits), shellTool(workspace)].map((tool) => ({
+    ...tool,
+    async execute(input, context) {
+      try {
+        return await tool.execute(input, context);
+      } catch (error) {
+        throw guestError(error, tool.name, workspace);
+      }
+    },
+  }));
 }

@@ -23,9 +23,15 @@ function realExistingAncestor(path: string): string {
  * Maps a tool's `path` argument to a real location inside the workspace. Refused: non-strings, NUL
  * bytes, `..` that climbs out, absolute paths elsewhere, and any symlink on the way that points out.
  * The check is made on the real path of the deepest part that exists, so a file created later still
- * lands inside.
+ * lands inside. This check alone races with a process that swaps links; the file tools open through
+ * `WorkspaceFiles`, which does not.
  */
-export function resolveWorkspacePath(workspace: string, path: unknown, tool: string): string {
+export function resolveWorkspacePath(
+  workspace: string,
+  path: unknown,
+  tool: string,
+  options: { followLinks?: boolean } = {},
+): string {
   if (typeof path !== "string" || path === "") {
     throw new CodeModeError(
       "invalid_input",
@@ -45,6 +51,8 @@ export function resolveWorkspacePath(workspace: string, path: unknown, tool: str
     throw refuse(
       isAbsolute(path) ? "is an absolute path outside the workspace" : "climbs out of the workspace",
     );
+  // The file tools check links themselves, one held directory at a time (workspace-files.ts).
+  if (options.followLinks === false) return target;
   const real = realExistingAncestor(target);
   if (!inside(workspace, real))
     throw refuse("goes through a symbolic link that points outside the workspace");
