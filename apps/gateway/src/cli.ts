@@ -9,6 +9,7 @@ import { formatProblem } from "./config/config-problem.js";
 import { DEFAULT_CONFIG_FILE, type GatewayConfig, loadGatewayConfig } from "./config/load-config.js";
 import { EXIT } from "./exit-codes.js";
 import { Gateway } from "./gateway.js";
+import { ListenError, listenHttp } from "./http-listen.js";
 import { checkHttpExposure, serveHttp } from "./http-transport.js";
 import { catalogView } from "./mcp-front.js";
 import { serveStdio } from "./stdio-transport.js";
@@ -30,7 +31,8 @@ Commands:
 
 Options: --help (also after a command), --version
 Without --config the embedded default is used (demo workspace, notes plugin, memory MCP server).
-Exit codes: 0 ok, 1 internal error, 2 usage error, 3 invalid config, 4 exec failed, 5 exec still waiting.`,
+Exit codes: 0 ok, 1 internal error, 2 usage error, 3 invalid config, 4 exec failed, 5 exec still waiting,
+6 serve --http could not bind its port (in use or not permitted).`,
   serve: `Usage: codecell serve [--config <file>] [--http <port>] [--host 127.0.0.1] [--session <id>]
 
 Without --http, speaks MCP over stdin/stdout (logs go to stderr). With --http, serves MCP at /mcp,
@@ -63,6 +65,7 @@ function loadConfigOrExit(path: string | undefined): GatewayConfig {
   const loaded = loadGatewayConfig(path ?? DEFAULT_CONFIG_FILE);
   if (!loaded.config) {
     for (const problem of loaded.problems) process.stderr.write(`${formatProblem(problem)}\n`);
+    for (const warning of loaded.warnings) process.stderr.write(`codecell: warning: ${warning}\n`);
     const count = loaded.problems.length;
     fail(EXIT.config, `${count} problem${count === 1 ? "" : "s"} in the config; nothing was started.`);
   }
@@ -121,7 +124,12 @@ async function serve(args: string[]): Promise<number | undefined> {
   const config = loadConfigOrExit(values.config);
   // Before anything starts: a reachable bind without tokens is refused outright.
   if (httpPort !== undefined) checkHttpExposure(values.host, config.http);
-  const gateway = await startGateway(config);
+  // The port is bound before any downstream server starts, so a taken port costs a second, not a startup.
+  const bound = httpPort === undefined ? undefined : await listenHttp(parsePort(httpPort), values.host);
+  const gateway = await startGateway(config).catch((error: unknown) => {
+    bound?.server.close();
+    throw error;
+  });
   if (httpPort === undefined) {
     process.stderr.write(
       `codecell: serving MCP over stdio (config: ${config.file}, session "${values.session}")\n`,
@@ -131,7 +139,7 @@ async function serve(args: string[]): Promise<number | undefined> {
     await gateway.close();
     process.exit(EXIT.ok);
   }
-  const http = await serveHttp(gateway, { port: parsePort(httpPort), host: values.host });
+  const http = await serveHttp(gateway, { port: parsePort(httpPort), host: values.host, bound });
   onStopSignal(async () => {
     await http.close();
     await gateway.close();
@@ -271,7 +279,27 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
+/**
+ * An error nobody expected is one line; the stack trace is for developers who ask for it, because a user
+ * can act on the message but not on the frames.
+ */
+function unexpected(error: unknown): never {
+  const message = error instanceof Error ? error.message : String(error);
+  if (process.env.CODECELL_DEBUG_CODE_MODE === "1") {
+    fail(EXIT.internal, `unexpected error: ${(error as Error)?.stack ?? message}`);
+  }
+  fail(
+    EXIT.internal,
+    `unexpected error: ${message.split("\n")[0]} (run again with CODECELL_DEBUG_CODE_MODE=1 to see where it happened)`,
+  );
+}
+
+// A failure after startup (a server callback, a late rejection) goes the same way as one during it.
+process.on("uncaughtException", (error) => unexpected(error));
+process.on("unhandledRejection", (reason) => unexpected(reason));
+
 main(process.argv.slice(2)).catch((error: unknown) => {
+  if (error instanceof ListenError) fail(EXIT.listen, error.message);
   if (error instanceof UsageError) fail(EXIT.usage, `${error.message}`);
   const code = (error as { code?: string }).code;
   if (
@@ -283,5 +311,5 @@ main(process.argv.slice(2)).catch((error: unknown) => {
   }
   if (CodeModeError.is(error))
     fail(error.code === "invalid_config" ? EXIT.config : EXIT.internal, `${error.code}: ${error.message}`);
-  fail(EXIT.internal, `unexpected error: ${(error as Error).stack ?? String(error)}`);
+  unexpected(error);
 });

@@ -11,4 +11,6 @@ export const EXIT = {
   execFailed: 4,
   /** `exec --no-wait`: the cell is still `waiting`. */
   execWaiting: 5,
+  /** `serve --http`: the port could not be bound (in use, or not permitted); nothing was started. */
+  listen: 6,
 } as const;

@@ -11,6 +11,8 @@ import {
 } from "@codecell/engine";
 import { createMcpConnector, type McpConnector } from "@codecell/mcp-connector";
 import {
+  keyFileFor,
+  loadSnapshotKey,
   MemorySnapshotBackend,
   openSnapshotStore,
   RedisSnapshotBackend,
@@ -82,6 +84,7 @@ export class Gateway implements SessionHost {
       connector: McpConnector;
       plugins: LoadedPlugin[];
       log: (line: string) => void;
+      snapshotSecret: string;
     },
   ) {
     this.config = config;
@@ -91,7 +94,11 @@ export class Gateway implements SessionHost {
     this.coreTools = createCoreTools(config.workspace, config.workspaceLimits);
     this.#log = parts.log;
     this.#needsApproval = compilePatterns(config.approval);
-    this.engine = createCodeModeEngine({ config: config.codeMode, store: parts.store });
+    this.engine = createCodeModeEngine({
+      config: config.codeMode,
+      store: parts.store,
+      snapshotSecret: parts.snapshotSecret,
+    });
     this.connector.onChange(({ server, reason }) => {
       this.#toolsVersion++;
       for (const listener of this.#toolListeners) listener();
@@ -103,6 +110,18 @@ export class Gateway implements SessionHost {
 
   static async start(config: GatewayConfig, options: GatewayOptions = {}): Promise<Gateway> {
     const log = options.log ?? ((line: string) => process.stderr.write(`codecell: ${line}\n`));
+    // Snapshots are always signed (HMAC-SHA-256): a durable store's key comes from the config or a
+    // 0600 key file generated beside it, so whoever can write the store file alone cannot forge a run.
+    // On Redis the config's secret is required, and every replica signs with it, so any replica can
+    // restore a snapshot another one took.
+    const spec = config.snapshotStore;
+    const snapshotSecret = loadSnapshotKey(
+      spec.kind === "memory"
+        ? { kind: "ephemeral" }
+        : spec.kind === "redis" || spec.secret
+          ? { kind: "secret", secret: spec.secret as string }
+          : { kind: "keyFile", path: keyFileFor(spec.path) },
+    );
     const store = await openSnapshotStore({
       backend: snapshotBackend(config.snapshotStore),
       ...(config.snapshotStore.maxLiveRuns !== undefined
@@ -130,7 +149,7 @@ export class Gateway implements SessionHost {
       await store.close().catch(() => {});
       throw error;
     }
-    return new Gateway(config, { store, connector, plugins, log });
+    return new Gateway(config, { store, connector, plugins, log, snapshotSecret });
   }
 
   /** Bumped when a downstream server changes its tools, so sessions re-prepare their run. */

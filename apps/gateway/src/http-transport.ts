@@ -1,10 +1,5 @@
 import { randomUUID } from "node:crypto";
-import {
-  createServer,
-  type Server as HttpServer,
-  type IncomingMessage,
-  type ServerResponse,
-} from "node:http";
+import type { Server as HttpServer, IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { CodeModeError } from "@codecell/contract";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
@@ -14,6 +9,7 @@ import { BoundedEventStore } from "./event-store.js";
 import type { Gateway } from "./gateway.js";
 import { HostCheck, isLoopbackHost } from "./host-check.js";
 import { BearerTokens, bearerChallenge } from "./http-auth.js";
+import { listenHttp } from "./http-listen.js";
 import { HttpSessionTable } from "./http-sessions.js";
 import { createSessionServer } from "./mcp-front.js";
 import { serveStatic } from "./static-site.js";
@@ -31,6 +27,8 @@ export type HttpServeOptions = {
   playgroundDir?: string;
   /** Tokens, allowed hosts and session limits; default: the config's `http` section. */
   settings?: HttpSettings;
+  /** A server already bound with `listenHttp` (so the port was checked before the gateway started). */
+  bound?: { server: HttpServer; ready(): void };
 };
 export type RunningHttpServer = { url: string; mcpUrl: string; port: number; close(): Promise<void> };
 
@@ -215,7 +213,9 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
   const sweeper = setInterval(() => void sessions.sweep(), SWEEP_INTERVAL_MS);
   sweeper.unref();
 
-  const server: HttpServer = createServer((req, res) => {
+  const bound = options.bound ?? (await listenHttp(options.port, options.host));
+  const server: HttpServer = bound.server;
+  server.on("request", (req, res) => {
     const url = new URL(req.url ?? "/", "http://localhost");
     const route = async () => {
       if (!hosts.allows(req.headers.host)) {
@@ -285,13 +285,7 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
     });
   });
 
-  await new Promise<void>((resolvePromise, reject) => {
-    server.once("error", reject);
-    server.listen(options.port, options.host, () => {
-      server.off("error", reject);
-      resolvePromise();
-    });
-  });
+  bound.ready();
   const { port } = server.address() as AddressInfo;
   const shownHost = options.host.includes(":") ? `[${options.host}]` : options.host;
   base = `http://${shownHost}:${port}`;

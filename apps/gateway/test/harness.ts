@@ -162,10 +162,13 @@ export async function callCodeMode(client: Client, tool: "exec" | "wait", args: 
 
 export function runCli(
   args: string[],
-  options: { input?: string } = {},
+  options: { input?: string; env?: NodeJS.ProcessEnv } = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], { stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [CLI, ...args], {
+      stdio: ["pipe", "pipe", "pipe"],
+      env: { ...process.env, ...options.env },
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (chunk: Buffer) => {

@@ -32,8 +32,8 @@ export const GATEWAY_CLI = fileURLToPath(new URL("../../gateway/dist/cli.js", im
 
 /**
  * Starts the built gateway CLI on its embedded default config, on a free loopback port (port 0: the
- * kernel picks one, the banner says which). TMPDIR points at a fresh folder so the memory MCP server
- * starts from an empty graph file and the run leaves nothing behind.
+ * kernel picks one, the banner says which). CODECELL_DATA_DIR (and TMPDIR) point at a fresh folder so the
+ * memory MCP server starts from an empty graph file and the run leaves nothing in the user's data folder.
  * @returns {Promise<RunningGateway>}
  */
 export async function startGateway() {
@@ -44,7 +44,7 @@ export async function startGateway() {
   }
   const temp = mkdtempSync(join(tmpdir(), "codecell-playground-"));
   const child = spawn(process.execPath, [GATEWAY_CLI, "serve", "--http", "0", "--host", "127.0.0.1"], {
-    env: { ...process.env, TMPDIR: temp },
+    env: { ...process.env, TMPDIR: temp, CODECELL_DATA_DIR: temp },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";

@@ -11,6 +11,7 @@ import {
   isArrayOf,
   isHostRequest,
   isJson,
+  isNumber,
   isOutput,
   isString,
   parseMessage,
@@ -20,6 +21,8 @@ import {
 export type WorkerToHostMessage =
   | { type: "ready" }
   | { type: "init-failed"; message: string }
+  /** The VM is ready and the cell's own clock starts now (runs started with `timeoutMs`). */
+  | { type: "started"; runId: string; deadlineAt: number }
   | { type: "request"; runId: string; request: HostRequest }
   | { type: "idle"; runId: string; pending: HostRequest[]; output: CodeModeOutput[] }
   | { type: "completed"; runId: string; value: JsonValue; output: CodeModeOutput[] }
@@ -39,6 +42,7 @@ export type WorkerToHostMessage =
 const workerMessageChecks: Record<WorkerToHostMessage["type"], Record<string, Check>> = {
   ready: {},
   "init-failed": { message: isString },
+  started: { runId: isString, deadlineAt: isNumber },
   request: { runId: isString, request: isHostRequest },
   idle: { runId: isString, pending: isArrayOf(isHostRequest), output: isArrayOf(isOutput) },
   completed: { runId: isString, value: isJson, output: isArrayOf(isOutput) },

@@ -1,5 +1,5 @@
 // Type-only: sandbox workers load this module on start-up, so it must not pull in the contract's zod.
-import type { JsonValue, ToolCatalogEntry } from "@codecell/contract";
+import type { CodeModeLanguage, JsonValue, ToolCatalogEntry } from "@codecell/contract";
 
 /** The JSON surface the engine builds and the trusted prelude installs as guest globals. */
 export type GuestSurface = {
@@ -62,10 +62,17 @@ export type HostToWorkerMessage =
   | {
       type: "start";
       runId: string;
+      /** The cell as the model wrote it: the worker checks and transpiles it, off the host's thread. */
       code: string;
+      language: CodeModeLanguage;
       surface: string;
       limits: SandboxLimits;
       deadlineAt: number;
+      /**
+       * When set, the worker ignores `deadlineAt` while it gets the VM ready, then gives the cell this
+       * many ms from the moment it starts evaluating, and reports that deadline in a `started` message.
+       */
+      timeoutMs?: number;
       signal: Int32Array;
     }
   | {
@@ -166,9 +173,11 @@ const hostMessageChecks: Record<HostToWorkerMessage["type"], Record<string, Chec
   start: {
     runId: isString,
     code: isString,
+    language: isString,
     surface: isString,
     limits: isLimits,
     deadlineAt: isNumber,
+    timeoutMs: (value) => value === undefined || (isNumber(value) && (value as number) > 0),
     signal: isSignal,
   },
   restore: {

@@ -22,15 +22,16 @@ export type SegmentEnd =
 
 /** Results ready to go into the VM; the driver alone settles them, so it always knows when it is idle. */
 export class ReadyQueue {
-  readonly #items: Array<[string, SettleOutcome]> = [];
+  readonly #items: Array<[string, SettleOutcome, string?]> = [];
   #wake: (() => void) | null = null;
 
-  push(requestId: string, outcome: SettleOutcome): void {
-    this.#items.push([requestId, outcome]);
+  /** `toolId` names a nested call's tool, so an outcome left here at suspension is stored with it. */
+  push(requestId: string, outcome: SettleOutcome, toolId?: string): void {
+    this.#items.push([requestId, outcome, toolId]);
     this.#wake?.();
   }
 
-  drain(): Array<[string, SettleOutcome]> {
+  drain(): Array<[string, SettleOutcome, string?]> {
     return this.#items.splice(0);
   }
 
@@ -83,14 +84,13 @@ function nextOrAbort(run: SandboxRun, signal: AbortSignal) {
 
 /**
  * Drives the VM of one exec or wait call: every nested result that is ready goes in at once (inline
- * draining, no model round trip per await), under one shared deadline. The call ends when the cell
+ * draining, no model round trip per await), under the run's one deadline. The call ends when the cell
  * completes or fails, when it yields, or when the deadline passes with nested calls still running, in
  * which case the VM is snapshotted and the calls keep running on the host.
  */
 export async function driveSegment(
   run: SandboxRun,
   ready: ReadyQueue,
-  deadlineAt: number,
   signal: AbortSignal,
 ): Promise<SegmentEnd> {
   const output: CodeModeOutput[] = [];
@@ -118,8 +118,9 @@ export async function driveSegment(
           run.dispose();
           return abortedEnd(output);
         }
-        if (Date.now() >= deadlineAt) return suspend(run, "pending_tools", output);
-        await ready.waitForItem(deadlineAt, signal);
+        // The run's own deadline: set by the sandbox when the cell started, not when exec was called.
+        if (Date.now() >= run.deadline) return suspend(run, "pending_tools", output);
+        await ready.waitForItem(run.deadline, signal);
       }
       for (const [requestId, outcome] of ready.drain()) {
         try {

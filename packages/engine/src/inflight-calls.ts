@@ -15,7 +15,7 @@ type InflightCall = {
  */
 export class InflightCalls {
   readonly #calls = new Map<string, InflightCall>();
-  #sink: ((requestId: string, outcome: SettleOutcome) => void) | null = null;
+  #sink: ((requestId: string, outcome: SettleOutcome, toolId: string) => void) | null = null;
   #stored: { store: SnapshotStore; runId: string } | null = null;
 
   constructor(readonly sessionId: string) {}
@@ -31,7 +31,7 @@ export class InflightCalls {
       call.outcome = settled;
       if (this.#sink) {
         this.#calls.delete(requestId);
-        this.#sink(requestId, settled);
+        this.#sink(requestId, settled, call.toolId);
       } else if (this.#stored) {
         const { store, runId } = this.#stored;
         store.settleCall(runId, requestId, settled as never).catch(() => {});
@@ -44,7 +44,7 @@ export class InflightCalls {
   }
 
   /** A live segment takes outcomes from now on (it also gets those that settled while detached). */
-  attach(sink: (requestId: string, outcome: SettleOutcome) => void): void {
+  attach(sink: (requestId: string, outcome: SettleOutcome, toolId: string) => void): void {
     this.#sink = sink;
   }
 

@@ -158,7 +158,7 @@ export class ActiveRun implements PreparedRun {
     });
     let result: CodeModeResult;
     try {
-      const request = parseExecInput(input, engine.config.languages);
+      const request = parseExecInput(input, engine.config.languages, engine.config.maxCodeBytes);
       result = await this.#runExec(
         request.code,
         request.language,
@@ -234,7 +234,6 @@ export class ActiveRun implements PreparedRun {
     const ready = new ReadyQueue();
     const yieldIds = new Set<string>();
     const parent = { toolCallId, tool: "exec" as const, codeModeRunId: runKey };
-    const deadlineAt = startedAt + engine.config.timeoutMs;
     const segment = this.#segment(call);
     const { signal } = segment;
     let run: SandboxRun;
@@ -244,7 +243,9 @@ export class ActiveRun implements PreparedRun {
         language,
         surface: this.#surface,
         limits: this.#limits(),
-        deadlineAt,
+        // The cell's own wall-clock budget: the sandbox starts it when the VM is ready, so a
+        // worker's cold start does not count (it has its own bound, reported runtime_unavailable).
+        timeoutMs: engine.config.timeoutMs,
         signal,
         onRequest: (request) =>
           this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry, signal),
@@ -253,10 +254,19 @@ export class ActiveRun implements PreparedRun {
       segment.release();
       return this.#failure(error, telemetry, startedAt);
     }
-    inflight.attach((requestId, outcome) => ready.push(requestId, outcome));
+    inflight.attach((requestId, outcome, toolId) => ready.push(requestId, outcome, toolId));
     engine.inflight.set(runKey, inflight);
-    const end = await driveSegment(run, ready, deadlineAt, signal).finally(segment.release);
-    return this.#settleSegment(end, { runKey, inflight, yieldIds, telemetry, startedAt, claim: null, call });
+    const end = await driveSegment(run, ready, signal).finally(segment.release);
+    return this.#settleSegment(end, {
+      runKey,
+      inflight,
+      ready,
+      yieldIds,
+      telemetry,
+      startedAt,
+      claim: null,
+      call,
+    });
   }
 
   async #resume(
@@ -277,7 +287,6 @@ export class ActiveRun implements PreparedRun {
     const ready = new ReadyQueue();
     const yieldIds = new Set<string>();
     const parent = { toolCallId: call.toolCallId, tool: "wait" as const, codeModeRunId: claim.runId };
-    const deadlineAt = startedAt + engine.config.timeoutMs;
     // Results owed to the guest: yields continue now, settled calls go in, running ones follow.
     for (const requestId of hostState.yieldRequestIds) ready.push(requestId, { ok: true, value: null });
     // Calls running in another process that shares the store (another gateway replica).
@@ -298,14 +307,15 @@ export class ActiveRun implements PreparedRun {
         });
       }
     }
-    inflight.attach((requestId, outcome) => ready.push(requestId, outcome));
+    inflight.attach((requestId, outcome, toolId) => ready.push(requestId, outcome, toolId));
     // Their outcomes arrive as the replica running them records them (or as "interrupted" once its
     // lease is gone); this segment delivers them like local ones until its deadline.
     let stopWatching: (() => Promise<void>) | null = null;
     if (elsewhere.length > 0) {
+      const toolIds = new Map(claim.pendingCalls.map((pending) => [pending.callId, pending.toolId]));
       try {
         stopWatching = await store.watchOutcomes(claim.runId, elsewhere, (callId, outcome) =>
-          ready.push(callId, outcome as SettleOutcome),
+          ready.push(callId, outcome as SettleOutcome, toolIds.get(callId)),
         );
       } catch (error) {
         inflight.detach();
@@ -320,7 +330,9 @@ export class ActiveRun implements PreparedRun {
       run = engine.pool.restore({
         snapshot: claim.snapshot,
         limits: this.#limits(),
-        deadlineAt,
+        // The cell's own wall-clock budget: the sandbox starts it when the VM is ready, so a
+        // worker's cold start does not count (it has its own bound, reported runtime_unavailable).
+        timeoutMs: engine.config.timeoutMs,
         signal,
         onRequest: (request) =>
           this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry, signal),
@@ -331,10 +343,10 @@ export class ActiveRun implements PreparedRun {
       await store.finish(claim, "failed").catch(() => {});
       return this.#failure(error, telemetry, startedAt);
     }
-    const end = await driveSegment(run, ready, deadlineAt, signal).finally(segment.release);
+    const end = await driveSegment(run, ready, signal).finally(segment.release);
     // An outcome recorded after this stays in the store, and the next claim reads it from there.
     await stopWatching?.();
-    return this.#settleSegment(end, { runKey, inflight, yieldIds, telemetry, startedAt, claim, call });
+    return this.#settleSegment(end, { runKey, inflight, ready, yieldIds, telemetry, startedAt, claim, call });
   }
 
   /**
@@ -405,6 +417,7 @@ export class ActiveRun implements PreparedRun {
     state: {
       runKey: string;
       inflight: InflightCalls;
+      ready: ReadyQueue;
       yieldIds: Set<string>;
       telemetry: CodeModeTelemetry;
       startedAt: number;
@@ -435,17 +448,24 @@ export class ActiveRun implements PreparedRun {
       return this.#failed(end.code, end.message, telemetry, end.output, state.startedAt);
     }
 
+    // Outcomes that reached the segment while the VM was being snapshotted were not delivered: they
+    // are stored with the run, or the next wait would report those calls as lost.
+    const undelivered = new Map(
+      state.ready.drain().map(([requestId, outcome, toolId]) => [requestId, { outcome, toolId }]),
+    );
     const pendingCalls = end.pending
       .filter((request) => request.kind !== "yield")
       .map((request) => {
-        // Running here, or still owed by the process that ran it before (kept as the store had it).
-        const call =
-          inflight.get(request.requestId) ?? claim?.pendingCalls.find((c) => c.callId === request.requestId);
+        const call = inflight.get(request.requestId);
+        const left = undelivered.get(request.requestId);
+        const outcome = call?.outcome ?? left?.outcome;
+        // Still owed by the process that ran it before (another replica): kept as the store had it.
+        const owed = claim?.pendingCalls.find((pending) => pending.callId === request.requestId);
         return {
           callId: request.requestId,
-          toolId: call?.toolId ?? request.kind,
-          startedAt: call?.startedAt ?? new Date().toISOString(),
-          ...(call?.outcome ? { outcome: call.outcome as never } : {}),
+          toolId: call?.toolId ?? left?.toolId ?? owed?.toolId ?? request.kind,
+          startedAt: call?.startedAt ?? owed?.startedAt ?? new Date().toISOString(),
+          ...(outcome ? { outcome: outcome as never } : {}),
         };
       });
     const yieldRequestIds = end.pending.filter((request) => request.kind === "yield").map((r) => r.requestId);

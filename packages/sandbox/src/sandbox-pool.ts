@@ -15,6 +15,7 @@ import { type CompiledModule, loadQuickJsModule } from "./wasm-module.js";
 const WORKER_URL = new URL("./worker/sandbox-worker.js", import.meta.url);
 const DEFAULT_MAX_BRIDGE_VALUE_BYTES = 8 * 1024 * 1024;
 const DEFAULT_WATCHDOG_GRACE_MS = 100;
+const DEFAULT_STARTUP_TIMEOUT_MS = 30_000;
 
 /** One warm worker thread and the runs it hosts. */
 class WorkerSlot implements RunHost {
@@ -126,18 +127,20 @@ class WorkerSlot implements RunHost {
     const message =
       code === "aborted"
         ? "The run was aborted and its worker did not stop in time; the worker was replaced."
-        : "The cell ran past its deadline inside code the interrupt cannot reach (a long built-in call); the worker was terminated and replaced.";
+        : code === "runtime_unavailable"
+          ? "The sandbox worker did not get the cell's VM ready within the start-up bound (startupTimeoutMs); the worker was replaced and nothing of the cell ran. Try again."
+          : "The cell ran past its deadline inside code the interrupt cannot reach (a long built-in call); the worker was terminated and replaced.";
     this.pool.replace(this, run, code, message);
   }
 }
 
 class Pool implements SandboxPool {
   private readonly module: Promise<CompiledModule>;
-  private readonly transpile: Promise<typeof import("@codecell/transpile")>;
   private readonly slots: WorkerSlot[] = [];
   private readonly snapshotSecret: string | null;
   private readonly maxBridgeValueBytes: number;
   private readonly watchdogGraceMs: number;
+  private readonly startupTimeoutMs: number;
   private closed = false;
   private replaced = 0;
   private startRest: () => void = () => {};
@@ -149,6 +152,7 @@ class Pool implements SandboxPool {
     this.snapshotSecret = options.snapshotSecret ?? null;
     this.maxBridgeValueBytes = options.maxBridgeValueBytes ?? DEFAULT_MAX_BRIDGE_VALUE_BYTES;
     this.watchdogGraceMs = options.watchdogGraceMs ?? DEFAULT_WATCHDOG_GRACE_MS;
+    this.startupTimeoutMs = options.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS;
     this.module = loadQuickJsModule(options.wasm);
     this.module.catch(() => {});
     // One worker starts at once. The rest start when it has failed, when it is ready with nothing to
@@ -166,20 +170,24 @@ class Pool implements SandboxPool {
     );
     for (let index = 1; index < size; index++)
       this.slots.push(new WorkerSlot(this, this.module, this.snapshotSecret, rest));
-    // The cell checker (acorn) loads while the first worker boots, not before it is spawned.
-    this.transpile = import("@codecell/transpile");
-    this.transpile.catch(() => {});
   }
 
   run(options: RunOptions): SandboxRun {
     const run = this.createRun(options, false);
+    // The worker checks and transpiles the cell: a multi-megabyte cell costs its worker, never the
+    // host's event loop.
     void this.launch(run, async () => {
-      const { prepareCell } = await this.transpile;
-      const code = await prepareCell(options.code, options.language);
+      if (typeof options.code !== "string") {
+        throw new CodeModeError(
+          "invalid_input",
+          `A cell must be a string of code; received ${typeof options.code}.`,
+        );
+      }
       return {
         type: "start",
         runId: run.runId,
-        code,
+        code: options.code,
+        language: options.language,
         surface: JSON.stringify(options.surface),
         limits: options.limits,
         deadlineAt: run.deadline,
@@ -257,10 +265,19 @@ class Pool implements SandboxPool {
   }
 
   private createRun(options: RunOptions | RestoreOptions, restored: boolean): RunHandle {
+    const timed = (value: unknown) => typeof value === "number" && Number.isFinite(value);
+    if (!timed(options.deadlineAt) && !timed(options.timeoutMs)) {
+      throw new CodeModeError(
+        "invalid_input",
+        "A sandbox run needs deadlineAt or timeoutMs (a finite number).",
+      );
+    }
     const settings: RunSettings = {
       runId: randomUUID(),
       limits: options.limits,
       deadlineAt: options.deadlineAt,
+      timeoutMs: options.timeoutMs,
+      startupTimeoutMs: this.startupTimeoutMs,
       signal: options.signal,
       onRequest: options.onRequest,
       maxBridgeValueBytes: this.maxBridgeValueBytes,
@@ -273,11 +290,20 @@ class Pool implements SandboxPool {
   private async launch(run: RunHandle, firstMessage: () => Promise<HostToWorkerMessage>): Promise<void> {
     // Workers are unref'd while idle; until the run is adopted, this keeps the process waiting for it.
     const keepAlive = setInterval(() => {}, 60_000);
+    // Start-up has its own bound, apart from the cell's timeout: a run no worker takes in time fails.
+    const startup = setTimeout(() => {
+      if (run.attached) return;
+      run.fail(
+        "runtime_unavailable",
+        `No sandbox worker could take the cell within ${this.startupTimeoutMs} ms (workers still starting or all busy on an overloaded machine); nothing of the cell ran. Try again.`,
+      );
+    }, this.startupTimeoutMs);
     this.launching += 1;
     if (this.launching > 1 || this.stats().liveRuns > 0) this.startRest();
     try {
       await this.launchRun(run, firstMessage);
     } finally {
+      clearTimeout(startup);
       clearInterval(keepAlive);
       this.launching -= 1;
       this.workerIdle();

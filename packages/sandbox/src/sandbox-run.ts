@@ -22,7 +22,11 @@ type RunState = "starting" | "live" | "suspending" | "ended";
 export type RunSettings = {
   runId: string;
   limits: SandboxLimits;
-  deadlineAt: number;
+  /** Absolute deadline, or none when `timeoutMs` sets it at attach. */
+  deadlineAt: number | undefined;
+  timeoutMs: number | undefined;
+  /** With `timeoutMs`: how long a worker may take to get the VM ready before it counts as stuck. */
+  startupTimeoutMs: number;
   signal: AbortSignal | undefined;
   onRequest: (request: HostRequest) => void;
   maxBridgeValueBytes: number;
@@ -49,6 +53,8 @@ export class RunHandle implements SandboxRun {
   /** Commands sent to the worker that it has not answered yet; while > 0 guest code may be running. */
   private commandsInFlight = 0;
   private seeded = false;
+  /** The worker is still getting the VM ready (runs given `timeoutMs`): the watchdog allows start-up. */
+  private settingUp = false;
   /** Ended by a successful suspend: results belong to the restored run. */
   private suspended = false;
   private watchdog: NodeJS.Timeout | null = null;
@@ -58,7 +64,7 @@ export class RunHandle implements SandboxRun {
   constructor(settings: RunSettings) {
     this.settings = settings;
     this.runId = settings.runId;
-    this.deadlineAt = settings.deadlineAt;
+    this.deadlineAt = settings.deadlineAt ?? Number.POSITIVE_INFINITY;
     settings.signal?.addEventListener("abort", this.onAbort, { once: true });
   }
 
@@ -68,6 +74,11 @@ export class RunHandle implements SandboxRun {
 
   get deadline(): number {
     return this.deadlineAt;
+  }
+
+  /** A worker has taken the run (its first command is sent). */
+  get attached(): boolean {
+    return this.host !== null;
   }
 
   get ended(): boolean {
@@ -83,6 +94,15 @@ export class RunHandle implements SandboxRun {
     if (this.state !== "starting") return;
     this.host = host;
     this.state = "live";
+    const { timeoutMs, startupTimeoutMs } = this.settings;
+    if (timeoutMs !== undefined && (first.type === "start" || first.type === "restore")) {
+      // Getting the VM ready is the runtime's time, bounded on its own; the cell's clock starts when
+      // the worker reports "started" (or, for a restore, its first idle).
+      this.settingUp = true;
+      this.deadlineAt = Date.now() + startupTimeoutMs + timeoutMs;
+      first.deadlineAt = this.deadlineAt;
+      if (first.type === "start") first.timeoutMs = timeoutMs;
+    }
     this.send(first, transfer);
   }
 
@@ -207,12 +227,16 @@ export class RunHandle implements SandboxRun {
 
   private armWatchdog(from = this.deadlineAt): void {
     if (this.watchdog !== null) clearTimeout(this.watchdog);
-    const target = this.aborted ? Date.now() : from;
+    const setupEnd = Date.now() + this.settings.startupTimeoutMs;
+    const target = this.aborted ? Date.now() : this.settingUp ? setupEnd : from;
     const due = Math.max(0, target - Date.now()) + this.settings.watchdogGraceMs;
     this.watchdog = setTimeout(() => {
       this.watchdog = null;
       if (this.state === "ended" || this.commandsInFlight === 0) return;
-      this.host?.unresponsive(this, this.aborted ? "aborted" : "timeout");
+      this.host?.unresponsive(
+        this,
+        this.aborted ? "aborted" : this.settingUp ? "runtime_unavailable" : "timeout",
+      );
     }, due);
     // The watchdog guards a run; it must not keep a process alive on its own.
     this.watchdog.unref();
@@ -227,6 +251,10 @@ export class RunHandle implements SandboxRun {
   receive(message: WorkerToHostMessage): void {
     if (this.state === "ended") return;
     switch (message.type) {
+      case "started": {
+        this.startClock(message.deadlineAt);
+        return;
+      }
       case "request": {
         this.pendingIds.add(message.request.requestId);
         try {
@@ -237,6 +265,9 @@ export class RunHandle implements SandboxRun {
         return;
       }
       case "idle": {
+        if (this.settingUp && this.settings.timeoutMs !== undefined) {
+          this.startClock(Date.now() + this.settings.timeoutMs);
+        }
         this.answered();
         if (this.settings.restored && !this.seeded) {
           this.seeded = true;
@@ -289,6 +320,13 @@ export class RunHandle implements SandboxRun {
         return;
       }
     }
+  }
+
+  /** The cell's own clock starts (the VM is ready): the deadline and the watchdog follow it. */
+  private startClock(deadlineAt: number): void {
+    this.settingUp = false;
+    this.deadlineAt = deadlineAt;
+    if (this.commandsInFlight > 0) this.armWatchdog();
   }
 
   private answered(): void {

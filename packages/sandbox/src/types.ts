@@ -24,6 +24,11 @@ export type SandboxPoolOptions = {
   maxBridgeValueBytes?: number;
   /** Extra time after the deadline (or an abort) before a silent worker is terminated. Default 100 ms. */
   watchdogGraceMs?: number;
+  /**
+   * How long a run may wait for a worker to take it (cold start, a busy machine) before it fails
+   * `runtime_unavailable`. Kept apart from the cell's own timeout, and generous. Default 30,000 ms.
+   */
+  startupTimeoutMs?: number;
 };
 
 /** How a host request ended: a JSON value, or an error delivered to the guest as plain data. */
@@ -33,8 +38,16 @@ type RunCommon = {
   /** The JSON surface the prelude installs (ALL_TOOLS, tools, MCP, API, namespaces). */
   surface: GuestSurface;
   limits: SandboxLimits;
-  /** Epoch ms. Guest code that runs past it is interrupted (`timeout`); an idle run is not affected. */
-  deadlineAt: number;
+  /**
+   * Epoch ms. Guest code that runs past it is interrupted (`timeout`); an idle run is not affected.
+   * Give this or `timeoutMs`.
+   */
+  deadlineAt?: number;
+  /**
+   * The cell's own wall-clock budget in ms: the deadline is set when a ready worker takes the run, so a
+   * worker's cold start (spawning, instantiating WASM, waiting for a free worker) does not count.
+   */
+  timeoutMs?: number;
   signal?: AbortSignal;
   /** Called once per guest host call, right away, with its id. Settle it with `run.settle`. */
   onRequest(request: HostRequest): void;
@@ -65,6 +78,8 @@ export type SuspendedRun = { snapshot: Uint8Array; bytes: number; pending: HostR
 
 export interface SandboxRun {
   readonly runId: string;
+  /** Epoch ms the guest must be done by; Infinity until a worker takes a run given `timeoutMs`. */
+  readonly deadline: number;
   /** The next state change. After a terminal event it keeps returning that event. */
   next(): Promise<SandboxEvent>;
   /**

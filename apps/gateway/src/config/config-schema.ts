@@ -38,7 +38,12 @@ const maxLiveRuns = z.number().int().min(1).max(1_000_000).optional();
 
 export const snapshotStoreSchema = z.discriminatedUnion("kind", [
   z.strictObject({ kind: z.literal("memory"), maxLiveRuns }),
-  z.strictObject({ kind: z.literal("sqlite"), path: z.string().min(1), maxLiveRuns }),
+  z.strictObject({
+    kind: z.literal("sqlite"),
+    path: z.string().min(1),
+    secret: z.string().min(1).optional(),
+    maxLiveRuns,
+  }),
   z.strictObject({
     kind: z.literal("redis"),
     maxLiveRuns,
@@ -101,6 +106,7 @@ export const FIELD_HINTS: Record<string, string> = {
   "tools.approval":
     'an array of tool ids or names that need the user\'s approval, e.g. ["core:codecell:write_file"]',
   mcpServers: 'an object of server id (letters, digits, "_" or "-") to { "command", "args" } or { "url" }',
+  "mcpServers.<name>": 'a server id made of letters, digits, "_" and "-", such as "memory" or "my-server"',
   plugins: 'an array of module paths or package names, or { "module": "...", "options": {...} }',
   snapshotStore:
     '{ "kind": "memory" }, { "kind": "sqlite", "path": "runs.db" } or { "kind": "redis", "url": "redis://...", "secret": "${CODECELL_SNAPSHOT_SECRET}" }',
@@ -110,7 +116,7 @@ export const FIELD_HINTS: Record<string, string> = {
   "snapshotStore.url": 'a Redis URL, "redis://[user:password@]host:port[/db]" or "rediss://..." for TLS',
   "snapshotStore.keyPrefix": 'a prefix for every Redis key, the same on every replica (default "codecell:")',
   "snapshotStore.secret":
-    'the integrity secret shared by every replica, at least 32 characters; keep it out of the file with "${CODECELL_SNAPSHOT_SECRET}"',
+    'the key that signs snapshots (on Redis also every record), at least 32 bytes, e.g. "${CODECELL_SNAPSHOT_SECRET}"; required and the same on every replica for redis; for sqlite, absent, a 0600 key file is generated beside the database',
   "snapshotStore.replicaLeaseMs":
     "milliseconds (300 to 600000, default 15000) after which a silent replica's nested calls count as interrupted",
   workspace:
@@ -139,17 +145,5 @@ export const FIELD_HINTS: Record<string, string> = {
     "a whole number of MCP sessions one principal may hold at once (default 64)",
   "http.sessionIdleSeconds": "seconds without a request after which an MCP session is closed (default 600)",
 };
-
-export const TOP_LEVEL_KEYS = [
-  "$schema",
-  "tools",
-  "mcpServers",
-  "plugins",
-  "snapshotStore",
-  "workspace",
-  "http",
-];
-export const HTTP_KEYS = ["tokens", "allowedHosts", "maxSessionsPerPrincipal", "sessionIdleSeconds"];
-export const TOOLS_KEYS = ["codeMode", "allow", "deny", "approval"];
 
 export type GatewayConfigFile = z.infer<typeof gatewayConfigSchema>;

@@ -63,7 +63,7 @@ describe("resolveGatewayConfig", () => {
       "a server id with spaces",
       { mcpServers: { "my server": { command: "x" } } },
       "mcpServers.my server",
-      /invalid name/,
+      /"my server" is not an accepted name/,
     ],
     ["a server with no kind", { mcpServers: { s: {} } }, "mcpServers.s", /needs "command"/],
     [

@@ -1,9 +1,10 @@
-import { existsSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
+  CODE_MODE_LIMITS,
   CodeModeError,
   closestMatches,
   type JsonValue,
@@ -11,27 +12,29 @@ import {
   resolveCodeModeConfig,
 } from "@codecell/contract";
 import type { McpServerConfig } from "@codecell/mcp-connector";
+import { MIN_SNAPSHOT_KEY_BYTES } from "@codecell/snapshot-store";
 import JSON5 from "json5";
 import type { z } from "zod";
 import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from "../core-tools/workspace-quota.js";
+import { issueMessage, knownKeysAt, unknownKeyMessage } from "./config-messages.js";
 import { type ConfigProblem, describeValue } from "./config-problem.js";
 import {
   FIELD_HINTS,
   gatewayConfigSchema,
-  HTTP_KEYS,
   httpServerSchema,
   packageServerSchema,
   pluginEntrySchema,
   stdioServerSchema,
-  TOOLS_KEYS,
-  TOP_LEVEL_KEYS,
 } from "./config-schema.js";
+import { userDataDir } from "./data-dir.js";
 import { expandEnvReferences } from "./env-references.js";
 
 export type PluginSpec = { entry: string; module: string; options: JsonValue };
 export type SnapshotStoreSpec = (
   | { kind: "memory" }
-  | { kind: "sqlite"; path: string }
+  /** `secret` signs snapshots; absent, a key file is generated beside the database (`<path>.key`). */
+  | { kind: "sqlite"; path: string; secret?: string }
+  /** `secret` signs snapshots and records, and must be the same on every replica. */
   | { kind: "redis"; url: string; secret: string; keyPrefix?: string; replicaLeaseMs?: number }
 ) & { maxLiveRuns?: number };
 
@@ -74,7 +77,8 @@ export type GatewayConfig = {
 
 export type LoadedConfig =
   | { config: GatewayConfig; problems: [] }
-  | { config: null; problems: ConfigProblem[] };
+  /** Warnings (clamped limits) come with the problems, so one `check` run shows both. */
+  | { config: null; problems: ConfigProblem[]; warnings: string[] };
 
 /** The config used when no `--config` is given: shipped next to the app's `dist`. */
 export const DEFAULT_CONFIG_FILE = fileURLToPath(new URL("../../codecell.default.json5", import.meta.url));
@@ -98,32 +102,31 @@ function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
   return current;
 }
 
-function zodProblems(error: z.ZodError, input: unknown, file: string, base: string[] = []): ConfigProblem[] {
+/**
+ * Every validator issue as a problem in our words (see config-messages.ts): the path, what was found, what
+ * is accepted, and for an unknown key the nearest known key of the object it sits in, at any depth.
+ */
+function zodProblems(
+  error: z.ZodError,
+  input: unknown,
+  file: string,
+  schema: unknown,
+  base: string[] = [],
+): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   for (const issue of error.issues) {
     const segments = [...base, ...issue.path.map(String)];
     if (issue.code === "unrecognized_keys") {
-      const where = segments.join(".");
-      const known =
-        segments.length === 0
-          ? TOP_LEVEL_KEYS
-          : where === "tools"
-            ? TOOLS_KEYS
-            : where === "http"
-              ? HTTP_KEYS
-              : [];
+      const known = knownKeysAt(schema, issue.path);
       for (const key of issue.keys) {
-        const [suggestion] = closestMatches(key, known, 1);
-        problems.push({
-          file,
-          path: [...segments, key].join("."),
-          message: `unknown key.${suggestion ? ` Did you mean "${suggestion}"?` : ""}${known.length ? ` Known keys: ${known.join(", ")}.` : " Remove it."}`,
-        });
+        problems.push({ file, path: [...segments, key].join("."), message: unknownKeyMessage(key, known) });
       }
       continue;
     }
     const path = segments.join(".");
-    const hint = hintFor(path);
+    // A bad key of a record (a server id) is explained by what a name there may be.
+    const hint =
+      issue.code === "invalid_key" ? hintFor(`${segments.slice(0, -1).join(".")}.<name>`) : hintFor(path);
     const raw = valueAt(input, issue.path);
     // A secret (a token, the store secret, a Redis URL with its password) is never echoed into an error
     // message (and so into logs): only its length is.
@@ -131,16 +134,32 @@ function zodProblems(error: z.ZodError, input: unknown, file: string, base: stri
       /^(http\.tokens\.\d+\.token|snapshotStore\.secret|snapshotStore\.url)$/.test(path) &&
       typeof raw === "string"
         ? `a secret of ${raw.length} characters`
-        : describeValue(raw);
-    const why =
-      issue.code === "invalid_key" ? `invalid name ${describeValue(issue.path.at(-1))}` : issue.message;
+        : undefined;
     problems.push({
       file,
       path,
-      message: `got ${shown} (${why.replace(/^Invalid input: /, "")}).${hint ? ` Expected ${hint}.` : ""}`,
+      message: issueMessage(issue, raw, {
+        schema,
+        path: issue.path,
+        ...(hint ? { hint } : {}),
+        ...(shown ? { shown } : {}),
+      }),
     });
   }
   return problems;
+}
+
+/** The numeric code-mode limits a config sets outside their runtime range, as the contract would clamp them. */
+function clampsOf(raw: unknown): Array<{ field: string; received: number; applied: number }> {
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) return [];
+  const clamps: Array<{ field: string; received: number; applied: number }> = [];
+  for (const [field, limit] of Object.entries(CODE_MODE_LIMITS)) {
+    const received = (raw as Record<string, unknown>)[field];
+    if (typeof received !== "number" || !Number.isInteger(received)) continue;
+    const applied = Math.min(limit.max, Math.max(limit.min, received));
+    if (applied !== received) clamps.push({ field, received, applied });
+  }
+  return clamps;
 }
 
 function absolute(configDir: string, path: string): string {
@@ -190,6 +209,8 @@ function packageBin(name: string, bin: string | undefined, configDir: string): s
   return resolve(dirname(manifestPath), bins[chosen]);
 }
 
+const SERVER_KIND_KEYS = ["command", "package", "url"];
+
 function checkServer(
   id: string,
   raw: unknown,
@@ -216,16 +237,31 @@ function checkServer(
           ? stdioServerSchema
           : null;
   if (!schema) {
-    problems.push({
-      file,
-      path: base.join("."),
-      message: `needs "command" (a program started over stdio), "package" (an installed npm package with a bin) or "url" (Streamable HTTP). Got keys ${Object.keys(entry).join(", ") || "none"}.`,
+    const kinds = `"command" (a program started over stdio), "package" (an installed npm package with a bin) or "url" (Streamable HTTP)`;
+    // A misspelt "command", "package" or "url" is the likely cause: name the key and its correction.
+    const misspelt = Object.keys(entry).flatMap((key) => {
+      const [suggestion] = closestMatches(key, SERVER_KIND_KEYS, 1);
+      return suggestion ? [{ key, suggestion }] : [];
     });
+    for (const { key, suggestion } of misspelt) {
+      problems.push({
+        file,
+        path: [...base, key].join("."),
+        message: `unknown key. Did you mean "${suggestion}"? An entry needs ${kinds}.`,
+      });
+    }
+    if (misspelt.length === 0) {
+      problems.push({
+        file,
+        path: base.join("."),
+        message: `needs ${kinds}. Got keys ${Object.keys(entry).join(", ") || "none"}.`,
+      });
+    }
     return null;
   }
   const parsed = schema.safeParse(entry);
   if (!parsed.success) {
-    problems.push(...zodProblems(parsed.error, entry, file, base));
+    problems.push(...zodProblems(parsed.error, entry, file, schema, base));
     return null;
   }
   const value = parsed.data as Record<string, unknown>;
@@ -269,18 +305,31 @@ export function resolveGatewayConfig(
   env = process.env,
 ): LoadedConfig {
   const problems: ConfigProblem[] = [];
-  const builtins = { CODECELL_CONFIG_DIR: configDir, CODECELL_TMPDIR: tmpdir() };
+  const dataDir = userDataDir(env);
+  const builtins = { CODECELL_CONFIG_DIR: configDir, CODECELL_TMPDIR: tmpdir(), CODECELL_DATA_DIR: dataDir };
   const expanded = expandEnvReferences(input, { ...builtins, ...env }, file, problems);
+  // The data folder is made only for a config that uses it, so it exists before a server writes there.
+  if (/\$\{CODECELL_DATA_DIR[:}]/.test(JSON.stringify(input) ?? "")) {
+    try {
+      mkdirSync(dataDir, { recursive: true });
+    } catch (error) {
+      problems.push({
+        file,
+        path: "",
+        message: `cannot create the data folder ${dataDir} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}). Set CODECELL_DATA_DIR to a folder you can write.`,
+      });
+    }
+  }
   if (expanded === null || typeof expanded !== "object" || Array.isArray(expanded)) {
     problems.push({
       file,
       path: "",
       message: `the config must be an object, got ${describeValue(expanded)}.`,
     });
-    return { config: null, problems };
+    return { config: null, problems, warnings: [] };
   }
   const parsed = gatewayConfigSchema.safeParse(expanded);
-  if (!parsed.success) problems.push(...zodProblems(parsed.error, expanded, file));
+  if (!parsed.success) problems.push(...zodProblems(parsed.error, expanded, file, gatewayConfigSchema));
   const data = (parsed.success ? parsed.data : expanded) as Record<string, unknown>;
   const tools = (parsed.success ? parsed.data.tools : undefined) ?? {};
 
@@ -295,6 +344,13 @@ export function resolveGatewayConfig(
     }
   } catch (error) {
     if (!CodeModeError.is(error)) throw error;
+    // The contract stops at the first invalid field; the limits it would have clamped are still news.
+    const rawCodeMode = (expanded as { tools?: { codeMode?: unknown } }).tools?.codeMode;
+    for (const clamp of clampsOf(rawCodeMode)) {
+      warnings.push(
+        `${file}: tools.codeMode.${clamp.field}: ${clamp.received} is outside its range; using ${clamp.applied}.`,
+      );
+    }
     const listed = (error.details?.problems as Array<{ path: string; message: string }> | undefined) ?? [];
     if (listed.length === 0) problems.push({ file, path: "tools.codeMode", message: error.message });
     for (const problem of listed) {
@@ -372,7 +428,15 @@ export function resolveGatewayConfig(
         message: `folder ${dirname(path)} does not exist. Create it first.`,
       });
     }
-    snapshotStore = { kind: "sqlite", path };
+    const secret = parsed.data.snapshotStore.secret;
+    if (secret !== undefined && Buffer.byteLength(secret) < MIN_SNAPSHOT_KEY_BYTES) {
+      problems.push({
+        file,
+        path: "snapshotStore.secret",
+        message: `has ${Buffer.byteLength(secret)} bytes; at least ${MIN_SNAPSHOT_KEY_BYTES} are needed (e.g. openssl rand -base64 48, passed as "\${CODECELL_SNAPSHOT_SECRET}"), or leave it out to have a key file generated beside the database.`,
+      });
+    }
+    snapshotStore = { kind: "sqlite", path, ...(secret ? { secret } : {}) };
   }
   if (parsed.success && parsed.data.snapshotStore?.kind === "memory") snapshotStore = { kind: "memory" };
   if (parsed.success && parsed.data.snapshotStore?.kind === "redis") {
@@ -418,7 +482,7 @@ export function resolveGatewayConfig(
     if (rawHttp.sessionIdleSeconds !== undefined) http.sessionIdleMs = rawHttp.sessionIdleSeconds * 1000;
   }
 
-  if (problems.length > 0 || !codeMode) return { config: null, problems };
+  if (problems.length > 0 || !codeMode) return { config: null, problems, warnings };
   return {
     config: {
       file,
@@ -446,11 +510,20 @@ export function loadGatewayConfig(path: string, env = process.env): LoadedConfig
   try {
     text = readFileSync(file, "utf8");
   } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
     const reason =
-      (error as NodeJS.ErrnoException).code === "ENOENT"
-        ? "the file does not exist"
-        : (error as Error).message;
-    return { config: null, problems: [{ file, path: "", message: `cannot read the config: ${reason}.` }] };
+      code === "ENOENT"
+        ? "the file does not exist. Check the path given to --config"
+        : code === "EISDIR"
+          ? "that is a folder, not a file. Name the config file itself"
+          : code === "EACCES"
+            ? "this user may not read it. Fix its permissions"
+            : `${code ?? (error as Error).message}`;
+    return {
+      config: null,
+      problems: [{ file, path: "", message: `cannot read the config: ${reason}.` }],
+      warnings: [],
+    };
   }
   let input: unknown;
   try {
@@ -467,9 +540,10 @@ export function loadGatewayConfig(path: string, env = process.env): LoadedConfig
         {
           file,
           path: where,
-          message: `not valid JSON5: ${message.replace(/^JSON5: /, "")}. Fix the syntax there.`,
+          message: `not valid JSON5: ${message.replace(/^JSON5: /, "").replace(/ at \d+:\d+$/, "")}. Fix the syntax there.`,
         },
       ],
+      warnings: [],
     };
   }
   return resolveGatewayConfig(input, file, dirname(file), env);

@@ -63,6 +63,16 @@ function loadSnapshotCodec() {
   snapshotCodec ??= import("./snapshot-codec.js");
   return snapshotCodec;
 }
+/**
+ * The cell checker and TypeScript stripper (acorn, and sucrase on the first TypeScript cell). Loaded
+ * while the worker starts, so a cell's preparation runs here, off the host's event loop.
+ * @type {Promise<typeof import("@codecell/transpile")> | null}
+ */
+let transpile = null;
+function loadTranspile() {
+  transpile ??= import("@codecell/transpile");
+  return transpile;
+}
 /** @type {Map<string, GuestRun>} */
 const runs = new Map();
 
@@ -191,6 +201,9 @@ class GuestRun {
     this.runId = runId;
     this.limits = limits;
     this.deadlineAt = deadlineAt;
+    /** The cell's own budget when its clock starts in this worker (start with timeoutMs). */
+    /** @type {number | null} */
+    this.timeoutMs = null;
     this.signal = signal;
     /** @type {QuickJS | null} */
     this.vm = null;
@@ -355,7 +368,8 @@ class GuestRun {
 
   /** @param {string} kind @param {string} text @returns {string} "" or a refusal for the guest to throw */
   onOutput(kind, text) {
-    if (this.forced !== null || this.outcome !== null) return "";
+    // Work the cell left running after it returned may still add output until it settles.
+    if (this.forced !== null || (this.outcome !== null && this.outcome.type !== "completed")) return "";
     if (kind !== "text") {
       const deep = this.tooDeep(text, "The json() value");
       if (deep !== null) return this.refusal("CodeModeError", deep, "invalid_input");
@@ -417,8 +431,32 @@ class GuestRun {
     return (/** @type {import("quickjs-wasi").JSValueHandle[]} */ ...args) => this.hostCall(args);
   }
 
-  /** @param {string} surface @param {string} code */
-  async start(surface, code) {
+  /**
+   * Check the cell (module access, syntax) and strip TypeScript types. A refusal becomes the run's
+   * outcome with the transpiler's code (module_access_denied, invalid_input, typescript_transform_failed).
+   * @param {string} source @param {import("@codecell/contract").CodeModeLanguage} language
+   * @returns {Promise<string | null>}
+   */
+  async prepare(source, language) {
+    try {
+      const { prepareCell } = await loadTranspile();
+      return await prepareCell(source, language);
+    } catch (error) {
+      const failure = /** @type {{ code?: unknown, message?: unknown }} */ (error ?? {});
+      const code = isCodeModeErrorCode(failure.code) ? failure.code : "internal_error";
+      const message =
+        code === "internal_error"
+          ? `The cell could not be prepared: ${String(failure.message ?? error)}`
+          : String(failure.message);
+      this.outcome = { type: "failed", code, message, error: null };
+      return null;
+    }
+  }
+
+  /** @param {string} surface @param {string} source @param {import("@codecell/contract").CodeModeLanguage} language */
+  async start(surface, source, language) {
+    const code = await this.prepare(source, language);
+    if (code === null) return this.report();
     const vm = await takeFreshVm(this);
     this.vm = vm;
     if (this.finished) return this.release();
@@ -433,6 +471,10 @@ class GuestRun {
     prelude.dispose();
     host.dispose();
 
+    if (this.timeoutMs !== null) {
+      this.deadlineAt = Date.now() + this.timeoutMs;
+      post({ type: "started", runId: this.runId, deadlineAt: this.deadlineAt });
+    }
     let cell;
     try {
       cell = vm.evalCode(`${CELL_PREFIX}${code}\n})`, CELL_FILENAME);
@@ -556,6 +598,8 @@ class GuestRun {
     }
     this.nextRequestNumber = state.nextRequestNumber;
     this.outputBytes = state.outputBytes;
+    const returned = /** @type {{ returned?: { value: unknown } }} */ (state).returned;
+    if (returned !== undefined) this.outcome = { type: "completed", value: returned.value };
     for (const request of state.pending) this.pending.set(request.requestId, request);
     if (Array.isArray(state.issuedCodes)) {
       for (const code of state.issuedCodes) if (isCodeModeErrorCode(code)) this.issuedCodes.add(code);
@@ -566,7 +610,8 @@ class GuestRun {
   async suspend() {
     const { encodeSnapshot } = await loadSnapshotCodec();
     const vm = this.vm;
-    if (vm === null || this.outcome !== null || this.forced !== null || this.pending.size === 0) {
+    const failed = this.outcome !== null && this.outcome.type === "failed";
+    if (vm === null || failed || this.forced !== null || this.pending.size === 0) {
       post({
         type: "suspend-failed",
         runId: this.runId,
@@ -582,6 +627,8 @@ class GuestRun {
       outputBytes: this.outputBytes,
       pending: [...this.pending.values()],
       issuedCodes: [...this.issuedCodes],
+      // The cell already returned this value; it is reported once the pending calls settle.
+      ...(this.outcome?.type === "completed" ? { returned: { value: this.outcome.value } } : {}),
     };
     const bytes = encodeSnapshot(image, bridgeState, snapshotSecret);
     if (bytes.byteLength > this.limits.maxSnapshotBytes) {
@@ -630,7 +677,9 @@ class GuestRun {
       this.finish({ type: "failed", code: this.forced.code, message: this.forced.message, error: null });
       return;
     }
-    if (this.outcome !== null) {
+    // A cell that returned while its calls are still running is not done: those calls keep going and
+    // the run completes once they settle (the run stays idle, and can be suspended, until then).
+    if (this.outcome !== null && (this.outcome.type === "failed" || this.pending.size === 0)) {
       this.finish(this.outcome);
       return;
     }
@@ -746,6 +795,7 @@ async function onMessage(raw) {
     case "init": {
       try {
         wasmModule = /** @type {import("quickjs-wasi").QuickJSOptions["wasm"]} */ (message.module);
+        void loadTranspile().catch(() => {});
         snapshotSecret = message.snapshotSecret;
         // One throwaway VM proves the module instantiates here. The prelude is compiled by the first
         // run in its own fresh VM (see start): compiling it here would only make a waiting cell wait.
@@ -762,9 +812,13 @@ async function onMessage(raw) {
       return;
     }
     case "start": {
-      const run = new GuestRun(message.runId, message.limits, message.deadlineAt, message.signal);
+      // With timeoutMs, getting the VM ready (a worker's first run compiles the prelude) is not the
+      // cell's time: no deadline applies until the cell starts (see GuestRun.start).
+      const setupDeadline = message.timeoutMs === undefined ? message.deadlineAt : Number.POSITIVE_INFINITY;
+      const run = new GuestRun(message.runId, message.limits, setupDeadline, message.signal);
+      run.timeoutMs = message.timeoutMs ?? null;
       runs.set(message.runId, run);
-      run.enqueue(() => run.start(message.surface, message.code));
+      run.enqueue(() => run.start(message.surface, message.code, message.language));
       return;
     }
     case "restore": {
