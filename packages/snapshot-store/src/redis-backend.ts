@@ -17,6 +17,7 @@ import type {
   SnapshotBackend,
 } from "./backend.js";
 import * as scripts from "./redis-scripts.js";
+import { MIN_SNAPSHOT_KEY_BYTES as MIN_SECRET_BYTES } from "./snapshot-key.js";
 import type { RecoveryReport, RunScope, RunSelector, RunState, StoreStats } from "./types.js";
 
 export type RedisSnapshotBackendOptions = {
@@ -53,7 +54,6 @@ const DEFAULT_LEASE_MS = 15_000;
 const DEFAULT_TOMBSTONE_MS = 3_600_000;
 const SWEEP_BATCH = 250;
 const MAX_SWEEP_BATCHES = 100_000;
-const MIN_SECRET_BYTES = 32;
 
 const SCOPE_FIELDS: Array<[keyof RunScope, string]> = [
   ["agentId", "ag"],
@@ -159,7 +159,11 @@ export class RedisSnapshotBackend implements SnapshotBackend {
       );
     }
     this.where = describeUrl(options.url);
-    this.#secret = secretBytes(options.secret);
+    // A key of its own, derived from the shared secret: the sandbox signs snapshots with the secret
+    // itself, and one key should not serve two purposes.
+    this.#secret = createHmac("sha256", secretBytes(options.secret))
+      .update("codecell redis records 1")
+      .digest();
     this.#prefix = options.keyPrefix ?? DEFAULT_PREFIX;
     if (typeof this.#prefix !== "string" || this.#prefix.length === 0) {
       throw new CodeModeError(
