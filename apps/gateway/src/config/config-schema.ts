@@ -47,7 +47,7 @@ export const snapshotStoreSchema = z.discriminatedUnion("kind", [
   z.strictObject({
     kind: z.literal("redis"),
     maxLiveRuns,
-    url: z.string().regex(/^rediss?:\/\/./),
+    url: z.url({ protocol: /^rediss?$/ }),
     keyPrefix: z.string().min(1).max(200).optional(),
     secret: z.string().min(32),
     replicaLeaseMs: z.number().int().min(300).max(600_000).optional(),

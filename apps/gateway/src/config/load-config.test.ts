@@ -112,13 +112,13 @@ describe("resolveGatewayConfig", () => {
       "a redis store with a short secret, without echoing it",
       { snapshotStore: { kind: "redis", url: "redis://127.0.0.1:6379", secret: "too-short-secret" } },
       "snapshotStore.secret",
-      /^got a secret of 16 characters .*at least 32 characters/,
+      /^got a secret of 16 characters: it must be at least 32 characters long\./,
     ],
     [
       "a redis store without a redis:// url",
       { snapshotStore: { kind: "redis", url: "http://user:hunter2@redis", secret: "s".repeat(40) } },
       "snapshotStore.url",
-      /^got a secret of 25 characters .*rediss:\/\//,
+      /^got a secret of 25 characters: that is not a valid URL\. Expected a Redis URL.*rediss:\/\//,
     ],
     [
       "an unset env reference",
