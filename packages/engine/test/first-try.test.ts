@@ -223,7 +223,7 @@ describe("errors that name the expression and the fix", () => {
     [
       "a typo in a tool",
       'return await tools.read_files({ path: "a.txt" })',
-      'TypeError: tools.read_files is not a function (line 1, column 14). There is no tool "read_files". Closest: tools.read_file.',
+      'TypeError: tools.read_files is not a function (line 1, column 19). There is no tool "read_files". Closest: tools.read_file.',
     ],
     [
       "a typo in an MCP tool",
