@@ -11,6 +11,8 @@ import {
 } from "@codecell/engine";
 import { createMcpConnector, type McpConnector } from "@codecell/mcp-connector";
 import {
+  keyFileFor,
+  loadSnapshotKey,
   MemorySnapshotBackend,
   openSnapshotStore,
   type SnapshotStore,
@@ -63,6 +65,7 @@ export class Gateway implements SessionHost {
       connector: McpConnector;
       plugins: LoadedPlugin[];
       log: (line: string) => void;
+      snapshotSecret: string;
     },
   ) {
     this.config = config;
@@ -72,7 +75,11 @@ export class Gateway implements SessionHost {
     this.coreTools = createCoreTools(config.workspace, config.workspaceLimits);
     this.#log = parts.log;
     this.#needsApproval = compilePatterns(config.approval);
-    this.engine = createCodeModeEngine({ config: config.codeMode, store: parts.store });
+    this.engine = createCodeModeEngine({
+      config: config.codeMode,
+      store: parts.store,
+      snapshotSecret: parts.snapshotSecret,
+    });
     this.connector.onChange(({ server, reason }) => {
       this.#toolsVersion++;
       for (const listener of this.#toolListeners) listener();
@@ -84,6 +91,15 @@ export class Gateway implements SessionHost {
 
   static async start(config: GatewayConfig, options: GatewayOptions = {}): Promise<Gateway> {
     const log = options.log ?? ((line: string) => process.stderr.write(`codecell: ${line}\n`));
+    // Snapshots are always signed (HMAC-SHA-256): a durable store's key comes from the config or a
+    // 0600 key file generated beside it, so whoever can write the store file alone cannot forge a run.
+    const snapshotSecret = loadSnapshotKey(
+      config.snapshotStore.kind === "memory"
+        ? { kind: "ephemeral" }
+        : config.snapshotStore.secret
+          ? { kind: "secret", secret: config.snapshotStore.secret }
+          : { kind: "keyFile", path: keyFileFor(config.snapshotStore.path) },
+    );
     const store = await openSnapshotStore({
       backend:
         config.snapshotStore.kind === "sqlite"
@@ -111,7 +127,7 @@ export class Gateway implements SessionHost {
       await store.close().catch(() => {});
       throw error;
     }
-    return new Gateway(config, { store, connector, plugins, log });
+    return new Gateway(config, { store, connector, plugins, log, snapshotSecret });
   }
 
   /** Bumped when a downstream server changes its tools, so sessions re-prepare their run. */

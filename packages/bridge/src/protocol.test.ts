@@ -41,7 +41,16 @@ describe("host request bodies", () => {
 
 describe("messages", () => {
   it("validates host-to-worker messages", () => {
-    const start = { type: "start", runId: "r", code: "1", surface: "{}", limits, deadlineAt: 1, signal };
+    const start = {
+      type: "start",
+      runId: "r",
+      code: "1",
+      language: "javascript",
+      surface: "{}",
+      limits,
+      deadlineAt: 1,
+      signal,
+    };
     expect(parseHostToWorkerMessage(start)).toBe(start);
     expect(() => parseHostToWorkerMessage({ ...start, limits: { ...limits, maxOutputBytes: -1 } })).toThrow(
       /limits/,

@@ -1,5 +1,5 @@
 // Type-only: sandbox workers load this module on start-up, so it must not pull in the contract's zod.
-import type { JsonValue, ToolCatalogEntry } from "@codecell/contract";
+import type { CodeModeLanguage, JsonValue, ToolCatalogEntry } from "@codecell/contract";
 
 /** The JSON surface the engine builds and the trusted prelude installs as guest globals. */
 export type GuestSurface = {
@@ -62,7 +62,9 @@ export type HostToWorkerMessage =
   | {
       type: "start";
       runId: string;
+      /** The cell as the model wrote it: the worker checks and transpiles it, off the host's thread. */
       code: string;
+      language: CodeModeLanguage;
       surface: string;
       limits: SandboxLimits;
       deadlineAt: number;
@@ -171,6 +173,7 @@ const hostMessageChecks: Record<HostToWorkerMessage["type"], Record<string, Chec
   start: {
     runId: isString,
     code: isString,
+    language: isString,
     surface: isString,
     limits: isLimits,
     deadlineAt: isNumber,

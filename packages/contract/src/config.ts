@@ -16,6 +16,9 @@ export const CODE_MODE_LIMITS = {
   maxOutputBytes: { default: 65_536, min: 1_024, max: 10_485_760 },
   maxSnapshotBytes: { default: 10_485_760, min: 1_024, max: 268_435_456 },
   maxPendingToolCalls: { default: 16, min: 1, max: 128 },
+  // A cell is a short program; data belongs in tool calls. 256 KiB is far above any honest cell and
+  // keeps a pasted multi-megabyte blob from costing a worker seconds of parsing.
+  maxCodeBytes: { default: 262_144, min: 1_024, max: 16_777_216 },
   snapshotTtlSeconds: { default: 900, min: 1, max: 86_400 },
   maxSearchLimit: { default: 50, min: 1, max: 50 },
   // Its upper bound is the resolved maxSearchLimit, applied after that field is resolved.

@@ -50,6 +50,16 @@ describe("exec input", () => {
     expect(codeOf(() => parseExecInput(input, both))).toContain(expected);
   });
 
+  it("refuses a cell over maxCodeBytes, counting UTF-8 bytes, and accepts one at the limit", () => {
+    expect(parseExecInput({ code: "x".repeat(1024) }, both, 1024).code).toHaveLength(1024);
+    expect(codeOf(() => parseExecInput({ code: "x".repeat(1025) }, both, 1024))).toContain(
+      "invalid_input: exec code is 1025 bytes, over tools.codeMode.maxCodeBytes (1024)",
+    );
+    // 400 characters of three bytes each: short in UTF-16, over the limit in UTF-8.
+    expect(codeOf(() => parseExecInput({ command: "€".repeat(400) }, both, 1024))).toContain("1200 bytes");
+    expect(parseExecInput({ code: "x".repeat(5000) }, both).code).toHaveLength(5000);
+  });
+
   it("refuses a language the config does not enable", () => {
     expect(codeOf(() => parseExecInput({ code: "1", language: "typescript" }, ["javascript"]))).toContain(
       'unsupported_language: exec language "typescript" is disabled',

@@ -40,9 +40,14 @@ function firstIssue(error: z.ZodError, tool: string): string {
 
 /**
  * Validates an exec input: one of `code`/`command` must be non-empty, both must match when both are
- * given, and the language must be one the config enables (`unsupported_language` otherwise).
+ * given, the cell must fit in `maxCodeBytes` of UTF-8 (when given), and the language must be one the
+ * config enables (`unsupported_language` otherwise).
  */
-export function parseExecInput(input: unknown, enabledLanguages: readonly CodeModeLanguage[]): ExecRequest {
+export function parseExecInput(
+  input: unknown,
+  enabledLanguages: readonly CodeModeLanguage[],
+  maxCodeBytes?: number,
+): ExecRequest {
   if (input === null || typeof input !== "object" || Array.isArray(input)) {
     throw invalidInput('exec input must be an object such as { "code": "return 1 + 1" }.');
   }
@@ -64,6 +69,16 @@ export function parseExecInput(input: unknown, enabledLanguages: readonly CodeMo
   if (code !== undefined && command !== undefined && code !== command) {
     throw invalidInput('exec got both "code" and "command" with different values; send only "code".');
   }
+  const source = hasCode ? code! : command!;
+  if (maxCodeBytes !== undefined && source.length > maxCodeBytes / 3) {
+    // Cheap first: a string of n UTF-16 units is at most 3n bytes, so only long cells are measured.
+    const bytes = new TextEncoder().encode(source).byteLength;
+    if (bytes > maxCodeBytes) {
+      throw invalidInput(
+        `exec code is ${bytes} bytes, over tools.codeMode.maxCodeBytes (${maxCodeBytes}). A cell is a program, not a data channel: fetch or compute large data inside the cell with tool calls instead of pasting it into the code.`,
+      );
+    }
+  }
   const resolvedLanguage = parsed.data.language ?? "javascript";
   if (!enabledLanguages.includes(resolvedLanguage)) {
     throw new CodeModeError(
@@ -71,7 +86,7 @@ export function parseExecInput(input: unknown, enabledLanguages: readonly CodeMo
       `exec language "${resolvedLanguage}" is disabled by tools.codeMode.languages; enabled: ${enabledLanguages.join(", ")}.`,
     );
   }
-  return { code: hasCode ? code! : command!, language: resolvedLanguage };
+  return { code: source, language: resolvedLanguage };
 }
 
 /** Validates a wait input: a non-empty `runId` string and nothing else. */

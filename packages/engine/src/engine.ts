@@ -46,6 +46,7 @@ export class CodeModeEngine {
   readonly #ownsPool: boolean;
   readonly #ownsStore: boolean;
   #pool: SandboxPool | undefined;
+  readonly #snapshotSecret: string | undefined;
   readonly stats: EngineStats = {
     runsPrepared: 0,
     activeRuns: 0,
@@ -76,11 +77,12 @@ export class CodeModeEngine {
         });
     this.#trajectory = new TrajectoryRecorder(options.maxTrajectoryEntries ?? 10_000);
     this.#redactInput = options.redactInput ?? ((_toolId, input) => input);
+    this.#snapshotSecret = options.snapshotSecret;
     this.#debug = debugSink(options.debug);
   }
 
   get pool(): SandboxPool {
-    this.#pool ??= createSandboxPool();
+    this.#pool ??= createSandboxPool(this.#snapshotSecret ? { snapshotSecret: this.#snapshotSecret } : {});
     return this.#pool;
   }
 

@@ -158,7 +158,7 @@ export class ActiveRun implements PreparedRun {
     });
     let result: CodeModeResult;
     try {
-      const request = parseExecInput(input, engine.config.languages);
+      const request = parseExecInput(input, engine.config.languages, engine.config.maxCodeBytes);
       result = await this.#runExec(
         request.code,
         request.language,

@@ -117,6 +117,12 @@ export type CodeModeEngineOptions = {
   config: unknown;
   /** Shared sandbox pool; default one is created lazily on the first active run. */
   pool?: SandboxPool;
+  /**
+   * Signs the default pool's snapshots with HMAC-SHA-256 (see `loadSnapshotKey` in
+   * `@codecell/snapshot-store` for where a host gets one). Without it snapshots carry an unkeyed
+   * SHA-256, which catches corruption but not a forger who can write the store. Ignored with `pool`.
+   */
+  snapshotSecret?: string;
   /** Where suspended runs live; default an in-memory store. */
   store?: SnapshotStore;
   /** Redacts a nested call's input before it is written to the trajectory or debug log. */

@@ -285,6 +285,41 @@ describe("cells", () => {
     expect(result).toMatchObject({ status: "failed", code });
   });
 
+  // A 3.7 MB TypeScript cell (a model pasting data into its program): refused at once by default,
+  // and, when a host raises maxCodeBytes that far, checked and transpiled on a worker thread while
+  // the host's event loop keeps serving.
+  const bigTypeScriptCell = () => {
+    const rows = Array.from(
+      { length: 60_000 },
+      (_, index) => `  { id: ${index}, name: "row ${index}" } as Row,`,
+    );
+    return `type Row = { id: number; name: string };\nconst rows: Row[] = [\n${rows.join("\n")}\n];\nreturn rows.length;`;
+  };
+
+  it("refuses a cell over maxCodeBytes with invalid_input before any work", async () => {
+    const { exec } = setup();
+    const result = await exec(bigTypeScriptCell(), "typescript");
+    expect(result).toMatchObject({ status: "failed", code: "invalid_input" });
+    expect((result as { error: string }).error).toMatch(/over tools\.codeMode\.maxCodeBytes \(262144\)/);
+  });
+
+  it("transpiles a multi-megabyte TypeScript cell off the host's event loop", async () => {
+    const roomy = createCodeModeEngine({
+      config: { enabled: true, timeoutMs: 60_000, maxCodeBytes: 16 * 1024 * 1024 },
+      pool: engine.pool,
+    });
+    const run = roomy.prepareRun({ tools: hostTools, context: context(), executor: new TestExecutor() });
+    const code = bigTypeScriptCell();
+    expect(code.length).toBeGreaterThan(2_500_000);
+    const histogram = monitorEventLoopDelay({ resolution: 10 });
+    histogram.enable();
+    const result = await run.exec({ code, language: "typescript" }, { toolCallId: "big" });
+    histogram.disable();
+    expect(result).toMatchObject({ status: "completed", value: 60_000 });
+    // Loose bound: transpiling this on the host blocked its loop for over a second.
+    expect(histogram.max / 1e6).toBeLessThan(400);
+  });
+
   it("refuses a language the config disables", async () => {
     const jsOnly = createCodeModeEngine({
       config: { enabled: true, languages: ["javascript"] },

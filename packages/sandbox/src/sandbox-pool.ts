@@ -136,7 +136,6 @@ class WorkerSlot implements RunHost {
 
 class Pool implements SandboxPool {
   private readonly module: Promise<CompiledModule>;
-  private readonly transpile: Promise<typeof import("@codecell/transpile")>;
   private readonly slots: WorkerSlot[] = [];
   private readonly snapshotSecret: string | null;
   private readonly maxBridgeValueBytes: number;
@@ -171,20 +170,24 @@ class Pool implements SandboxPool {
     );
     for (let index = 1; index < size; index++)
       this.slots.push(new WorkerSlot(this, this.module, this.snapshotSecret, rest));
-    // The cell checker (acorn) loads while the first worker boots, not before it is spawned.
-    this.transpile = import("@codecell/transpile");
-    this.transpile.catch(() => {});
   }
 
   run(options: RunOptions): SandboxRun {
     const run = this.createRun(options, false);
+    // The worker checks and transpiles the cell: a multi-megabyte cell costs its worker, never the
+    // host's event loop.
     void this.launch(run, async () => {
-      const { prepareCell } = await this.transpile;
-      const code = await prepareCell(options.code, options.language);
+      if (typeof options.code !== "string") {
+        throw new CodeModeError(
+          "invalid_input",
+          `A cell must be a string of code; received ${typeof options.code}.`,
+        );
+      }
       return {
         type: "start",
         runId: run.runId,
-        code,
+        code: options.code,
+        language: options.language,
         surface: JSON.stringify(options.surface),
         limits: options.limits,
         deadlineAt: run.deadline,

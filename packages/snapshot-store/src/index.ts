@@ -17,6 +17,12 @@ export { RedisSnapshotBackend, type RedisSnapshotBackendOptions } from "./redis-
 export { newRunId, RUN_ID_RANDOM_BYTES } from "./run-id.js";
 export { callerMatches, selectorMatches } from "./scope.js";
 export {
+  keyFileFor,
+  loadSnapshotKey,
+  MIN_SNAPSHOT_KEY_BYTES,
+  type SnapshotKeySource,
+} from "./snapshot-key.js";
+export {
   DEFAULT_MAX_LIVE_RUNS,
   openSnapshotStore,
   SnapshotStore,

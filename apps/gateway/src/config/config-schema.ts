@@ -35,7 +35,11 @@ export const pluginEntrySchema = z.union([
 
 export const snapshotStoreSchema = z.discriminatedUnion("kind", [
   z.strictObject({ kind: z.literal("memory") }),
-  z.strictObject({ kind: z.literal("sqlite"), path: z.string().min(1) }),
+  z.strictObject({
+    kind: z.literal("sqlite"),
+    path: z.string().min(1),
+    secret: z.string().min(1).optional(),
+  }),
 ]);
 
 /** A token's name is the principal that owns the runs it starts; it appears in logs, never the token. */
@@ -95,6 +99,8 @@ export const FIELD_HINTS: Record<string, string> = {
   snapshotStore: '{ "kind": "memory" } or { "kind": "sqlite", "path": "runs.db" }',
   "snapshotStore.kind": '"memory" or "sqlite"',
   "snapshotStore.path": "a file path for the SQLite database, relative to the config file",
+  "snapshotStore.secret":
+    'the key that signs snapshots, at least 32 bytes, e.g. "${CODECELL_SNAPSHOT_SECRET}"; absent, a 0600 key file is generated beside the database',
   workspace:
     'a folder path, relative to the config file, that the core file tools may touch, or { "path": "...", "maxBytes": 1073741824, "maxWriteBytesPerRun": 67108864 }',
   "workspace.path": "a folder path, relative to the config file, that the core file tools may touch",

@@ -12,6 +12,7 @@ import {
   resolveCodeModeConfig,
 } from "@codecell/contract";
 import type { McpServerConfig } from "@codecell/mcp-connector";
+import { MIN_SNAPSHOT_KEY_BYTES } from "@codecell/snapshot-store";
 import JSON5 from "json5";
 import type { z } from "zod";
 import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from "../core-tools/workspace-quota.js";
@@ -29,7 +30,10 @@ import { userDataDir } from "./data-dir.js";
 import { expandEnvReferences } from "./env-references.js";
 
 export type PluginSpec = { entry: string; module: string; options: JsonValue };
-export type SnapshotStoreSpec = { kind: "memory" } | { kind: "sqlite"; path: string };
+export type SnapshotStoreSpec =
+  | { kind: "memory" }
+  /** `secret` signs snapshots; absent, a key file is generated beside the database (`<path>.key`). */
+  | { kind: "sqlite"; path: string; secret?: string };
 
 /** `codecell serve --http` settings: who may call, from which host names, and how sessions are kept. */
 export type HttpSettings = {
@@ -419,7 +423,15 @@ export function resolveGatewayConfig(
         message: `folder ${dirname(path)} does not exist. Create it first.`,
       });
     }
-    snapshotStore = { kind: "sqlite", path };
+    const secret = parsed.data.snapshotStore.secret;
+    if (secret !== undefined && Buffer.byteLength(secret) < MIN_SNAPSHOT_KEY_BYTES) {
+      problems.push({
+        file,
+        path: "snapshotStore.secret",
+        message: `has ${Buffer.byteLength(secret)} bytes; at least ${MIN_SNAPSHOT_KEY_BYTES} are needed (e.g. openssl rand -base64 48, passed as "\${CODECELL_SNAPSHOT_SECRET}"), or leave it out to have a key file generated beside the database.`,
+      });
+    }
+    snapshotStore = { kind: "sqlite", path, ...(secret ? { secret } : {}) };
   }
 
   const http = { ...DEFAULT_HTTP_SETTINGS, tokens: [] as HttpSettings["tokens"] };

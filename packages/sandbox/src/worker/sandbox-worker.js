@@ -63,6 +63,16 @@ function loadSnapshotCodec() {
   snapshotCodec ??= import("./snapshot-codec.js");
   return snapshotCodec;
 }
+/**
+ * The cell checker and TypeScript stripper (acorn, and sucrase on the first TypeScript cell). Loaded
+ * while the worker starts, so a cell's preparation runs here, off the host's event loop.
+ * @type {Promise<typeof import("@codecell/transpile")> | null}
+ */
+let transpile = null;
+function loadTranspile() {
+  transpile ??= import("@codecell/transpile");
+  return transpile;
+}
 /** @type {Map<string, GuestRun>} */
 const runs = new Map();
 
@@ -421,8 +431,32 @@ class GuestRun {
     return (/** @type {import("quickjs-wasi").JSValueHandle[]} */ ...args) => this.hostCall(args);
   }
 
-  /** @param {string} surface @param {string} code */
-  async start(surface, code) {
+  /**
+   * Check the cell (module access, syntax) and strip TypeScript types. A refusal becomes the run's
+   * outcome with the transpiler's code (module_access_denied, invalid_input, typescript_transform_failed).
+   * @param {string} source @param {import("@codecell/contract").CodeModeLanguage} language
+   * @returns {Promise<string | null>}
+   */
+  async prepare(source, language) {
+    try {
+      const { prepareCell } = await loadTranspile();
+      return await prepareCell(source, language);
+    } catch (error) {
+      const failure = /** @type {{ code?: unknown, message?: unknown }} */ (error ?? {});
+      const code = isCodeModeErrorCode(failure.code) ? failure.code : "internal_error";
+      const message =
+        code === "internal_error"
+          ? `The cell could not be prepared: ${String(failure.message ?? error)}`
+          : String(failure.message);
+      this.outcome = { type: "failed", code, message, error: null };
+      return null;
+    }
+  }
+
+  /** @param {string} surface @param {string} source @param {import("@codecell/contract").CodeModeLanguage} language */
+  async start(surface, source, language) {
+    const code = await this.prepare(source, language);
+    if (code === null) return this.report();
     const vm = await takeFreshVm(this);
     this.vm = vm;
     if (this.finished) return this.release();
@@ -761,6 +795,7 @@ async function onMessage(raw) {
     case "init": {
       try {
         wasmModule = /** @type {import("quickjs-wasi").QuickJSOptions["wasm"]} */ (message.module);
+        void loadTranspile().catch(() => {});
         snapshotSecret = message.snapshotSecret;
         // One throwaway VM proves the module instantiates here. The prelude is compiled by the first
         // run in its own fresh VM (see start): compiling it here would only make a waiting cell wait.
@@ -783,7 +818,7 @@ async function onMessage(raw) {
       const run = new GuestRun(message.runId, message.limits, setupDeadline, message.signal);
       run.timeoutMs = message.timeoutMs ?? null;
       runs.set(message.runId, run);
-      run.enqueue(() => run.start(message.surface, message.code));
+      run.enqueue(() => run.start(message.surface, message.code, message.language));
       return;
     }
     case "restore": {
