@@ -20,15 +20,31 @@ export type SegmentEnd =
       output: CodeModeOutput[];
     };
 
-/** Results ready to go into the VM; the driver alone settles them, so it always knows when it is idle. */
+/**
+ * Results ready to go into the VM; the driver alone settles them, so it always knows when it is idle.
+ * A segment's waits share one deadline timer and one abort listener (a loop of quick host calls waits
+ * once per call, and a timer plus a listener each time cost more than the call); `close()` drops them.
+ */
 export class ReadyQueue {
   readonly #items: Array<[string, SettleOutcome, string?]> = [];
   #wake: (() => void) | null = null;
+  #timer: NodeJS.Timeout | null = null;
+  #timerDueAt = 0;
+  #signal: AbortSignal | null = null;
+  readonly #fire = () => {
+    const wake = this.#wake;
+    this.#wake = null;
+    wake?.();
+  };
+  readonly #onDeadline = () => {
+    this.#timer = null;
+    this.#fire();
+  };
 
   /** `toolId` names a nested call's tool, so an outcome left here at suspension is stored with it. */
   push(requestId: string, outcome: SettleOutcome, toolId?: string): void {
     this.#items.push([requestId, outcome, toolId]);
-    this.#wake?.();
+    this.#fire();
   }
 
   drain(): Array<[string, SettleOutcome, string?]> {
@@ -46,17 +62,30 @@ export class ReadyQueue {
   /** Resolves when an item arrives, the deadline passes or the signal aborts. */
   waitForItem(deadlineAt: number, signal: AbortSignal): Promise<void> {
     if (this.#items.length > 0 || signal.aborted) return Promise.resolve();
+    const now = Date.now();
+    if (now >= deadlineAt) return Promise.resolve();
+    // The deadline moves only when a wait gives the run a fresh one: re-arm then, not per wait.
+    if (this.#timer === null || this.#timerDueAt !== deadlineAt) {
+      if (this.#timer !== null) clearTimeout(this.#timer);
+      this.#timerDueAt = deadlineAt;
+      this.#timer = setTimeout(this.#onDeadline, deadlineAt - now);
+    }
+    if (this.#signal !== signal) {
+      this.#signal?.removeEventListener("abort", this.#fire);
+      this.#signal = signal;
+      signal.addEventListener("abort", this.#fire, { once: true });
+    }
     return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        signal.removeEventListener("abort", done);
-        this.#wake = null;
-        resolve();
-      };
-      const timer = setTimeout(done, Math.max(0, deadlineAt - Date.now()));
-      signal.addEventListener("abort", done, { once: true });
-      this.#wake = done;
+      this.#wake = resolve;
     });
+  }
+
+  /** Drops the deadline timer and the abort listener; a later wait sets them up again. */
+  close(): void {
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timer = null;
+    this.#signal?.removeEventListener("abort", this.#fire);
+    this.#signal = null;
   }
 }
 
@@ -64,22 +93,31 @@ function abortedEnd(output: CodeModeOutput[]): SegmentEnd {
   return { type: "failed", code: "aborted", message: "The run was aborted.", output };
 }
 
-function nextOrAbort(run: SandboxRun, signal: AbortSignal) {
-  if (signal.aborted) return Promise.resolve(null);
-  return new Promise<Awaited<ReturnType<SandboxRun["next"]>> | null>((resolve, reject) => {
-    const onAbort = () => resolve(null);
-    signal.addEventListener("abort", onAbort, { once: true });
-    run.next().then(
-      (event) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(event);
-      },
-      (error) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(error);
-      },
-    );
-  });
+/** The run's next event, or null as soon as the segment's signal aborts. */
+class EventWaiter {
+  #abortWake: (() => void) | null = null;
+  readonly #onAbort = () => this.#abortWake?.();
+
+  constructor(
+    private readonly run: SandboxRun,
+    private readonly signal: AbortSignal,
+  ) {
+    // One listener for the whole segment rather than one per event.
+    signal.addEventListener("abort", this.#onAbort, { once: true });
+  }
+
+  next(): Promise<Awaited<ReturnType<SandboxRun["next"]>> | null> {
+    if (this.signal.aborted) return Promise.resolve(null);
+    return new Promise((resolve, reject) => {
+      this.#abortWake = () => resolve(null);
+      this.run.next().then(resolve, reject);
+    });
+  }
+
+  close(): void {
+    this.#abortWake = null;
+    this.signal.removeEventListener("abort", this.#onAbort);
+  }
 }
 
 /**
@@ -93,9 +131,24 @@ export async function driveSegment(
   ready: ReadyQueue,
   signal: AbortSignal,
 ): Promise<SegmentEnd> {
+  const events = new EventWaiter(run, signal);
+  try {
+    return await drive(run, ready, signal, events);
+  } finally {
+    events.close();
+    ready.close();
+  }
+}
+
+async function drive(
+  run: SandboxRun,
+  ready: ReadyQueue,
+  signal: AbortSignal,
+  events: EventWaiter,
+): Promise<SegmentEnd> {
   const output: CodeModeOutput[] = [];
   for (;;) {
-    const event = await nextOrAbort(run, signal);
+    const event = await events.next();
     if (event === null) {
       run.dispose();
       return abortedEnd(output);

@@ -20,7 +20,7 @@ import { driveSegment, ReadyQueue, type SegmentEnd } from "./drive-segment.js";
 import { buildGuestSurface } from "./guest-surface.js";
 import { InflightCalls } from "./inflight-calls.js";
 import { EXEC_TOOL_NAME, WAIT_TOOL_NAME } from "./model-surface.js";
-import { type RequestScope, startHostRequest } from "./nested-calls.js";
+import { type RequestParent, type RequestScope, startHostRequest } from "./nested-calls.js";
 import { countLimitFailure, newRunTelemetry } from "./run-telemetry.js";
 import type { TrajectoryRecorder } from "./trajectory.js";
 import type {
@@ -30,6 +30,7 @@ import type {
   ModelTool,
   PreparedRun,
   PrepareRunOptions,
+  RunProgress,
 } from "./types.js";
 
 /** Engine-owned JSON kept with a suspended run in the store. */
@@ -73,6 +74,18 @@ function hookMetadataOf(input: unknown): ExecHookMetadata {
 function randomKey(): string {
   return crypto.randomUUID();
 }
+
+/**
+ * One exec or wait segment: its abort signal, the nested calls it started that are still running, and
+ * its progress sink with the counts it reports.
+ */
+type Segment = {
+  signal: AbortSignal;
+  calls: Set<AbortController>;
+  release(): void;
+  progress?: (event: RunProgress) => void;
+  counts: { started: number; settled: number };
+};
 
 export class ActiveRun implements PreparedRun {
   readonly active = true;
@@ -233,9 +246,9 @@ export class ActiveRun implements PreparedRun {
     const inflight = new InflightCalls(this.options.context.sessionId);
     const ready = new ReadyQueue();
     const yieldIds = new Set<string>();
-    const parent = { toolCallId, tool: "exec" as const, codeModeRunId: runKey };
     const segment = this.#segment(call);
     const { signal } = segment;
+    const parent = { toolCallId, tool: "exec" as const, codeModeRunId: runKey, progress: segment.progress };
     let run: SandboxRun;
     try {
       run = engine.pool.run({
@@ -248,7 +261,7 @@ export class ActiveRun implements PreparedRun {
         timeoutMs: engine.config.timeoutMs,
         signal,
         onRequest: (request) =>
-          this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry, signal),
+          this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry, segment),
       });
     } catch (error) {
       segment.release();
@@ -286,7 +299,6 @@ export class ActiveRun implements PreparedRun {
     }
     const ready = new ReadyQueue();
     const yieldIds = new Set<string>();
-    const parent = { toolCallId: call.toolCallId, tool: "wait" as const, codeModeRunId: claim.runId };
     // Results owed to the guest: yields continue now, settled calls go in, running ones follow.
     for (const requestId of hostState.yieldRequestIds) ready.push(requestId, { ok: true, value: null });
     for (const pending of claim.pendingCalls) {
@@ -306,6 +318,12 @@ export class ActiveRun implements PreparedRun {
     inflight.attach((requestId, outcome, toolId) => ready.push(requestId, outcome, toolId));
     const segment = this.#segment(call);
     const { signal } = segment;
+    const parent = {
+      toolCallId: call.toolCallId,
+      tool: "wait" as const,
+      codeModeRunId: claim.runId,
+      progress: segment.progress,
+    };
     let run: SandboxRun;
     try {
       run = engine.pool.restore({
@@ -316,7 +334,7 @@ export class ActiveRun implements PreparedRun {
         timeoutMs: engine.config.timeoutMs,
         signal,
         onRequest: (request) =>
-          this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry, signal),
+          this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry, segment),
       });
     } catch (error) {
       segment.release();
@@ -332,21 +350,48 @@ export class ActiveRun implements PreparedRun {
    * while the segment runs. Released when it ends, so calls still pending in a waiting run outlive the
    * request that started them (they end with the run, through the in-flight table).
    */
-  #segment(call: ControlCall): { signal: AbortSignal; release(): void } {
+  #segment(call: ControlCall): Segment {
     const controller = new AbortController();
-    // Every nested call in flight listens for it; there can be many at once.
+    // The driver and the run listen for it; with the control call's own signal there can be several.
     setMaxListeners(0, controller.signal);
+    // One listener aborts every nested call the segment started (a listener per call cost more than
+    // the call itself in a loop of quick calls).
+    const calls = new Set<AbortController>();
+    controller.signal.addEventListener(
+      "abort",
+      () => {
+        for (const call of calls) call.abort(new Error("The code-mode run was aborted."));
+        calls.clear();
+      },
+      { once: true },
+    );
     const sources = [this.#abort.signal, ...(call.signal ? [call.signal] : [])];
     const onAbort = () => controller.abort();
     for (const source of sources) {
       if (source.aborted) controller.abort();
       else source.addEventListener("abort", onAbort, { once: true });
     }
+    let open = true;
+    const listener = call.onProgress;
     return {
       signal: controller.signal,
+      calls,
+      counts: { started: 0, settled: 0 },
       release: () => {
+        open = false;
         for (const source of sources) source.removeEventListener("abort", onAbort);
       },
+      // Progress reaches the host only while this call runs; a listener that throws cannot break the run.
+      ...(listener
+        ? {
+            progress: (event: RunProgress) => {
+              if (!open) return;
+              try {
+                listener(event);
+              } catch {}
+            },
+          }
+        : {}),
     };
   }
 
@@ -365,29 +410,37 @@ export class ActiveRun implements PreparedRun {
     inflight: InflightCalls,
     ready: ReadyQueue,
     yieldIds: Set<string>,
-    parent: { toolCallId: string; tool: "exec" | "wait"; codeModeRunId: string },
+    parent: RequestParent,
     telemetry: CodeModeTelemetry,
-    segmentSignal: AbortSignal,
+    segment: Segment,
   ): void {
     if (request.kind === "yield") {
       yieldIds.add(request.requestId);
       return;
     }
     const controller = new AbortController();
-    const onRunAbort = () => controller.abort(new Error("The code-mode run was aborted."));
-    if (segmentSignal.aborted) onRunAbort();
-    else segmentSignal.addEventListener("abort", onRunAbort, { once: true });
+    if (segment.signal.aborted) controller.abort(new Error("The code-mode run was aborted."));
+    else segment.calls.add(controller);
     const started = startHostRequest(request, this.#scope, parent, telemetry, controller.signal);
     const { stats } = this.engine;
     if (request.kind === "search") stats.nestedSearches++;
     else if (request.kind === "describe") stats.nestedDescribes++;
     else if (started.toolId) stats.nestedCalls++;
-    const outcome = started.outcome.finally(() => segmentSignal.removeEventListener("abort", onRunAbort));
+    const outcome = started.outcome.finally(() => segment.calls.delete(controller));
     if (started.toolId === null) {
       void outcome.then((settled) => ready.push(request.requestId, settled));
       return;
     }
     inflight.add(request.requestId, started.toolId, controller, outcome);
+    if (segment.progress) {
+      const { counts } = segment;
+      counts.started++;
+      segment.progress({ kind: "calls", ...counts, pending: counts.started - counts.settled });
+      void outcome.then(() => {
+        counts.settled++;
+        segment.progress?.({ kind: "calls", ...counts, pending: counts.started - counts.settled });
+      });
+    }
   }
 
   async #settleSegment(

@@ -58,6 +58,7 @@ export class RunHandle implements SandboxRun {
   /** Ended by a successful suspend: results belong to the restored run. */
   private suspended = false;
   private watchdog: NodeJS.Timeout | null = null;
+  private watchdogDueAt = 0;
   private suspendWaiter: { resolve(run: SuspendedRun): void; reject(error: Error): void } | null = null;
   private readonly onAbort = () => this.abort();
 
@@ -226,18 +227,23 @@ export class RunHandle implements SandboxRun {
   }
 
   private armWatchdog(from = this.deadlineAt): void {
+    const now = Date.now();
+    const target = this.aborted ? now : this.settingUp ? now + this.settings.startupTimeoutMs : from;
+    const dueAt = Math.max(now, target) + this.settings.watchdogGraceMs;
+    // The timer armed for an earlier command of this run is still right: every quick host call would
+    // otherwise clear and set a timer.
+    if (this.watchdog !== null && this.watchdogDueAt === dueAt) return;
     if (this.watchdog !== null) clearTimeout(this.watchdog);
-    const setupEnd = Date.now() + this.settings.startupTimeoutMs;
-    const target = this.aborted ? Date.now() : this.settingUp ? setupEnd : from;
-    const due = Math.max(0, target - Date.now()) + this.settings.watchdogGraceMs;
+    this.watchdogDueAt = dueAt;
     this.watchdog = setTimeout(() => {
       this.watchdog = null;
+      // It fires at its time even when the worker answered meanwhile; only an unanswered command counts.
       if (this.state === "ended" || this.commandsInFlight === 0) return;
       this.host?.unresponsive(
         this,
         this.aborted ? "aborted" : this.settingUp ? "runtime_unavailable" : "timeout",
       );
-    }, due);
+    }, dueAt - now);
     // The watchdog guards a run; it must not keep a process alive on its own.
     this.watchdog.unref();
   }
@@ -330,8 +336,9 @@ export class RunHandle implements SandboxRun {
   }
 
   private answered(): void {
+    // The watchdog stays armed while the run is idle: the next command (usually a settle a few
+    // microseconds later) reuses it, and it does nothing if it fires with no command unanswered.
     this.commandsInFlight = Math.max(0, this.commandsInFlight - 1);
-    if (this.commandsInFlight === 0) this.clearWatchdog();
   }
 
   private push(event: SandboxEvent): void {
