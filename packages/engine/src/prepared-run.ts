@@ -14,9 +14,10 @@ import {
 } from "@codecell/contract";
 import type { McpDeclarations } from "@codecell/mcp-declarations";
 import type { NamespaceRuntime } from "@codecell/namespaces";
-import type { SandboxPool, SandboxRun } from "@codecell/sandbox";
+import type { SandboxPool, SandboxRun, SettleOutcome } from "@codecell/sandbox";
 import type { ClaimedRun, RunScope, SnapshotStore } from "@codecell/snapshot-store";
 import { driveSegment, ReadyQueue, type SegmentEnd } from "./drive-segment.js";
+import { explainGuestFailure } from "./guest-failure-hints.js";
 import { buildGuestSurface } from "./guest-surface.js";
 import { InflightCalls } from "./inflight-calls.js";
 import { EXEC_TOOL_NAME, WAIT_TOOL_NAME } from "./model-surface.js";
@@ -221,7 +222,10 @@ export class ActiveRun implements PreparedRun {
   #finishControl(control: ReturnType<TrajectoryRecorder["start"]>, result: CodeModeResult): CodeModeResult {
     const { engine } = this;
     engine.countResult(result);
-    if (result.status === "waiting") control.codeModeRunId = result.runId;
+    if (result.status === "waiting") {
+      control.codeModeRunId = result.runId;
+      if (result.yieldReason !== undefined) control.yieldReason = result.yieldReason;
+    }
     engine.trajectory.end(
       control,
       result.status,
@@ -270,6 +274,10 @@ export class ActiveRun implements PreparedRun {
     inflight.attach((requestId, outcome, toolId) => ready.push(requestId, outcome, toolId));
     engine.inflight.set(runKey, inflight);
     const end = await driveSegment(run, ready, signal).finally(segment.release);
+    // A bare QuickJS TypeError gets the expression it is about (the JavaScript cell is what ran as is).
+    if (end.type === "failed" && end.code === undefined && language === "javascript") {
+      end.message = await explainGuestFailure(end.message, code, this.#surface).catch(() => end.message);
+    }
     return this.#settleSegment(end, {
       runKey,
       inflight,
@@ -301,10 +309,14 @@ export class ActiveRun implements PreparedRun {
     const yieldIds = new Set<string>();
     // Results owed to the guest: yields continue now, settled calls go in, running ones follow.
     for (const requestId of hostState.yieldRequestIds) ready.push(requestId, { ok: true, value: null });
+    // Calls running in another process that shares the store (another gateway replica).
+    const elsewhere: string[] = [];
     for (const pending of claim.pendingCalls) {
       const outcome = pending.outcome ?? inflight.take(pending.callId);
       if (outcome) ready.push(pending.callId, outcome);
-      else if (!inflight.get(pending.callId)) {
+      else if (inflight.get(pending.callId)) continue;
+      else if (store.sharesOutcomes) elsewhere.push(pending.callId);
+      else {
         ready.push(pending.callId, {
           ok: false,
           error: {
@@ -316,6 +328,21 @@ export class ActiveRun implements PreparedRun {
       }
     }
     inflight.attach((requestId, outcome, toolId) => ready.push(requestId, outcome, toolId));
+    // Their outcomes arrive as the replica running them records them (or as "interrupted" once its
+    // lease is gone); this segment delivers them like local ones until its deadline.
+    let stopWatching: (() => Promise<void>) | null = null;
+    if (elsewhere.length > 0) {
+      const toolIds = new Map(claim.pendingCalls.map((pending) => [pending.callId, pending.toolId]));
+      try {
+        stopWatching = await store.watchOutcomes(claim.runId, elsewhere, (callId, outcome) =>
+          ready.push(callId, outcome as SettleOutcome, toolIds.get(callId)),
+        );
+      } catch (error) {
+        inflight.detach();
+        await store.release(claim).catch(() => {});
+        return this.#failure(error, telemetry, startedAt);
+      }
+    }
     const segment = this.#segment(call);
     const { signal } = segment;
     const parent = {
@@ -338,10 +365,13 @@ export class ActiveRun implements PreparedRun {
       });
     } catch (error) {
       segment.release();
+      await stopWatching?.();
       await store.finish(claim, "failed").catch(() => {});
       return this.#failure(error, telemetry, startedAt);
     }
     const end = await driveSegment(run, ready, signal).finally(segment.release);
+    // An outcome recorded after this stays in the store, and the next claim reads it from there.
+    await stopWatching?.();
     return this.#settleSegment(end, { runKey, inflight, ready, yieldIds, telemetry, startedAt, claim, call });
   }
 
@@ -490,14 +520,19 @@ export class ActiveRun implements PreparedRun {
         const call = inflight.get(request.requestId);
         const left = undelivered.get(request.requestId);
         const outcome = call?.outcome ?? left?.outcome;
+        // Still owed by the process that ran it before (another replica): kept as the store had it.
+        const owed = claim?.pendingCalls.find((pending) => pending.callId === request.requestId);
         return {
           callId: request.requestId,
-          toolId: call?.toolId ?? left?.toolId ?? request.kind,
-          startedAt: call?.startedAt ?? new Date().toISOString(),
+          toolId: call?.toolId ?? left?.toolId ?? owed?.toolId ?? request.kind,
+          startedAt: call?.startedAt ?? owed?.startedAt ?? new Date().toISOString(),
           ...(outcome ? { outcome: outcome as never } : {}),
         };
       });
-    const yieldRequestIds = end.pending.filter((request) => request.kind === "yield").map((r) => r.requestId);
+    const yields = end.pending.filter((request) => request.kind === "yield");
+    const yieldRequestIds = yields.map((request) => request.requestId);
+    // The guest's own words for the pause; bounded, since guest code chooses them.
+    const yieldReason = yields.map((request) => request.reason).find((reason) => reason !== undefined);
     const hostState: RunHostState = { runKey: state.runKey, yieldRequestIds };
     telemetry.durationMs = Date.now() - state.startedAt;
     const payload = {
@@ -528,6 +563,9 @@ export class ActiveRun implements PreparedRun {
       status: "waiting",
       runId,
       reason: end.reason,
+      ...(end.reason === "yield" && yieldReason !== undefined
+        ? { yieldReason: yieldReason.slice(0, 500) }
+        : {}),
       ...(pendingCalls.length
         ? {
             pendingToolCalls: pendingCalls.map(({ callId, toolId, startedAt }) => ({
