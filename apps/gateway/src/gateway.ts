@@ -233,7 +233,9 @@ export class Gateway implements SessionHost {
           approvals,
           signal: call.signal,
           note: call.note,
-          runKey: `${sessionId}/${call.parent.codeModeRunId}`,
+          progress: call.progress,
+          // The run belongs to its owner (context.sessionId), whichever MCP session continues it.
+          runKey: `${call.context.sessionId}/${call.parent.codeModeRunId}`,
         }),
       mcpRequest: (request) => this.#mcpRequest(request),
     };
@@ -258,10 +260,17 @@ export class Gateway implements SessionHost {
         const plugin = this.plugins.find((candidate) => candidate.plugin.id === tool.owner);
         const pluginTool = plugin?.tool(tool.name);
         if (!pluginTool) break;
-        return pluginTool.execute(input, { signal, sessionId: request.sessionId });
+        return pluginTool.execute(input, {
+          signal,
+          sessionId: request.sessionId,
+          progress: (update) => request.progress?.(update),
+        });
       }
       case "mcp":
-        return this.connector.callTool(tool.owner, tool.name, input ?? {}, { signal });
+        return this.connector.callTool(tool.owner, tool.name, input ?? {}, {
+          signal,
+          ...(request.progress ? { onProgress: request.progress } : {}),
+        });
       default:
         break;
     }

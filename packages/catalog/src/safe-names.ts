@@ -3,6 +3,7 @@ import {
   INTERNAL_NAME_PREFIX,
   JAVASCRIPT_RESERVED_WORDS,
 } from "@codecell/contract";
+import { aliasNamesFor } from "./name-aliases.js";
 
 /**
  * Convenience names: `tools.<safeName>(input)` in the guest. A name is offered only when it is a plain
@@ -57,11 +58,12 @@ export function isBlockedConvenienceName(name: string): boolean {
 
 /**
  * The unique safe names of the given tools, in their order. Two tools that normalize to the same name
- * both lose it (the guest calls them by id), so a collision never silently picks a winner.
+ * both lose it (the guest calls them by id), so a collision never silently picks a winner. Each name
+ * carries its unambiguous case and separator variants (`readFile` for `read_file`) as `aliases`.
  */
 export function convenienceNamesFor(
   tools: ReadonlyArray<{ id: string; name: string }>,
-): Array<{ name: string; toolId: string }> {
+): Array<{ name: string; toolId: string; aliases?: string[] }> {
   const owners = new Map<string, string[]>();
   for (const tool of tools) {
     const safe = normalizeToolName(tool.name);
@@ -69,9 +71,18 @@ export function convenienceNamesFor(
     if (ids === undefined) owners.set(safe, [tool.id]);
     else ids.push(tool.id);
   }
-  const names: Array<{ name: string; toolId: string }> = [];
+  const names: Array<{ name: string; toolId: string; aliases?: string[] }> = [];
   for (const [name, ids] of owners) {
     if (ids.length === 1 && !isBlockedConvenienceName(name)) names.push({ name, toolId: ids[0]! });
+  }
+  const offered = new Set(names.map((entry) => entry.name));
+  const aliases = aliasNamesFor(
+    [...owners.keys()].map((name) => ({ name, isMember: offered.has(name) })),
+    [...owners.keys()],
+  );
+  for (const entry of names) {
+    const usable = (aliases.get(entry.name) ?? []).filter((alias) => !isBlockedConvenienceName(alias));
+    if (usable.length > 0) entry.aliases = usable;
   }
   return names;
 }

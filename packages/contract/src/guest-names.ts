@@ -13,7 +13,12 @@ export const GUEST_GLOBAL_NAMES = [
   "text",
   "json",
   "yield_control",
+  "console",
 ] as const;
+
+/** The `console` methods a cell may call; each appends a text output item that keeps its level. */
+export const CONSOLE_LEVELS = ["log", "info", "warn", "error", "debug"] as const;
+export type ConsoleLevel = (typeof CONSOLE_LEVELS)[number];
 
 /** The prefix reserved for the prelude's private names; no guest-visible name may start with it. */
 export const INTERNAL_NAME_PREFIX = "__codecell";

@@ -12,7 +12,7 @@ import type { NamespaceRuntime } from "@codecell/namespaces";
 import type { SettleOutcome } from "@codecell/sandbox";
 import { recordNestedToolId } from "./run-telemetry.js";
 import type { TrajectoryRecorder } from "./trajectory.js";
-import type { NestedCallVia, RunContext, ToolExecutor } from "./types.js";
+import type { NestedCallVia, RunContext, RunProgress, ToolExecutor } from "./types.js";
 
 /** What a host request needs from the prepared run that is answering it. */
 export type RequestScope = {
@@ -25,7 +25,13 @@ export type RequestScope = {
   redactInput: (toolId: string, input: JsonValue) => JsonValue;
 };
 
-export type RequestParent = { toolCallId: string; tool: "exec" | "wait"; codeModeRunId: string };
+export type RequestParent = {
+  toolCallId: string;
+  tool: "exec" | "wait";
+  codeModeRunId: string;
+  /** Where nested tools' progress goes while the parent call runs. */
+  progress?: (event: RunProgress) => void;
+};
 
 /**
  * A request that became work on the host: either answered at once from the catalog (search, describe,
@@ -214,10 +220,11 @@ function runNestedCall(
         tool: catalogTool.tool,
         input,
         via,
-        parent,
+        parent: { toolCallId: parent.toolCallId, tool: parent.tool, codeModeRunId: parent.codeModeRunId },
         context: scope.context,
         signal,
         note: (text) => scope.trajectory.note(entry, text),
+        progress: (update) => parent.progress?.({ kind: "tool", toolId, callId: requestId, ...update }),
       });
       scope.trajectory.end(entry, "completed");
       return { ok: true, value };

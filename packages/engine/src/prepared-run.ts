@@ -20,7 +20,7 @@ import { driveSegment, ReadyQueue, type SegmentEnd } from "./drive-segment.js";
 import { buildGuestSurface } from "./guest-surface.js";
 import { InflightCalls } from "./inflight-calls.js";
 import { EXEC_TOOL_NAME, WAIT_TOOL_NAME } from "./model-surface.js";
-import { type RequestScope, startHostRequest } from "./nested-calls.js";
+import { type RequestParent, type RequestScope, startHostRequest } from "./nested-calls.js";
 import { countLimitFailure, newRunTelemetry } from "./run-telemetry.js";
 import type { TrajectoryRecorder } from "./trajectory.js";
 import type {
@@ -30,6 +30,7 @@ import type {
   ModelTool,
   PreparedRun,
   PrepareRunOptions,
+  RunProgress,
 } from "./types.js";
 
 /** Engine-owned JSON kept with a suspended run in the store. */
@@ -74,8 +75,17 @@ function randomKey(): string {
   return crypto.randomUUID();
 }
 
-/** One exec or wait segment's abort signal and the nested calls it started that are still running. */
-type Segment = { signal: AbortSignal; calls: Set<AbortController>; release(): void };
+/**
+ * One exec or wait segment: its abort signal, the nested calls it started that are still running, and
+ * its progress sink with the counts it reports.
+ */
+type Segment = {
+  signal: AbortSignal;
+  calls: Set<AbortController>;
+  release(): void;
+  progress?: (event: RunProgress) => void;
+  counts: { started: number; settled: number };
+};
 
 export class ActiveRun implements PreparedRun {
   readonly active = true;
@@ -236,9 +246,9 @@ export class ActiveRun implements PreparedRun {
     const inflight = new InflightCalls(this.options.context.sessionId);
     const ready = new ReadyQueue();
     const yieldIds = new Set<string>();
-    const parent = { toolCallId, tool: "exec" as const, codeModeRunId: runKey };
     const segment = this.#segment(call);
     const { signal } = segment;
+    const parent = { toolCallId, tool: "exec" as const, codeModeRunId: runKey, progress: segment.progress };
     let run: SandboxRun;
     try {
       run = engine.pool.run({
@@ -289,7 +299,6 @@ export class ActiveRun implements PreparedRun {
     }
     const ready = new ReadyQueue();
     const yieldIds = new Set<string>();
-    const parent = { toolCallId: call.toolCallId, tool: "wait" as const, codeModeRunId: claim.runId };
     // Results owed to the guest: yields continue now, settled calls go in, running ones follow.
     for (const requestId of hostState.yieldRequestIds) ready.push(requestId, { ok: true, value: null });
     for (const pending of claim.pendingCalls) {
@@ -309,6 +318,12 @@ export class ActiveRun implements PreparedRun {
     inflight.attach((requestId, outcome, toolId) => ready.push(requestId, outcome, toolId));
     const segment = this.#segment(call);
     const { signal } = segment;
+    const parent = {
+      toolCallId: call.toolCallId,
+      tool: "wait" as const,
+      codeModeRunId: claim.runId,
+      progress: segment.progress,
+    };
     let run: SandboxRun;
     try {
       run = engine.pool.restore({
@@ -356,12 +371,27 @@ export class ActiveRun implements PreparedRun {
       if (source.aborted) controller.abort();
       else source.addEventListener("abort", onAbort, { once: true });
     }
+    let open = true;
+    const listener = call.onProgress;
     return {
       signal: controller.signal,
       calls,
+      counts: { started: 0, settled: 0 },
       release: () => {
+        open = false;
         for (const source of sources) source.removeEventListener("abort", onAbort);
       },
+      // Progress reaches the host only while this call runs; a listener that throws cannot break the run.
+      ...(listener
+        ? {
+            progress: (event: RunProgress) => {
+              if (!open) return;
+              try {
+                listener(event);
+              } catch {}
+            },
+          }
+        : {}),
     };
   }
 
@@ -380,7 +410,7 @@ export class ActiveRun implements PreparedRun {
     inflight: InflightCalls,
     ready: ReadyQueue,
     yieldIds: Set<string>,
-    parent: { toolCallId: string; tool: "exec" | "wait"; codeModeRunId: string },
+    parent: RequestParent,
     telemetry: CodeModeTelemetry,
     segment: Segment,
   ): void {
@@ -402,6 +432,15 @@ export class ActiveRun implements PreparedRun {
       return;
     }
     inflight.add(request.requestId, started.toolId, controller, outcome);
+    if (segment.progress) {
+      const { counts } = segment;
+      counts.started++;
+      segment.progress({ kind: "calls", ...counts, pending: counts.started - counts.settled });
+      void outcome.then(() => {
+        counts.settled++;
+        segment.progress?.({ kind: "calls", ...counts, pending: counts.started - counts.settled });
+      });
+    }
   }
 
   async #settleSegment(

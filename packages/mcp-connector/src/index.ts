@@ -6,6 +6,7 @@ export {
   type McpConnector,
   type McpConnectorDiagnostic,
   type McpConnectorOptions,
+  type McpLogMessage,
   type McpPromptListing,
   type McpResourceListing,
   type McpServerStatus,

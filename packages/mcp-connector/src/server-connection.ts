@@ -3,8 +3,14 @@ import type { McpToolDefinition } from "@codecell/mcp-declarations";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { ErrorCode, McpError, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import {
+  ErrorCode,
+  LoggingMessageNotificationSchema,
+  McpError,
+  ToolListChangedNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 import { isStdioConfig, type McpServerConfig } from "./config.js";
+import type { McpLogMessage } from "./connector.js";
 
 export type ConnectionSettings = {
   clientName: string;
@@ -35,6 +41,8 @@ export class ServerConnection {
   transportKind: "stdio" | "streamable-http" | "sse" | undefined;
   lastError: string | undefined;
   private stderrTail = "";
+  /** Hears the server's log messages (`notifications/message`). */
+  onLog: ((message: McpLogMessage) => void) | undefined;
   private transport: Transport | undefined;
   private connecting: Promise<void> | undefined;
   private failures = 0;
@@ -119,6 +127,14 @@ export class ServerConnection {
       this.instructions = client.getInstructions();
       this.offersResources = capabilities.resources !== undefined;
       this.offersPrompts = capabilities.prompts !== undefined;
+      client.setNotificationHandler(LoggingMessageNotificationSchema, async ({ params }) => {
+        this.onLog?.({
+          server: this.id,
+          level: params.level,
+          ...(params.logger !== undefined ? { logger: params.logger } : {}),
+          data: params.data,
+        });
+      });
       client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
         await this.refreshTools().catch((error: unknown) => {
           this.lastError = `tools/list after list_changed failed: ${describeError(error)}`;
