@@ -137,8 +137,13 @@ async function serve(args: string[]): Promise<number | undefined> {
       `codecell: serving MCP over stdio (config: ${config.file}, session "${values.session}")\n`,
     );
     onStopSignal(() => gateway.close());
-    await serveStdio(gateway, values.session);
+    const end = await serveStdio(gateway, values.session);
     await gateway.close();
+    if (!end.expected) {
+      // Exit 0 would tell a supervisor the client hung up; a broken stream is a failure to report.
+      process.stderr.write(`codecell: the stdio connection failed: ${end.reason}\n`);
+      process.exit(EXIT.internal);
+    }
     process.exit(EXIT.ok);
   }
   const http = await httpTransport.serveHttp(gateway, {

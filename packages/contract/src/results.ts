@@ -76,6 +76,8 @@ export const codeModeWaitingResultSchema = z.object({
   status: z.literal("waiting"),
   runId: z.string(),
   reason: z.enum(["pending_tools", "yield"]),
+  /** What the guest passed to `yield_control(reason)` (at most 500 characters). */
+  yieldReason: z.string().optional(),
   pendingToolCalls: z.array(codeModePendingToolCallSchema).optional(),
   output: outputList,
   telemetry: codeModeTelemetrySchema,

@@ -45,6 +45,23 @@ function failure(error: unknown, fallbackCode: "nested_tool_failed" | "invalid_i
   return { ok: false, error: { ...data, code: data.code ?? fallbackCode } };
 }
 
+/**
+ * A nested tool's failure as the guest sees it. Codes belong to the runtime: whatever a tool throws
+ * (a `CodeModeError` with any code included) becomes `nested_tool_failed` with the tool's message, so a
+ * tool cannot pass for a limit or inject a code. Only a call the run itself cancelled is `aborted`.
+ */
+function toolFailure(
+  what: string,
+  error: unknown,
+  signal: AbortSignal,
+): Extract<SettleOutcome, { ok: false }> {
+  const { name, message } = toErrorData(error);
+  if (signal.aborted) {
+    return { ok: false, error: { name, message: `${what} was cancelled: ${message}`, code: "aborted" } };
+  }
+  return { ok: false, error: { name, message: `${what} failed: ${message}`, code: "nested_tool_failed" } };
+}
+
 const answered = (compute: () => unknown): StartedRequest => {
   try {
     return { toolId: null, outcome: Promise.resolve({ ok: true, value: compute() }) };
@@ -178,7 +195,7 @@ function startMcpRequest(
       return { ok: true, value };
     },
     (error): SettleOutcome => {
-      const settled = failure(error, "nested_tool_failed") as Extract<SettleOutcome, { ok: false }>;
+      const settled = toolFailure(`MCP ${op} of "${server.name}"`, error, signal);
       scope.trajectory.end(entry, "failed", { code: settled.error.code, error: settled.error.message });
       return settled;
     },
@@ -230,10 +247,7 @@ function runNestedCall(
       return { ok: true, value };
     } catch (error) {
       telemetry.nested.failedCalls++;
-      const settled = failure(error, "nested_tool_failed") as Extract<SettleOutcome, { ok: false }>;
-      if (!CodeModeError.is(error)) {
-        settled.error.message = `Tool ${toolId} failed: ${settled.error.message}`;
-      }
+      const settled = toolFailure(`Tool ${toolId}`, error, signal);
       scope.trajectory.end(entry, "failed", { code: settled.error.code, error: settled.error.message });
       return settled;
     }

@@ -17,6 +17,7 @@ import type { NamespaceRuntime } from "@codecell/namespaces";
 import type { SandboxPool, SandboxRun } from "@codecell/sandbox";
 import type { ClaimedRun, RunScope, SnapshotStore } from "@codecell/snapshot-store";
 import { driveSegment, ReadyQueue, type SegmentEnd } from "./drive-segment.js";
+import { explainGuestFailure } from "./guest-failure-hints.js";
 import { buildGuestSurface } from "./guest-surface.js";
 import { InflightCalls } from "./inflight-calls.js";
 import { EXEC_TOOL_NAME, WAIT_TOOL_NAME } from "./model-surface.js";
@@ -221,7 +222,10 @@ export class ActiveRun implements PreparedRun {
   #finishControl(control: ReturnType<TrajectoryRecorder["start"]>, result: CodeModeResult): CodeModeResult {
     const { engine } = this;
     engine.countResult(result);
-    if (result.status === "waiting") control.codeModeRunId = result.runId;
+    if (result.status === "waiting") {
+      control.codeModeRunId = result.runId;
+      if (result.yieldReason !== undefined) control.yieldReason = result.yieldReason;
+    }
     engine.trajectory.end(
       control,
       result.status,
@@ -270,6 +274,10 @@ export class ActiveRun implements PreparedRun {
     inflight.attach((requestId, outcome, toolId) => ready.push(requestId, outcome, toolId));
     engine.inflight.set(runKey, inflight);
     const end = await driveSegment(run, ready, signal).finally(segment.release);
+    // A bare QuickJS TypeError gets the expression it is about (the JavaScript cell is what ran as is).
+    if (end.type === "failed" && end.code === undefined && language === "javascript") {
+      end.message = await explainGuestFailure(end.message, code, this.#surface).catch(() => end.message);
+    }
     return this.#settleSegment(end, {
       runKey,
       inflight,
@@ -497,7 +505,10 @@ export class ActiveRun implements PreparedRun {
           ...(outcome ? { outcome: outcome as never } : {}),
         };
       });
-    const yieldRequestIds = end.pending.filter((request) => request.kind === "yield").map((r) => r.requestId);
+    const yields = end.pending.filter((request) => request.kind === "yield");
+    const yieldRequestIds = yields.map((request) => request.requestId);
+    // The guest's own words for the pause; bounded, since guest code chooses them.
+    const yieldReason = yields.map((request) => request.reason).find((reason) => reason !== undefined);
     const hostState: RunHostState = { runKey: state.runKey, yieldRequestIds };
     telemetry.durationMs = Date.now() - state.startedAt;
     const payload = {
@@ -528,6 +539,9 @@ export class ActiveRun implements PreparedRun {
       status: "waiting",
       runId,
       reason: end.reason,
+      ...(end.reason === "yield" && yieldReason !== undefined
+        ? { yieldReason: yieldReason.slice(0, 500) }
+        : {}),
       ...(pendingCalls.length
         ? {
             pendingToolCalls: pendingCalls.map(({ callId, toolId, startedAt }) => ({

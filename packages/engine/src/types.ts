@@ -71,7 +71,8 @@ export type McpServerRequest = {
 /**
  * The host's normal tool path: policy, approvals, `before_tool_call` hooks, streaming, audit. Code mode
  * never runs a tool itself; every nested call goes through here. Throwing fails the nested call (the
- * guest sees a catchable error); a `CodeModeError` keeps its code, anything else is `nested_tool_failed`.
+ * guest sees a catchable error) with code `nested_tool_failed` and the thrown message, whatever the error's
+ * own code: codes are the runtime's (`aborted` when the run cancelled the call).
  */
 export interface ToolExecutor {
   callTool(call: NestedToolCall): Promise<unknown>;

@@ -217,3 +217,45 @@ describe("API paths without the mcp/ prefix", () => {
     );
   });
 });
+
+describe("errors that name the expression and the fix", () => {
+  it.each([
+    [
+      "a typo in a tool",
+      'return await tools.read_files({ path: "a.txt" })',
+      'TypeError: tools.read_files is not a function (line 1, column 14). There is no tool "read_files". Closest: tools.read_file.',
+    ],
+    [
+      "a typo in an MCP tool",
+      "return await MCP.memory.readGraphs({})",
+      'TypeError: MCP.memory.readGraphs is not a function (line 1, column 24). MCP server "memory" has no tool "readGraphs". Closest: MCP.memory.readGraph. Its signatures: API.read("mcp/memory.d.ts").',
+    ],
+    [
+      "a typo in an MCP server",
+      "return await MCP.memroy.readGraph({})",
+      'TypeError: MCP.memroy is undefined or null, so reading .readGraph fails (line 1, column 14). There is no MCP server "memroy". Closest: MCP.memory.',
+    ],
+    [
+      "an MCP tool called under tools",
+      "return await tools.read_graph({})",
+      "It is an MCP tool: call MCP.memory.readGraph.",
+    ],
+    [
+      "a method missing on a tool result",
+      'const t = await tools.read_file({ path: "a.txt" });\nreturn t.split("\\n")',
+      "TypeError: t.split is not a function (line 2, column",
+    ],
+    [
+      "a property chain through undefined",
+      'const r = await tools.read_file({ path: "a.txt" });\nreturn r.body.lines.length',
+      "TypeError: r.body is undefined or null, so reading .lines fails (line 2, column",
+    ],
+  ])("%s", async (_name, code, expected) => {
+    expect(failedWith(await exec(code))).toContain(expected);
+  });
+
+  it("names nothing when the place could mean two expressions", async () => {
+    const error = failedWith(await exec("const a = {}; return a.x.x.x"));
+    expect(error).toBe("TypeError: cannot read property 'x' of undefined (line 1, column 22)");
+  });
+});

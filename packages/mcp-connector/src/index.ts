@@ -11,3 +11,9 @@ export {
   type McpResourceListing,
   type McpServerStatus,
 } from "./connector.js";
+export {
+  idAtEnd,
+  MAX_DOWNSTREAM_DEPTH,
+  MAX_DOWNSTREAM_MESSAGE_BYTES,
+  scanJsonLine,
+} from "./guarded-read-buffer.js";

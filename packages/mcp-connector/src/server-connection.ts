@@ -11,6 +11,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { isStdioConfig, type McpServerConfig } from "./config.js";
 import type { McpLogMessage } from "./connector.js";
+import { guardStdioTransport } from "./guarded-read-buffer.js";
 
 export type ConnectionSettings = {
   clientName: string;
@@ -173,6 +174,7 @@ export class ServerConnection {
         ...(config.cwd !== undefined ? { cwd: config.cwd } : {}),
         stderr: "pipe",
       });
+      guardStdioTransport(transport);
       transport.stderr?.on("data", (chunk: Buffer) => {
         this.stderrTail = (this.stderrTail + chunk.toString("utf8")).slice(-this.settings.stderrTailChars);
       });
