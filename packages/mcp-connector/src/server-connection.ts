@@ -1,9 +1,7 @@
 import { CodeModeError } from "@codecell/contract";
 import type { McpToolDefinition } from "@codecell/mcp-declarations";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
-import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import {
   ErrorCode,
@@ -60,7 +58,8 @@ export class ServerConnection {
   ) {}
 
   get pid(): number | undefined {
-    return this.transport instanceof StdioClientTransport ? (this.transport.pid ?? undefined) : undefined;
+    if (this.transportKind !== "stdio") return undefined;
+    return (this.transport as StdioClientTransport | undefined)?.pid ?? undefined;
   }
 
   /** The last lines the server wrote to stderr, for failure messages. */
@@ -160,9 +159,14 @@ export class ServerConnection {
     }
   }
 
+  // Each client transport is imported when a server first needs it: a gateway with no (or only local)
+  // downstream servers does not load the HTTP and SSE clients on its way to the first tools/list.
   private async openClient(): Promise<Client> {
     const config = this.config;
     if (isStdioConfig(config)) {
+      const { getDefaultEnvironment, StdioClientTransport } = await import(
+        "@modelcontextprotocol/sdk/client/stdio.js"
+      );
       const transport = new StdioClientTransport({
         command: config.command,
         args: config.args ?? [],
@@ -182,6 +186,9 @@ export class ServerConnection {
     if (config.transport !== "sse") {
       try {
         this.transportKind = "streamable-http";
+        const { StreamableHTTPClientTransport } = await import(
+          "@modelcontextprotocol/sdk/client/streamableHttp.js"
+        );
         return await this.attach(new StreamableHTTPClientTransport(url, requestInit ? { requestInit } : {}));
       } catch (error) {
         if (config.transport === "streamable-http") throw error;
@@ -189,6 +196,7 @@ export class ServerConnection {
       }
     }
     this.transportKind = "sse";
+    const { SSEClientTransport } = await import("@modelcontextprotocol/sdk/client/sse.js");
     return this.attach(new SSEClientTransport(url, requestInit ? { requestInit } : {}));
   }
 
