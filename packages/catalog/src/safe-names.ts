@@ -2,6 +2,7 @@ import {
   GUEST_GLOBAL_NAMES as CODE_MODE_GUEST_GLOBALS,
   INTERNAL_NAME_PREFIX,
   JAVASCRIPT_RESERVED_WORDS,
+  OBJECT_BEHAVIOUR_NAMES,
 } from "@codecell/contract";
 import { aliasNamesFor } from "./name-aliases.js";
 
@@ -17,33 +18,15 @@ const ACCESSOR_WORDS = ["get", "set"];
 /** The guest's own globals; a tool must never be reachable under one of these names. */
 export const GUEST_GLOBAL_NAMES: readonly string[] = [...CODE_MODE_GUEST_GLOBALS, "globalThis"];
 
-// The catalog helpers on `tools`, and names that would change how `tools` behaves as an object:
-// `then` would make `await tools` treat it as a promise, the rest are Object.prototype members.
-const TOOLS_OBJECT_NAMES = [
-  "search",
-  "describe",
-  "call",
-  "then",
-  "constructor",
-  "prototype",
-  "__proto__",
-  "toString",
-  "toLocaleString",
-  "valueOf",
-  "hasOwnProperty",
-  "isPrototypeOf",
-  "propertyIsEnumerable",
-  "__defineGetter__",
-  "__defineSetter__",
-  "__lookupGetter__",
-  "__lookupSetter__",
-];
+// The catalog helpers on `tools`; the shared object-behaviour names are added below.
+const TOOLS_HELPER_NAMES = ["search", "describe", "call"];
 
 const blocked: ReadonlySet<string> = new Set([
   ...JAVASCRIPT_RESERVED_WORDS,
   ...ACCESSOR_WORDS,
   ...GUEST_GLOBAL_NAMES,
-  ...TOOLS_OBJECT_NAMES,
+  ...TOOLS_HELPER_NAMES,
+  ...OBJECT_BEHAVIOUR_NAMES,
 ]);
 
 /** A tool name as a JS identifier: every other character becomes `_`, and a leading digit gets a `_`. */

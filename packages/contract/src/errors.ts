@@ -9,6 +9,7 @@ export {
   GUEST_GLOBAL_NAMES,
   INTERNAL_NAME_PREFIX,
   JAVASCRIPT_RESERVED_WORDS,
+  OBJECT_BEHAVIOUR_NAMES,
 } from "./guest-names.js";
 export type { JsonObject, JsonValue } from "./json.js";
 export { CODE_MODE_LANGUAGES, type CodeModeLanguage } from "./languages.js";

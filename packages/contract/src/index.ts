@@ -27,6 +27,7 @@ export {
   GUEST_GLOBAL_NAMES,
   INTERNAL_NAME_PREFIX,
   JAVASCRIPT_RESERVED_WORDS,
+  OBJECT_BEHAVIOUR_NAMES,
 } from "./guest-names.js";
 export {
   type CodeModeExecInput,

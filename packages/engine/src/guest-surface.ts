@@ -1,5 +1,6 @@
 import type { GuestSurface } from "@codecell/bridge";
 import { aliasNamesFor, type ToolCatalog } from "@codecell/catalog";
+import { OBJECT_BEHAVIOUR_NAMES } from "@codecell/contract";
 import {
   type McpDeclarations,
   type McpServerDescription,
@@ -31,21 +32,6 @@ export function renderVisibleDeclarations(
   return renderMcpDeclarations(visibleMcpServers(servers, catalog));
 }
 
-// Names an alias must never take on a guest object: they would change how it behaves as an object.
-const OBJECT_MEMBER_NAMES = [
-  "then",
-  "constructor",
-  "prototype",
-  "__proto__",
-  "toString",
-  "toLocaleString",
-  "valueOf",
-  "toJSON",
-  "hasOwnProperty",
-  "isPrototypeOf",
-  "propertyIsEnumerable",
-];
-
 /** The JSON the sandbox prelude turns into the guest globals of one run. */
 export function buildGuestSurface(
   catalog: ToolCatalog,
@@ -54,7 +40,7 @@ export function buildGuestSurface(
 ): GuestSurface {
   const serverAliases = aliasNamesFor(
     declarations.servers.map((server) => ({ name: server.identifier, originalNames: [server.name] })),
-    OBJECT_MEMBER_NAMES,
+    OBJECT_BEHAVIOUR_NAMES,
   );
   return {
     allTools: [...catalog.guestEntries],
@@ -63,7 +49,7 @@ export function buildGuestSurface(
       // MCP.<server> answers to each tool's name as the server's own docs spell it, and its variants.
       const toolAliases = aliasNamesFor(
         server.tools.map((tool) => ({ name: tool.identifier, originalNames: [tool.name] })),
-        [...RESERVED_TOOL_IDENTIFIERS, ...OBJECT_MEMBER_NAMES],
+        [...RESERVED_TOOL_IDENTIFIERS, ...OBJECT_BEHAVIOUR_NAMES],
       );
       const aliases = serverAliases.get(server.identifier);
       return {
