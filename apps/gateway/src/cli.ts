@@ -10,7 +10,6 @@ import { DEFAULT_CONFIG_FILE, type GatewayConfig, loadGatewayConfig } from "./co
 import { EXIT } from "./exit-codes.js";
 import { Gateway } from "./gateway.js";
 import { ListenError, listenHttp } from "./http-listen.js";
-import { checkHttpExposure, serveHttp } from "./http-transport.js";
 import { catalogView } from "./mcp-front.js";
 import { serveStdio } from "./stdio-transport.js";
 import { GATEWAY_VERSION } from "./version.js";
@@ -122,24 +121,36 @@ async function serve(args: string[]): Promise<number | undefined> {
   if (httpPort === undefined)
     for (const method of ["log", "info", "debug"] as const) console[method] = console.error;
   const config = loadConfigOrExit(values.config);
+  // The HTTP transport (its server framework and session store) loads only when serving HTTP: over
+  // stdio it is dead weight on the way to the first tools/list.
+  const httpTransport = httpPort === undefined ? undefined : await import("./http-transport.js");
   // Before anything starts: a reachable bind without tokens is refused outright.
-  if (httpPort !== undefined) checkHttpExposure(values.host, config.http);
+  httpTransport?.checkHttpExposure(values.host, config.http);
   // The port is bound before any downstream server starts, so a taken port costs a second, not a startup.
   const bound = httpPort === undefined ? undefined : await listenHttp(parsePort(httpPort), values.host);
   const gateway = await startGateway(config).catch((error: unknown) => {
     bound?.server.close();
     throw error;
   });
-  if (httpPort === undefined) {
+  if (httpPort === undefined || httpTransport === undefined) {
     process.stderr.write(
       `codecell: serving MCP over stdio (config: ${config.file}, session "${values.session}")\n`,
     );
     onStopSignal(() => gateway.close());
-    await serveStdio(gateway, values.session);
+    const end = await serveStdio(gateway, values.session);
     await gateway.close();
+    if (!end.expected) {
+      // Exit 0 would tell a supervisor the client hung up; a broken stream is a failure to report.
+      process.stderr.write(`codecell: the stdio connection failed: ${end.reason}\n`);
+      process.exit(EXIT.internal);
+    }
     process.exit(EXIT.ok);
   }
-  const http = await serveHttp(gateway, { port: parsePort(httpPort), host: values.host, bound });
+  const http = await httpTransport.serveHttp(gateway, {
+    port: parsePort(httpPort),
+    host: values.host,
+    bound,
+  });
   onStopSignal(async () => {
     await http.close();
     await gateway.close();

@@ -15,6 +15,8 @@ import {
   loadSnapshotKey,
   MemorySnapshotBackend,
   openSnapshotStore,
+  RedisSnapshotBackend,
+  type SnapshotBackend,
   type SnapshotStore,
   SqliteSnapshotBackend,
 } from "@codecell/snapshot-store";
@@ -35,6 +37,23 @@ export type GatewayOptions = {
 };
 
 export type { ToolCallRequest } from "./session-host.js";
+
+/** The store's backend as the config names it. */
+function snapshotBackend(spec: GatewayConfig["snapshotStore"]): SnapshotBackend {
+  switch (spec.kind) {
+    case "sqlite":
+      return new SqliteSnapshotBackend({ path: spec.path });
+    case "redis":
+      return new RedisSnapshotBackend({
+        url: spec.url,
+        secret: spec.secret,
+        ...(spec.keyPrefix !== undefined ? { keyPrefix: spec.keyPrefix } : {}),
+        ...(spec.replicaLeaseMs !== undefined ? { replicaLeaseMs: spec.replicaLeaseMs } : {}),
+      });
+    case "memory":
+      return new MemorySnapshotBackend();
+  }
+}
 
 function toolIdOf(tool: HostTool): string {
   return `${tool.source}:${tool.owner}:${tool.name}`;
@@ -93,18 +112,21 @@ export class Gateway implements SessionHost {
     const log = options.log ?? ((line: string) => process.stderr.write(`codecell: ${line}\n`));
     // Snapshots are always signed (HMAC-SHA-256): a durable store's key comes from the config or a
     // 0600 key file generated beside it, so whoever can write the store file alone cannot forge a run.
+    // On Redis the config's secret is required, and every replica signs with it, so any replica can
+    // restore a snapshot another one took.
+    const spec = config.snapshotStore;
     const snapshotSecret = loadSnapshotKey(
-      config.snapshotStore.kind === "memory"
+      spec.kind === "memory"
         ? { kind: "ephemeral" }
-        : config.snapshotStore.secret
-          ? { kind: "secret", secret: config.snapshotStore.secret }
-          : { kind: "keyFile", path: keyFileFor(config.snapshotStore.path) },
+        : spec.kind === "redis" || spec.secret
+          ? { kind: "secret", secret: spec.secret as string }
+          : { kind: "keyFile", path: keyFileFor(spec.path) },
     );
     const store = await openSnapshotStore({
-      backend:
-        config.snapshotStore.kind === "sqlite"
-          ? new SqliteSnapshotBackend({ path: config.snapshotStore.path })
-          : new MemorySnapshotBackend(),
+      backend: snapshotBackend(config.snapshotStore),
+      ...(config.snapshotStore.maxLiveRuns !== undefined
+        ? { maxLiveRuns: config.snapshotStore.maxLiveRuns }
+        : {}),
       maxSnapshotBytes: config.codeMode.maxSnapshotBytes,
       snapshotTtlSeconds: config.codeMode.snapshotTtlSeconds,
     });
@@ -233,7 +255,9 @@ export class Gateway implements SessionHost {
           approvals,
           signal: call.signal,
           note: call.note,
-          runKey: `${sessionId}/${call.parent.codeModeRunId}`,
+          progress: call.progress,
+          // The run belongs to its owner (context.sessionId), whichever MCP session continues it.
+          runKey: `${call.context.sessionId}/${call.parent.codeModeRunId}`,
         }),
       mcpRequest: (request) => this.#mcpRequest(request),
     };
@@ -258,10 +282,17 @@ export class Gateway implements SessionHost {
         const plugin = this.plugins.find((candidate) => candidate.plugin.id === tool.owner);
         const pluginTool = plugin?.tool(tool.name);
         if (!pluginTool) break;
-        return pluginTool.execute(input, { signal, sessionId: request.sessionId });
+        return pluginTool.execute(input, {
+          signal,
+          sessionId: request.sessionId,
+          progress: (update) => request.progress?.(update),
+        });
       }
       case "mcp":
-        return this.connector.callTool(tool.owner, tool.name, input ?? {}, { signal });
+        return this.connector.callTool(tool.owner, tool.name, input ?? {}, {
+          signal,
+          ...(request.progress ? { onProgress: request.progress } : {}),
+        });
       default:
         break;
     }

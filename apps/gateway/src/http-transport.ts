@@ -81,6 +81,25 @@ function headerValue(req: IncomingMessage, name: string): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
+/** Request ids of a POSTed JSON-RPC message or batch (notifications and responses have none). */
+function requestIds(body: unknown): Array<string | number> {
+  const messages = Array.isArray(body) ? body : [body];
+  return messages.flatMap((message) => {
+    const { id, method } = (message ?? {}) as { id?: unknown; method?: unknown };
+    return typeof method === "string" && (typeof id === "string" || typeof id === "number") ? [id] : [];
+  });
+}
+
+function cancelRequests(transport: StreamableHTTPServerTransport, body: unknown, reason: string): void {
+  for (const requestId of requestIds(body)) {
+    transport.onmessage?.({
+      jsonrpc: "2.0",
+      method: "notifications/cancelled",
+      params: { requestId, reason },
+    });
+  }
+}
+
 /**
  * Refuses a bind that others can reach when nobody has to authenticate: a gateway runs code and writes
  * files, so beyond loopback it needs `http.tokens`.
@@ -133,6 +152,9 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
       res.once("close", () => {
         entry.open--;
         entry.lastSeen = Date.now();
+        // The client went away before its answer: cancel what it asked for, as if it had sent
+        // notifications/cancelled, so its runs and their nested calls stop.
+        if (!res.writableEnded) cancelRequests(entry.transport, body, "The HTTP client went away.");
       });
       await entry.transport.handleRequest(req, res, body);
       return;

@@ -8,9 +8,11 @@ import {
   McpError,
   ReadResourceRequestSchema,
   type RequestId,
+  SetLevelRequestSchema,
   type ToolAnnotations,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { ApprovalClient } from "./approvals.js";
+import { CallProgress, ClientLog, loggingLevelOf } from "./call-feedback.js";
 import type { Gateway } from "./gateway.js";
 import type { RunOwner } from "./run-owner.js";
 import type { GatewaySession } from "./session.js";
@@ -103,7 +105,7 @@ export function createSessionServer(
   const server = new Server(
     { name: "codecell", version: GATEWAY_VERSION },
     {
-      capabilities: { tools: { listChanged: true }, resources: {} },
+      capabilities: { tools: { listChanged: true }, resources: {}, logging: {} },
       instructions:
         "codecell runs JavaScript/TypeScript cells that call many tools. Use exec with code; if the result is waiting, call wait with its runId.",
     },
@@ -132,7 +134,22 @@ export function createSessionServer(
   const unsubscribe = gateway.onToolsChanged(() => {
     if (server.transport) void server.sendToolListChanged().catch(() => {});
   });
-  server.onclose = unsubscribe;
+  const log = new ClientLog();
+  const toSession = (notification: Parameters<Server["notification"]>[0]) =>
+    server.transport ? server.notification(notification) : Promise.resolve();
+  // Downstream servers' own log messages, under a logger per server.
+  const unsubscribeLogs = gateway.connector.onLog((message) => {
+    const logger = `mcp.${message.server}${message.logger ? `.${message.logger}` : ""}`;
+    log.log(toSession, loggingLevelOf(message.level), logger, message.data);
+  });
+  server.onclose = () => {
+    unsubscribe();
+    unsubscribeLogs();
+  };
+  server.setRequestHandler(SetLevelRequestSchema, (request) => {
+    log.setLevel(request.params.level);
+    return {};
+  });
   let session: GatewaySession | null = null;
   const current = () => {
     session ??= gateway.openSession(sessionIdOf(), approvals, ownerOf?.());
@@ -160,18 +177,48 @@ export function createSessionServer(
     const session = current();
     inFlight.push(extra.requestId);
     try {
-      if (session.run.active && (name === "exec" || name === "wait")) {
-        // The request's signal aborts on notifications/cancelled or when an HTTP client goes away.
-        const options = { signal: extra.signal };
-        return toCallToolResult(
-          name === "exec" ? await session.exec(input, options) : await session.wait(input, options),
-        );
-      }
+      // Progress and run events go on this request's own stream, so they arrive before its result.
+      const send = extra.sendNotification;
+      const token = request.params._meta?.progressToken;
+      const progress = token !== undefined ? new CallProgress(token, send) : null;
       try {
-        const { tool, value } = await session.callDirect(name, input as JsonValue, extra.signal);
-        return directResult(value, tool.source === "mcp");
-      } catch (error) {
-        return errorResult(error);
+        if (session.run.active && (name === "exec" || name === "wait")) {
+          log.log(send, "debug", "codecell.run", { event: `${name} started`, requestId: extra.requestId });
+          // The request's signal aborts on notifications/cancelled or when an HTTP client goes away.
+          const result =
+            name === "exec"
+              ? await session.exec(input, {
+                  signal: extra.signal,
+                  ...(progress ? { onProgress: progress.onProgress } : {}),
+                })
+              : await session.wait(input, {
+                  signal: extra.signal,
+                  ...(progress ? { onProgress: progress.onProgress } : {}),
+                });
+          log.log(send, result.status === "failed" ? "warning" : "info", "codecell.run", {
+            event: `${name} ${result.status}`,
+            ...(result.status === "waiting" ? { runId: result.runId } : {}),
+            ...(result.status === "failed" ? { code: result.code, error: result.error } : {}),
+            nestedCalls: result.telemetry.nested.calls,
+            durationMs: result.telemetry.durationMs,
+          });
+          return toCallToolResult(result);
+        }
+        try {
+          const { tool, value } = await session.callDirect(
+            name,
+            input as JsonValue,
+            extra.signal,
+            progress
+              ? (update) => progress.onProgress({ kind: "tool", toolId: name, callId: "direct", ...update })
+              : undefined,
+          );
+          return directResult(value, tool.source === "mcp");
+        } catch (error) {
+          return errorResult(error);
+        }
+      } finally {
+        progress?.stop();
       }
     } finally {
       const index = inFlight.indexOf(extra.requestId);

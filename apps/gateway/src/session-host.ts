@@ -1,5 +1,5 @@
 import type { HostTool, JsonValue } from "@codecell/contract";
-import type { PreparedRun, RunContext, TrajectoryExport } from "@codecell/engine";
+import type { PreparedRun, RunContext, ToolProgress, TrajectoryExport } from "@codecell/engine";
 import type { ApprovalClient } from "./approvals.js";
 
 /** Where one tool call runs, whichever way it was reached (nested in a cell, or directly). */
@@ -12,6 +12,8 @@ export type ToolCallRequest = {
   signal: AbortSignal;
   /** Records a decision (such as an approval) on the nested call's trajectory entry. */
   note?: (text: string) => void;
+  /** Hears the tool's progress: a downstream server's notifications, a plugin's updates. */
+  progress?: (update: ToolProgress) => void;
   /** The code-mode run a nested call belongs to (its write budget); absent for direct calls. */
   runKey?: string;
 };

@@ -1,8 +1,11 @@
 import { CodeModeError, type CodeModeResult, type HostTool, type JsonValue } from "@codecell/contract";
-import type { ModelTool, PreparedRun, TrajectoryExport } from "@codecell/engine";
+import type { ModelTool, PreparedRun, RunProgress, ToolProgress, TrajectoryExport } from "@codecell/engine";
 import type { ApprovalClient } from "./approvals.js";
 import { ownerContext, type RunOwner } from "./run-owner.js";
 import type { SessionHost } from "./session-host.js";
+
+/** How a client's exec or wait request reaches the run: its cancellation and its progress listener. */
+export type ControlOptions = { signal?: AbortSignal; onProgress?: (event: RunProgress) => void };
 
 /**
  * One MCP session of one run owner. The runs it starts belong to the owner (principal and
@@ -70,19 +73,21 @@ export class GatewaySession {
     return signal ? AbortSignal.any([signal, this.#abort.signal]) : this.#abort.signal;
   }
 
-  async exec(input: unknown, options: { signal?: AbortSignal } = {}): Promise<CodeModeResult> {
+  async exec(input: unknown, options: ControlOptions = {}): Promise<CodeModeResult> {
     const result = await this.run.exec(input, {
       toolCallId: this.#nextToolCallId(),
       signal: this.#signal(options.signal),
+      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     });
     if (result.status === "waiting") this.#waiting.add(result.runId);
     return result;
   }
 
-  async wait(input: unknown, options: { signal?: AbortSignal } = {}): Promise<CodeModeResult> {
+  async wait(input: unknown, options: ControlOptions = {}): Promise<CodeModeResult> {
     const result = await this.run.wait(input, {
       toolCallId: this.#nextToolCallId(),
       signal: this.#signal(options.signal),
+      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     });
     const runId = (input as { runId?: unknown } | null)?.runId;
     if (typeof runId === "string" && result.status !== "waiting") this.#waiting.delete(runId);
@@ -99,6 +104,7 @@ export class GatewaySession {
     name: string,
     input: JsonValue,
     signal: AbortSignal,
+    progress?: (update: ToolProgress) => void,
   ): Promise<{ tool: HostTool; value: unknown }> {
     void this.run; // prepares the run (and the passthrough names) if tools changed since
     const tool = this.#direct.get(name);
@@ -115,6 +121,7 @@ export class GatewaySession {
       sessionId: this.sessionId,
       approvals: this.#approvals,
       signal: this.#signal(signal),
+      ...(progress ? { progress } : {}),
     });
     return { tool, value };
   }

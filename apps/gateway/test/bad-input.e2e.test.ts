@@ -2,7 +2,7 @@ import { existsSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { baseConfig, makeSetup, runCli } from "./harness.js";
+import { APP_DIR, baseConfig, makeSetup, runCli } from "./harness.js";
 
 /** A config whose one downstream server leaves a file behind the moment it is started. */
 function configThatMarksStartup(): { configPath: string; marker: string } {
@@ -92,5 +92,21 @@ describe("codecell check on a config with errors and clamped limits", () => {
       "codecell: 1 problem in the config; nothing was started.",
       "",
     ]);
+  });
+});
+
+describe("codecell output meant for pipes", () => {
+  it("npx codecell from the clone prints only the result JSON on stdout", async () => {
+    const root = join(APP_DIR, "..", "..");
+    const { spawnSync } = await import("node:child_process");
+    const result = spawnSync("npx", ["--no", "codecell", "exec", "-"], {
+      cwd: root,
+      input: "return 6 * 7;",
+      encoding: "utf8",
+      timeout: 120_000,
+    });
+    expect(result.status, result.stderr).toBe(0);
+    // The whole of stdout parses: no package-manager banner before or after the JSON.
+    expect(JSON.parse(result.stdout)).toMatchObject({ status: "completed", value: 42 });
   });
 });

@@ -19,7 +19,7 @@ describe("codecell check", () => {
           pkg: { package: "@modelcontextprotocol/not-installed-anywhere" },
           secret: { url: "http://127.0.0.1:1/mcp", headers: { authorization: "Bearer \${CODECELL_TEST_UNSET_TOKEN}" } },
         },
-        snapshotStore: { kind: "redis" },
+        snapshotStore: { kind: "postgres" },
         extra: true,
       }`,
     );
@@ -38,7 +38,7 @@ describe("codecell check", () => {
       ["mcpServers.remote.url", /got "ftp:\/\/example\.com"/],
       ["mcpServers.pkg.package", /not installed/],
       ["mcpServers.secret.headers.authorization", /CODECELL_TEST_UNSET_TOKEN, which is not set/],
-      ["snapshotStore.kind", /"memory" or "sqlite"/],
+      ["snapshotStore.kind", /got "postgres".*"memory", "sqlite" or "redis"/],
       ["extra", /unknown key/],
     ];
     for (const [path, message] of expected) {

@@ -219,6 +219,29 @@ describe.skipIf(skip)("the playground in headless Chromium", () => {
     expect(await page.getByTestId("panel-trajectory").isVisible()).toBe(true);
   });
 
+  it("shows no scrollbar in the inspector's tab strip", async () => {
+    for (const width of [1280, 420]) {
+      await page.setViewportSize({ width, height: 800 });
+      const strip = await page.locator(".tabs").evaluate((node) => {
+        const element = node as HTMLElement;
+        const style = getComputedStyle(element);
+        return {
+          // A vertical scrollbar takes width out of the box: offsetWidth minus borders minus clientWidth.
+          verticalScrollbar:
+            element.offsetWidth -
+            element.clientWidth -
+            Number.parseFloat(style.borderLeftWidth) -
+            Number.parseFloat(style.borderRightWidth),
+          // With room for every tab, nothing overflows at all (no scrollbar either way).
+          overflow: element.scrollHeight - element.clientHeight + (element.scrollWidth - element.clientWidth),
+        };
+      });
+      expect(strip.verticalScrollbar, `vertical scrollbar at ${width} px`).toBe(0);
+      if (width === 1280) expect(strip.overflow, "overflow at 1280 px").toBe(0);
+    }
+    await page.setViewportSize({ width: 1280, height: 800 });
+  });
+
   it("fits a narrow window: one column, no horizontal scrolling", async () => {
     await page.setViewportSize({ width: 420, height: 800 });
     await page.getByTestId("examples").selectOption("search-then-call");

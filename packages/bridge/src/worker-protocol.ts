@@ -1,17 +1,22 @@
 // Type-only: sandbox workers load this module on start-up, so it must not pull in the contract's zod.
 import type { CodeModeLanguage, JsonValue, ToolCatalogEntry } from "@codecell/contract";
+import { CONSOLE_LEVELS } from "@codecell/contract/errors";
 
 /** The JSON surface the engine builds and the trusted prelude installs as guest globals. */
 export type GuestSurface = {
   allTools: ToolCatalogEntry[];
-  toolFunctions: Array<{ name: string; toolId: string }>;
+  /** `aliases`: other spellings that answer too (non-enumerable), computed once per run. */
+  toolFunctions: Array<{ name: string; toolId: string; aliases?: string[] }>;
   mcpServers: Array<{
     identifier: string;
-    tools: Array<{ identifier: string; toolId: string }>;
+    aliases?: string[];
+    tools: Array<{ identifier: string; toolId: string; aliases?: string[] }>;
     resources: boolean;
     prompts: boolean;
   }>;
   apiFiles: Array<{ path: string; description: string; content: string }>;
+  /** Short spellings of API paths (`memory.d.ts`, `memory`) to every path each can mean. */
+  apiShortPaths?: Record<string, string[]>;
   /** Scope JSON; a `{"$codecellCall": "<path>"}` marker becomes an async function. */
   namespaces: Array<{ namespaceId: string; globalName: string; scope: JsonValue }>;
 };
@@ -124,7 +129,10 @@ const isLimits: Check = (value) =>
 
 export const isOutput: Check = (value) =>
   isRecord(value) &&
-  ((value.type === "text" && isString(value.text)) || (value.type === "json" && "value" in value));
+  ((value.type === "text" &&
+    isString(value.text) &&
+    (value.level === undefined || (CONSOLE_LEVELS as readonly unknown[]).includes(value.level))) ||
+    (value.type === "json" && "value" in value));
 
 const requestBodyChecks: Record<HostRequestKind, Record<string, Check>> = {
   search: {

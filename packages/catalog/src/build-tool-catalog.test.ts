@@ -92,7 +92,9 @@ describe("control tools", () => {
     const catalog = buildToolCatalog([hostTool("core", "host", "exec")]);
     expect(catalog.resolve("core:host:exec").id).toBe("core:host:exec");
     expect(catalog.guestEntries.map((entry) => entry.id)).toEqual(["core:host:exec"]);
-    expect(catalog.convenienceNames).toEqual([{ name: "exec", toolId: "core:host:exec" }]);
+    expect(catalog.convenienceNames).toEqual([
+      { name: "exec", toolId: "core:host:exec", aliases: ["Exec", "EXEC"] },
+    ]);
   });
 });
 

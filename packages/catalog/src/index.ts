@@ -1,4 +1,5 @@
 export { buildToolCatalog } from "./build-tool-catalog.js";
+export { type AliasTarget, aliasNamesFor, nameKey } from "./name-aliases.js";
 export { GUEST_GLOBAL_NAMES, isBlockedConvenienceName, normalizeToolName } from "./safe-names.js";
 export type {
   CatalogSearchOptions,

@@ -24,9 +24,29 @@ describe("convenience names", () => {
 
   it("offers a unique safe name per guest-visible tool", () => {
     expect(names([hostTool("core", "host", "web_search"), hostTool("plugin", "calc", "get-sum")])).toEqual([
-      { name: "web_search", toolId: "core:host:web_search" },
-      { name: "get_sum", toolId: "plugin:calc:get-sum" },
+      {
+        name: "web_search",
+        toolId: "core:host:web_search",
+        aliases: ["webSearch", "WebSearch", "websearch", "WEB_SEARCH"],
+      },
+      { name: "get_sum", toolId: "plugin:calc:get-sum", aliases: ["getSum", "GetSum", "getsum", "GET_SUM"] },
     ]);
+  });
+
+  it("gives no alias a spelling that another tool has or could mean", () => {
+    const catalog = buildToolCatalog([
+      hostTool("core", "host", "getItem"),
+      hostTool("core", "host", "get_item"),
+      hostTool("core", "host", "list_items"),
+      hostTool("core", "host", "search_files"),
+    ]);
+    const aliases = Object.fromEntries(catalog.convenienceNames.map((entry) => [entry.name, entry.aliases]));
+    expect(aliases).toEqual({
+      getItem: undefined,
+      get_item: undefined,
+      list_items: ["listItems", "ListItems", "listitems", "LIST_ITEMS"],
+      search_files: ["searchFiles", "SearchFiles", "searchfiles", "SEARCH_FILES"],
+    });
   });
 
   it.each([
@@ -75,6 +95,12 @@ describe("convenience names", () => {
       hostTool("mcp", "github", "create_issue"),
       hostTool("plugin", "gh", "create_issue"),
     ]);
-    expect(catalog.convenienceNames).toEqual([{ name: "create_issue", toolId: "plugin:gh:create_issue" }]);
+    expect(catalog.convenienceNames).toEqual([
+      {
+        name: "create_issue",
+        toolId: "plugin:gh:create_issue",
+        aliases: ["createIssue", "CreateIssue", "createissue", "CREATE_ISSUE"],
+      },
+    ]);
   });
 });

@@ -33,7 +33,7 @@ export interface ToolCatalog {
   /** Tools marked `directOnly`: passed to the model as they are, never catalogued. */
   readonly directOnly: readonly HostTool[];
   /** `tools.<name>` shortcuts for guest-visible tools whose safe name is unique and not reserved. */
-  readonly convenienceNames: ReadonlyArray<{ name: string; toolId: string }>;
+  readonly convenienceNames: ReadonlyArray<{ name: string; toolId: string; aliases?: string[] }>;
   /** Catalogued tools per source. */
   readonly countsBySource: Readonly<Record<ToolSource, number>>;
   /** Ranked search over name, label, description and id; an empty query lists entries in catalog order. */

@@ -3,7 +3,14 @@
 // Everything here is also exported from the main entry.
 export { CodeModeError, type CodeModeErrorData } from "./code-mode-error.js";
 export { CODE_MODE_ERROR_CODES, type CodeModeErrorCode, isCodeModeErrorCode } from "./error-codes.js";
-export { GUEST_GLOBAL_NAMES, INTERNAL_NAME_PREFIX, JAVASCRIPT_RESERVED_WORDS } from "./guest-names.js";
+export {
+  CONSOLE_LEVELS,
+  type ConsoleLevel,
+  GUEST_GLOBAL_NAMES,
+  INTERNAL_NAME_PREFIX,
+  JAVASCRIPT_RESERVED_WORDS,
+  OBJECT_BEHAVIOUR_NAMES,
+} from "./guest-names.js";
 export type { JsonObject, JsonValue } from "./json.js";
 export { CODE_MODE_LANGUAGES, type CodeModeLanguage } from "./languages.js";
 export { closestMatches, editDistance } from "./suggestions.js";

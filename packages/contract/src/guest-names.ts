@@ -13,10 +13,38 @@ export const GUEST_GLOBAL_NAMES = [
   "text",
   "json",
   "yield_control",
+  "console",
 ] as const;
+
+/** The `console` methods a cell may call; each appends a text output item that keeps its level. */
+export const CONSOLE_LEVELS = ["log", "info", "warn", "error", "debug"] as const;
+export type ConsoleLevel = (typeof CONSOLE_LEVELS)[number];
 
 /** The prefix reserved for the prelude's private names; no guest-visible name may start with it. */
 export const INTERNAL_NAME_PREFIX = "__codecell";
+
+/**
+ * Members that change how an object behaves when a guest object gets them as own properties: `then`
+ * makes `await x` treat it as a promise, `toJSON` changes what `JSON.stringify` writes, and the rest are
+ * `Object.prototype` members. No tool shortcut or alias may take one of these names.
+ */
+export const OBJECT_BEHAVIOUR_NAMES = [
+  "then",
+  "constructor",
+  "prototype",
+  "__proto__",
+  "toString",
+  "toLocaleString",
+  "valueOf",
+  "toJSON",
+  "hasOwnProperty",
+  "isPrototypeOf",
+  "propertyIsEnumerable",
+  "__defineGetter__",
+  "__defineSetter__",
+  "__lookupGetter__",
+  "__lookupSetter__",
+] as const;
 
 /** ECMAScript reserved words (strict mode and contextual ones too) and the value-like globals. */
 export const JAVASCRIPT_RESERVED_WORDS = [

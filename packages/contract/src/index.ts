@@ -21,7 +21,14 @@ export {
   resolveCodeModeConfig,
 } from "./config.js";
 export { CODE_MODE_ERROR_CODES, type CodeModeErrorCode, isCodeModeErrorCode } from "./error-codes.js";
-export { GUEST_GLOBAL_NAMES, INTERNAL_NAME_PREFIX, JAVASCRIPT_RESERVED_WORDS } from "./guest-names.js";
+export {
+  CONSOLE_LEVELS,
+  type ConsoleLevel,
+  GUEST_GLOBAL_NAMES,
+  INTERNAL_NAME_PREFIX,
+  JAVASCRIPT_RESERVED_WORDS,
+  OBJECT_BEHAVIOUR_NAMES,
+} from "./guest-names.js";
 export {
   type CodeModeExecInput,
   type CodeModeWaitInput,

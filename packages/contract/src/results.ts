@@ -1,12 +1,18 @@
 import { z } from "zod";
 import { TOOL_SOURCES } from "./catalog.js";
 import { CODE_MODE_ERROR_CODES } from "./error-codes.js";
+import { CONSOLE_LEVELS } from "./guest-names.js";
 
 export const codeModeOutputSchema = z.discriminatedUnion("type", [
-  z.object({ type: z.literal("text"), text: z.string() }),
+  z.object({
+    type: z.literal("text"),
+    text: z.string(),
+    /** Set when the text came from `console.<level>(...)`; absent for `text()`. */
+    level: z.enum(CONSOLE_LEVELS).optional(),
+  }),
   z.object({ type: z.literal("json"), value: z.unknown() }),
 ]);
-/** One output item, in the order the guest produced it with `text()` or `json()`. */
+/** One output item, in the order the guest produced it with `text()`, `json()` or `console.*`. */
 export type CodeModeOutput = z.infer<typeof codeModeOutputSchema>;
 
 export const SNAPSHOT_EVENTS = ["stored", "resumed", "expired", "aborted", "deleted", "refused"] as const;
@@ -70,6 +76,8 @@ export const codeModeWaitingResultSchema = z.object({
   status: z.literal("waiting"),
   runId: z.string(),
   reason: z.enum(["pending_tools", "yield"]),
+  /** What the guest passed to `yield_control(reason)` (at most 500 characters). */
+  yieldReason: z.string().optional(),
   pendingToolCalls: z.array(codeModePendingToolCallSchema).optional(),
   output: outputList,
   telemetry: codeModeTelemetrySchema,

@@ -89,9 +89,12 @@ export class CodeModeEngine {
   /** Decides code mode for one agent run (the spec's activation order) and returns its surface. */
   prepareRun(options: PrepareRunOptions): PreparedRun {
     this.stats.runsPrepared++;
-    const passthrough = (reason: "disabled" | "no_tools"): PreparedRun => {
-      this.#debug?.(`activation: ${reason}; ${options.tools.length} tools passed through unchanged`);
-      return inactiveRun(reason, options.tools.map(toModelTool));
+    const passthrough = (
+      reason: "disabled" | "no_tools",
+      tools: readonly PrepareRunOptions["tools"][number][] = options.tools,
+    ): PreparedRun => {
+      this.#debug?.(`activation: ${reason}; ${tools.length} tools passed through unchanged`);
+      return inactiveRun(reason, tools.map(toModelTool));
     };
     if (!this.config.enabled) return passthrough("disabled");
     const noTools =
@@ -105,6 +108,10 @@ export class CodeModeEngine {
       searchDefaultLimit: this.config.searchDefaultLimit,
       maxSearchLimit: this.config.maxSearchLimit,
     });
+    // Activation needs tools that are active for the run after policy: `deny: ["*"]` or an allow list
+    // that matches nothing leaves no catalog, and exec/wait over nothing would only mislead the model.
+    // What policy left (directOnly tools, if any) passes through.
+    if (catalog.entries.length === 0) return passthrough("no_tools", catalog.directOnly);
     const declarations = renderVisibleDeclarations(options.mcpServers ?? [], catalog);
     const namespaces = createCodeModeNamespaceRuntime(
       {

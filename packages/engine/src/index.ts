@@ -25,5 +25,7 @@ export type {
   PreparedRun,
   PrepareRunOptions,
   RunContext,
+  RunProgress,
   ToolExecutor,
+  ToolProgress,
 } from "./types.js";

@@ -18,8 +18,8 @@ export function execDescription(parts: ExecDescriptionParts): string {
   const lines = [
     `Run a short ${parts.typescript ? 'JavaScript or TypeScript (language:"typescript") ' : "JavaScript "}program in a sandbox to use tools. The code is an async function body: await works, and \`return\` gives the result (JSON).`,
     "Inside the code:",
-    "- ALL_TOOLS: [{id, name, description, source}] for every tool.",
-    "- await tools.search(query, {limit}) ranks tools; await tools.describe(id) gives the input schema; await tools.call(id, input) runs one; tools.<name>(input) is a shortcut for unique names.",
+    `- ALL_TOOLS: [{id, name, description, source}] for every tool${parts.mcpServers.length > 0 ? " except MCP tools (those are only under MCP)" : ""}.`,
+    "- await tools.search(query, {limit}) ranks those tools; await tools.describe(id) gives the input schema; await tools.call(id, input) runs one; tools.<name>(input) is a shortcut for unique names.",
   ];
   if (parts.mcpServers.length > 0) {
     lines.push(
@@ -37,9 +37,21 @@ export function execDescription(parts: ExecDescriptionParts): string {
 export const WAIT_DESCRIPTION =
   'Continue a code-mode run whose exec or wait result had status "waiting": pass its runId. Returns the same result shape as exec.';
 
+/** The exec input schema offers only the languages the config enables. */
+function execInputSchemaFor(parts: ExecDescriptionParts): unknown {
+  if (parts.typescript) return execInputJsonSchema;
+  const schema = structuredClone(execInputJsonSchema) as unknown as {
+    properties: { code: { description: string }; language: { enum: string[]; description: string } };
+  };
+  schema.properties.code.description = "The JavaScript cell to run.";
+  schema.properties.language.enum = ["javascript"];
+  schema.properties.language.description = 'The cell language: only "javascript" is enabled.';
+  return schema;
+}
+
 export function codeModeModelTools(parts: ExecDescriptionParts): ModelTool[] {
   return [
-    { name: EXEC_TOOL_NAME, description: execDescription(parts), inputSchema: execInputJsonSchema },
+    { name: EXEC_TOOL_NAME, description: execDescription(parts), inputSchema: execInputSchemaFor(parts) },
     { name: WAIT_TOOL_NAME, description: WAIT_DESCRIPTION, inputSchema: waitInputJsonSchema },
   ];
 }

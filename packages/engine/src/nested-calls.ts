@@ -12,7 +12,7 @@ import type { NamespaceRuntime } from "@codecell/namespaces";
 import type { SettleOutcome } from "@codecell/sandbox";
 import { recordNestedToolId } from "./run-telemetry.js";
 import type { TrajectoryRecorder } from "./trajectory.js";
-import type { NestedCallVia, RunContext, ToolExecutor } from "./types.js";
+import type { NestedCallVia, RunContext, RunProgress, ToolExecutor } from "./types.js";
 
 /** What a host request needs from the prepared run that is answering it. */
 export type RequestScope = {
@@ -25,7 +25,13 @@ export type RequestScope = {
   redactInput: (toolId: string, input: JsonValue) => JsonValue;
 };
 
-export type RequestParent = { toolCallId: string; tool: "exec" | "wait"; codeModeRunId: string };
+export type RequestParent = {
+  toolCallId: string;
+  tool: "exec" | "wait";
+  codeModeRunId: string;
+  /** Where nested tools' progress goes while the parent call runs. */
+  progress?: (event: RunProgress) => void;
+};
 
 /**
  * A request that became work on the host: either answered at once from the catalog (search, describe,
@@ -37,6 +43,23 @@ function failure(error: unknown, fallbackCode: "nested_tool_failed" | "invalid_i
   if (CodeModeError.is(error)) return { ok: false, error: error.toData() };
   const data: CodeModeErrorData = toErrorData(error);
   return { ok: false, error: { ...data, code: data.code ?? fallbackCode } };
+}
+
+/**
+ * A nested tool's failure as the guest sees it. Codes belong to the runtime: whatever a tool throws
+ * (a `CodeModeError` with any code included) becomes `nested_tool_failed` with the tool's message, so a
+ * tool cannot pass for a limit or inject a code. Only a call the run itself cancelled is `aborted`.
+ */
+function toolFailure(
+  what: string,
+  error: unknown,
+  signal: AbortSignal,
+): Extract<SettleOutcome, { ok: false }> {
+  const { name, message } = toErrorData(error);
+  if (signal.aborted) {
+    return { ok: false, error: { name, message: `${what} was cancelled: ${message}`, code: "aborted" } };
+  }
+  return { ok: false, error: { name, message: `${what} failed: ${message}`, code: "nested_tool_failed" } };
 }
 
 const answered = (compute: () => unknown): StartedRequest => {
@@ -172,7 +195,7 @@ function startMcpRequest(
       return { ok: true, value };
     },
     (error): SettleOutcome => {
-      const settled = failure(error, "nested_tool_failed") as Extract<SettleOutcome, { ok: false }>;
+      const settled = toolFailure(`MCP ${op} of "${server.name}"`, error, signal);
       scope.trajectory.end(entry, "failed", { code: settled.error.code, error: settled.error.message });
       return settled;
     },
@@ -214,19 +237,17 @@ function runNestedCall(
         tool: catalogTool.tool,
         input,
         via,
-        parent,
+        parent: { toolCallId: parent.toolCallId, tool: parent.tool, codeModeRunId: parent.codeModeRunId },
         context: scope.context,
         signal,
         note: (text) => scope.trajectory.note(entry, text),
+        progress: (update) => parent.progress?.({ kind: "tool", toolId, callId: requestId, ...update }),
       });
       scope.trajectory.end(entry, "completed");
       return { ok: true, value };
     } catch (error) {
       telemetry.nested.failedCalls++;
-      const settled = failure(error, "nested_tool_failed") as Extract<SettleOutcome, { ok: false }>;
-      if (!CodeModeError.is(error)) {
-        settled.error.message = `Tool ${toolId} failed: ${settled.error.message}`;
-      }
+      const settled = toolFailure(`Tool ${toolId}`, error, signal);
       scope.trajectory.end(entry, "failed", { code: settled.error.code, error: settled.error.message });
       return settled;
     }

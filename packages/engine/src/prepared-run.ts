@@ -14,13 +14,14 @@ import {
 } from "@codecell/contract";
 import type { McpDeclarations } from "@codecell/mcp-declarations";
 import type { NamespaceRuntime } from "@codecell/namespaces";
-import type { SandboxPool, SandboxRun } from "@codecell/sandbox";
+import type { SandboxPool, SandboxRun, SettleOutcome } from "@codecell/sandbox";
 import type { ClaimedRun, RunScope, SnapshotStore } from "@codecell/snapshot-store";
 import { driveSegment, ReadyQueue, type SegmentEnd } from "./drive-segment.js";
+import { explainGuestFailure } from "./guest-failure-hints.js";
 import { buildGuestSurface } from "./guest-surface.js";
 import { InflightCalls } from "./inflight-calls.js";
 import { EXEC_TOOL_NAME, WAIT_TOOL_NAME } from "./model-surface.js";
-import { type RequestScope, startHostRequest } from "./nested-calls.js";
+import { type RequestParent, type RequestScope, startHostRequest } from "./nested-calls.js";
 import { countLimitFailure, newRunTelemetry } from "./run-telemetry.js";
 import type { TrajectoryRecorder } from "./trajectory.js";
 import type {
@@ -30,6 +31,7 @@ import type {
   ModelTool,
   PreparedRun,
   PrepareRunOptions,
+  RunProgress,
 } from "./types.js";
 
 /** Engine-owned JSON kept with a suspended run in the store. */
@@ -74,8 +76,17 @@ function randomKey(): string {
   return crypto.randomUUID();
 }
 
-/** One exec or wait segment's abort signal and the nested calls it started that are still running. */
-type Segment = { signal: AbortSignal; calls: Set<AbortController>; release(): void };
+/**
+ * One exec or wait segment: its abort signal, the nested calls it started that are still running, and
+ * its progress sink with the counts it reports.
+ */
+type Segment = {
+  signal: AbortSignal;
+  calls: Set<AbortController>;
+  release(): void;
+  progress?: (event: RunProgress) => void;
+  counts: { started: number; settled: number };
+};
 
 export class ActiveRun implements PreparedRun {
   readonly active = true;
@@ -211,7 +222,10 @@ export class ActiveRun implements PreparedRun {
   #finishControl(control: ReturnType<TrajectoryRecorder["start"]>, result: CodeModeResult): CodeModeResult {
     const { engine } = this;
     engine.countResult(result);
-    if (result.status === "waiting") control.codeModeRunId = result.runId;
+    if (result.status === "waiting") {
+      control.codeModeRunId = result.runId;
+      if (result.yieldReason !== undefined) control.yieldReason = result.yieldReason;
+    }
     engine.trajectory.end(
       control,
       result.status,
@@ -236,9 +250,9 @@ export class ActiveRun implements PreparedRun {
     const inflight = new InflightCalls(this.options.context.sessionId);
     const ready = new ReadyQueue();
     const yieldIds = new Set<string>();
-    const parent = { toolCallId, tool: "exec" as const, codeModeRunId: runKey };
     const segment = this.#segment(call);
     const { signal } = segment;
+    const parent = { toolCallId, tool: "exec" as const, codeModeRunId: runKey, progress: segment.progress };
     let run: SandboxRun;
     try {
       run = engine.pool.run({
@@ -262,6 +276,10 @@ export class ActiveRun implements PreparedRun {
     inflight.attach((requestId, outcome, toolId) => ready.push(requestId, outcome, toolId));
     engine.inflight.set(runKey, inflight);
     const end = await driveSegment(run, ready, signal).finally(segment.release);
+    // A bare QuickJS TypeError gets the expression it is about (the JavaScript cell is what ran as is).
+    if (end.type === "failed" && end.code === undefined && language === "javascript") {
+      end.message = await explainGuestFailure(end.message, code, this.#surface).catch(() => end.message);
+    }
     return this.#settleSegment(end, {
       runKey,
       inflight,
@@ -291,13 +309,16 @@ export class ActiveRun implements PreparedRun {
     }
     const ready = new ReadyQueue();
     const yieldIds = new Set<string>();
-    const parent = { toolCallId: call.toolCallId, tool: "wait" as const, codeModeRunId: claim.runId };
     // Results owed to the guest: yields continue now, settled calls go in, running ones follow.
     for (const requestId of hostState.yieldRequestIds) ready.push(requestId, { ok: true, value: null });
+    // Calls running in another process that shares the store (another gateway replica).
+    const elsewhere: string[] = [];
     for (const pending of claim.pendingCalls) {
       const outcome = pending.outcome ?? inflight.take(pending.callId);
       if (outcome) ready.push(pending.callId, outcome);
-      else if (!inflight.get(pending.callId)) {
+      else if (inflight.get(pending.callId)) continue;
+      else if (store.sharesOutcomes) elsewhere.push(pending.callId);
+      else {
         ready.push(pending.callId, {
           ok: false,
           error: {
@@ -309,8 +330,29 @@ export class ActiveRun implements PreparedRun {
       }
     }
     inflight.attach((requestId, outcome, toolId) => ready.push(requestId, outcome, toolId));
+    // Their outcomes arrive as the replica running them records them (or as "interrupted" once its
+    // lease is gone); this segment delivers them like local ones until its deadline.
+    let stopWatching: (() => Promise<void>) | null = null;
+    if (elsewhere.length > 0) {
+      const toolIds = new Map(claim.pendingCalls.map((pending) => [pending.callId, pending.toolId]));
+      try {
+        stopWatching = await store.watchOutcomes(claim.runId, elsewhere, (callId, outcome) =>
+          ready.push(callId, outcome as SettleOutcome, toolIds.get(callId)),
+        );
+      } catch (error) {
+        inflight.detach();
+        await store.release(claim).catch(() => {});
+        return this.#failure(error, telemetry, startedAt);
+      }
+    }
     const segment = this.#segment(call);
     const { signal } = segment;
+    const parent = {
+      toolCallId: call.toolCallId,
+      tool: "wait" as const,
+      codeModeRunId: claim.runId,
+      progress: segment.progress,
+    };
     let run: SandboxRun;
     try {
       run = engine.pool.restore({
@@ -327,10 +369,13 @@ export class ActiveRun implements PreparedRun {
       });
     } catch (error) {
       segment.release();
+      await stopWatching?.();
       await store.finish(claim, "failed").catch(() => {});
       return this.#failure(error, telemetry, startedAt);
     }
     const end = await driveSegment(run, ready, signal).finally(segment.release);
+    // An outcome recorded after this stays in the store, and the next claim reads it from there.
+    await stopWatching?.();
     return this.#settleSegment(end, { runKey, inflight, ready, yieldIds, telemetry, startedAt, claim, call });
   }
 
@@ -360,12 +405,27 @@ export class ActiveRun implements PreparedRun {
       if (source.aborted) controller.abort();
       else source.addEventListener("abort", onAbort, { once: true });
     }
+    let open = true;
+    const listener = call.onProgress;
     return {
       signal: controller.signal,
       calls,
+      counts: { started: 0, settled: 0 },
       release: () => {
+        open = false;
         for (const source of sources) source.removeEventListener("abort", onAbort);
       },
+      // Progress reaches the host only while this call runs; a listener that throws cannot break the run.
+      ...(listener
+        ? {
+            progress: (event: RunProgress) => {
+              if (!open) return;
+              try {
+                listener(event);
+              } catch {}
+            },
+          }
+        : {}),
     };
   }
 
@@ -384,7 +444,7 @@ export class ActiveRun implements PreparedRun {
     inflight: InflightCalls,
     ready: ReadyQueue,
     yieldIds: Set<string>,
-    parent: { toolCallId: string; tool: "exec" | "wait"; codeModeRunId: string },
+    parent: RequestParent,
     telemetry: CodeModeTelemetry,
     segment: Segment,
   ): void {
@@ -406,6 +466,15 @@ export class ActiveRun implements PreparedRun {
       return;
     }
     inflight.add(request.requestId, started.toolId, controller, outcome);
+    if (segment.progress) {
+      const { counts } = segment;
+      counts.started++;
+      segment.progress({ kind: "calls", ...counts, pending: counts.started - counts.settled });
+      void outcome.then(() => {
+        counts.settled++;
+        segment.progress?.({ kind: "calls", ...counts, pending: counts.started - counts.settled });
+      });
+    }
   }
 
   async #settleSegment(
@@ -455,14 +524,19 @@ export class ActiveRun implements PreparedRun {
         const call = inflight.get(request.requestId);
         const left = undelivered.get(request.requestId);
         const outcome = call?.outcome ?? left?.outcome;
+        // Still owed by the process that ran it before (another replica): kept as the store had it.
+        const owed = claim?.pendingCalls.find((pending) => pending.callId === request.requestId);
         return {
           callId: request.requestId,
-          toolId: call?.toolId ?? left?.toolId ?? request.kind,
-          startedAt: call?.startedAt ?? new Date().toISOString(),
+          toolId: call?.toolId ?? left?.toolId ?? owed?.toolId ?? request.kind,
+          startedAt: call?.startedAt ?? owed?.startedAt ?? new Date().toISOString(),
           ...(outcome ? { outcome: outcome as never } : {}),
         };
       });
-    const yieldRequestIds = end.pending.filter((request) => request.kind === "yield").map((r) => r.requestId);
+    const yields = end.pending.filter((request) => request.kind === "yield");
+    const yieldRequestIds = yields.map((request) => request.requestId);
+    // The guest's own words for the pause; bounded, since guest code chooses them.
+    const yieldReason = yields.map((request) => request.reason).find((reason) => reason !== undefined);
     const hostState: RunHostState = { runKey: state.runKey, yieldRequestIds };
     telemetry.durationMs = Date.now() - state.startedAt;
     const payload = {
@@ -493,6 +567,9 @@ export class ActiveRun implements PreparedRun {
       status: "waiting",
       runId,
       reason: end.reason,
+      ...(end.reason === "yield" && yieldReason !== undefined
+        ? { yieldReason: yieldReason.slice(0, 500) }
+        : {}),
       ...(pendingCalls.length
         ? {
             pendingToolCalls: pendingCalls.map(({ callId, toolId, startedAt }) => ({

@@ -18,6 +18,8 @@ export type TrajectoryEntry = {
   /** Redacted input (nested entries) or the cell's language (control entries). */
   input?: JsonValue;
   status: "running" | "completed" | "waiting" | "failed";
+  /** The guest's `yield_control(reason)` text, when a control call ended waiting on a yield. */
+  yieldReason?: string;
   code?: string;
   error?: string;
   /** Lines the host's executor added, such as an approval decision. */
@@ -36,6 +38,7 @@ const entrySchema = z.object({
   via: z.string().optional(),
   input: z.json().optional(),
   status: z.enum(["running", "completed", "waiting", "failed"]),
+  yieldReason: z.string().optional(),
   code: z.string().optional(),
   error: z.string().optional(),
   notes: z.array(z.string()).optional(),

@@ -28,6 +28,17 @@ export type RunContext = {
   signal?: AbortSignal;
 };
 
+/** Progress a nested tool reports while it runs: an MCP server's progress notification, a plugin's update. */
+export type ToolProgress = { progress: number; total?: number; message?: string };
+
+/**
+ * What the host hears while one exec or wait call runs ("streaming updates where available"): nested
+ * calls started and settled, and the progress nested tools report. Sent only while the call runs.
+ */
+export type RunProgress =
+  | { kind: "calls"; started: number; settled: number; pending: number }
+  | ({ kind: "tool"; toolId: string; callId: string } & ToolProgress);
+
 /** How guest code reached a nested tool (`tools.call` includes the `tools.<name>` shortcuts). */
 export type NestedCallVia = "tools.call" | "mcp" | "namespace";
 
@@ -45,6 +56,8 @@ export type NestedToolCall = {
   signal: AbortSignal;
   /** Adds a line to this call's trajectory entry, e.g. "approved by the user". */
   note(text: string): void;
+  /** Reports the tool's progress (a downstream server's notifications, a plugin's updates) to the host. */
+  progress(update: ToolProgress): void;
 };
 
 export type McpServerRequest = {
@@ -58,7 +71,8 @@ export type McpServerRequest = {
 /**
  * The host's normal tool path: policy, approvals, `before_tool_call` hooks, streaming, audit. Code mode
  * never runs a tool itself; every nested call goes through here. Throwing fails the nested call (the
- * guest sees a catchable error); a `CodeModeError` keeps its code, anything else is `nested_tool_failed`.
+ * guest sees a catchable error) with code `nested_tool_failed` and the thrown message, whatever the error's
+ * own code: codes are the runtime's (`aborted` when the run cancelled the call).
  */
 export interface ToolExecutor {
   callTool(call: NestedToolCall): Promise<unknown>;
@@ -92,6 +106,8 @@ export type ControlCall = {
    * `wait` is deleted. Nothing the cell would have done next happens.
    */
   signal?: AbortSignal;
+  /** Hears the call's progress while it runs (see `RunProgress`). */
+  onProgress?: (event: RunProgress) => void;
 };
 
 /** Metadata a host's hooks see for an outer exec call, so policy can tell it from a shell exec. */

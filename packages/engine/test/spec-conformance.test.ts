@@ -1,6 +1,6 @@
 // Points of the spec (shared seeds, "Code mode", German and Portuguese pages) that a first round
 // missed or bent, one describe per point. Each quotes the spec line it proves, translated.
-import type { CodeModeResult } from "@codecell/contract";
+import { CodeModeError, type CodeModeResult } from "@codecell/contract";
 import { afterAll, describe, expect, it } from "vitest";
 import { type CodeModeEngine, createCodeModeEngine } from "../src/index.js";
 import { context, hostTools, TestExecutor } from "./support.js";
@@ -80,5 +80,148 @@ describe('spec "Configuration": timeoutMs is the cell\'s own wall-clock time', (
     const engine = newEngine({ timeoutMs: 100 });
     const { exec } = setup(engine);
     expect(await exec("return 1")).toMatchObject({ status: "completed", value: 1 });
+  });
+});
+
+describe('spec "Error codes": nested_tool_failed when a nested tool fails', () => {
+  // Spec, section "Error codes" lists nested_tool_failed for a failed nested call; section "Security
+  // boundary": host errors become plain guest errors. Limit codes (timeout, memory, output, snapshot)
+  // are the runtime's: a tool that throws one must not pass for a limit.
+  class CodeThrowingExecutor extends TestExecutor {
+    override async callTool(call: Parameters<TestExecutor["callTool"]>[0]): Promise<unknown> {
+      if (call.tool.name === "fail_always") throw new CodeModeError("timeout", "the disk is slow today");
+      if (call.tool.name === "read_file") throw new CodeModeError("invalid_input", "no such file: a.txt");
+      return super.callTool(call);
+    }
+  }
+
+  it("turns a tool's own CodeModeError into nested_tool_failed with the tool's message", async () => {
+    const engine = newEngine();
+    const { exec } = setup(engine, { executor: new CodeThrowingExecutor() });
+    const caught = await exec(`
+      const seen = [];
+      for (const name of ["fail_always", "read_file"]) {
+        try { await tools[name]({ path: "a.txt" }); } catch (error) { seen.push([error.code, error.message]); }
+      }
+      return seen;
+    `);
+    expect(caught).toMatchObject({
+      status: "completed",
+      value: [
+        ["nested_tool_failed", "Tool core:host:fail_always failed: the disk is slow today"],
+        ["nested_tool_failed", "Tool core:host:read_file failed: no such file: a.txt"],
+      ],
+    });
+  });
+
+  it("fails an uncaught tool error as nested_tool_failed, never as the tool's limit code", async () => {
+    const engine = newEngine();
+    const { exec } = setup(engine, { executor: new CodeThrowingExecutor() });
+    const result = await exec("return await tools.fail_always({})");
+    expect(result).toMatchObject({ status: "failed", code: "nested_tool_failed" });
+    expect(result.telemetry.limitFailures.timeout).toBe(0);
+    const entry = engine.exportTrajectory().entries.find((item) => item.kind === "nested");
+    expect(entry).toMatchObject({ status: "failed", code: "nested_tool_failed" });
+  });
+});
+
+describe('spec "Guest runtime API": yield_control(reason)', () => {
+  // Spec, section "Guest runtime API": `declare function yield_control(reason?: string): Promise<void>`,
+  // and a waiting result with reason "yield" when the guest gives control back. The reason is the
+  // guest's message to the model and to whoever reads the transcript.
+  it("puts the reason in the waiting result and in the trajectory's control entry", async () => {
+    const engine = newEngine();
+    const { exec, wait } = setup(engine);
+    const first = await exec(`await yield_control("need the user's answer first"); return 2;`);
+    expect(first).toMatchObject({
+      status: "waiting",
+      reason: "yield",
+      yieldReason: "need the user's answer first",
+    });
+    const control = engine.exportTrajectory().entries.find((entry) => entry.kind === "control");
+    expect(control).toMatchObject({ status: "waiting", yieldReason: "need the user's answer first" });
+    expect(await wait(runIdOf(first))).toMatchObject({ status: "completed", value: 2 });
+  });
+
+  it("leaves yieldReason out when the guest gave none, and bounds a long one", async () => {
+    const engine = newEngine();
+    const { exec } = setup(engine);
+    const bare = await exec("await yield_control(); return 1;");
+    expect(bare).toMatchObject({ status: "waiting", reason: "yield" });
+    expect(bare).not.toHaveProperty("yieldReason");
+    const long = await exec(`await yield_control("x".repeat(5000)); return 1;`);
+    expect((long as { yieldReason: string }).yieldReason).toHaveLength(500);
+  });
+});
+
+describe('spec "Activation": only if tools are active for the run', () => {
+  // Spec, section "Activation": "If enabled and tools are active for the run, register the effective
+  // tools in the code-mode catalog"; runs with no tools (raw model calls, disableTools, an empty allow
+  // list) do not activate the code-mode surface. Policy applies first, so a policy that leaves nothing
+  // is such a run too.
+  it.each([
+    ["deny everything", { deny: ["*"] }],
+    ["an allow list that matches nothing", { allow: ["no_such_tool"] }],
+    ["an allow list of denied tools", { allow: ["read_file"], deny: ["read_file"] }],
+  ])("passes through with %s: no exec and wait over an empty catalog", async (_case, policy) => {
+    const engine = newEngine();
+    const { run } = setup(engine, policy);
+    expect(run.active).toBe(false);
+    expect(run.reason).toBe("no_tools");
+    expect(run.modelTools).toEqual([]);
+    await expect(run.exec({ code: "return 1" }, { toolCallId: "x" })).rejects.toMatchObject({
+      code: "invalid_input",
+    });
+  });
+
+  it("keeps what policy left visible when only directOnly tools remain", () => {
+    const engine = newEngine();
+    const { run } = setup(engine, { allow: ["message"] });
+    expect(run.active).toBe(false);
+    expect(run.modelTools.map((tool) => tool.name)).toEqual(["message"]);
+  });
+
+  it("activates as soon as one catalogued tool is left", () => {
+    const engine = newEngine();
+    const { run } = setup(engine, { allow: ["read_file"] });
+    expect(run.active).toBe(true);
+    expect(run.modelTools.map((tool) => tool.name)).toEqual(["exec", "wait"]);
+  });
+});
+
+describe('spec "Configuration": languages', () => {
+  // Spec, section "Configuration": "languages: array of "javascript" and "typescript"; default both."
+  // The exec schema a model sees offers only what the config enables.
+  it("leaves typescript out of the exec schema when only javascript is enabled", () => {
+    const engine = newEngine({ languages: ["javascript"] });
+    const { run } = setup(engine);
+    const schema = run.modelTools[0]!.inputSchema as { properties: { language: { enum: string[] } } };
+    expect(schema.properties.language.enum).toEqual(["javascript"]);
+    expect(JSON.stringify(run.modelTools[0])).not.toMatch(/typescript/i);
+  });
+
+  it("offers both languages by default", () => {
+    const { run } = setup(newEngine());
+    const schema = run.modelTools[0]!.inputSchema as { properties: { language: { enum: string[] } } };
+    expect(schema.properties.language.enum).toEqual(["javascript", "typescript"]);
+  });
+
+  // Spec, "Tool catalog": the guest views ALL_TOOLS, tools.search/describe/call leave MCP entries out.
+  it("says in the exec description that ALL_TOOLS and tools.* leave MCP tools out", () => {
+    const { run } = setup(newEngine(), {
+      tools: [
+        ...hostTools,
+        { name: "search", description: "Search.", parameters: {}, source: "mcp", owner: "docs" },
+      ],
+      mcpServers: [
+        {
+          name: "docs",
+          tools: [{ name: "search", description: "Search.", inputSchema: {} }],
+          resources: false,
+          prompts: false,
+        },
+      ],
+    });
+    expect(run.modelTools[0]!.description).toContain("every tool except MCP tools");
   });
 });

@@ -143,6 +143,7 @@ export class TestExecutor implements ToolExecutor {
       case "exec":
         return { stdout: `ran ${String(input.command)}`, exitCode: 0 };
       case "slow_echo":
+        call.progress({ progress: 0, total: 1, message: "started" });
         await new Promise((resolve, reject) => {
           const timer = setTimeout(resolve, Number(input.ms));
           call.signal.addEventListener("abort", () => {

@@ -26,7 +26,15 @@ export type McpConnectorOptions = {
   stderrTailChars?: number;
 };
 
-export type McpCallOptions = { signal?: AbortSignal; timeoutMs?: number };
+export type McpCallOptions = {
+  signal?: AbortSignal;
+  timeoutMs?: number;
+  /** Hears the server's progress notifications for this call (the connector asks for them with a token). */
+  onProgress?: (update: { progress: number; total?: number; message?: string }) => void;
+};
+
+/** A log message a server sent (`notifications/message`). */
+export type McpLogMessage = { server: string; level: string; logger?: string; data: unknown };
 
 export type McpConnectorDiagnostic = { server: string; message: string };
 
@@ -69,6 +77,8 @@ export interface McpConnector {
   getPrompt(server: string, input: unknown, options?: McpCallOptions): Promise<GetPromptResult>;
   /** Called when a server's tool list changes or it disconnects; returns the unsubscribe function. */
   onChange(listener: (event: McpChangeEvent) => void): () => void;
+  /** Called with every log message a server sends; returns the unsubscribe function. */
+  onLog(listener: (message: McpLogMessage) => void): () => void;
   close(): Promise<void>;
 }
 
@@ -103,22 +113,31 @@ export function createMcpConnector(
       }
     }
   };
+  const logListeners = new Set<(message: McpLogMessage) => void>();
+  const emitLog = (message: McpLogMessage) => {
+    for (const listener of [...logListeners]) {
+      try {
+        listener(message);
+      } catch {
+        // As above: one listener's bug must not stop the others.
+      }
+    }
+  };
   const connections = new Map<string, ServerConnection>();
   for (const [id, config] of Object.entries(servers)) {
     const checked = validateServerConfig(id, config);
-    connections.set(
+    const created = new ServerConnection(
       id,
-      new ServerConnection(
-        id,
-        checked,
-        settings,
-        (connection) => emit({ server: connection.id, reason: "tools_changed" }),
-        (connection, reason) => {
-          diagnostics.push({ server: connection.id, message: `disconnected: ${reason}` });
-          emit({ server: connection.id, reason: "disconnected" });
-        },
-      ),
+      checked,
+      settings,
+      (connection) => emit({ server: connection.id, reason: "tools_changed" }),
+      (connection, reason) => {
+        diagnostics.push({ server: connection.id, message: `disconnected: ${reason}` });
+        emit({ server: connection.id, reason: "disconnected" });
+      },
     );
+    created.onLog = emitLog;
+    connections.set(id, created);
   }
 
   function connection(server: string): ServerConnection {
@@ -139,13 +158,34 @@ export function createMcpConnector(
     target: ServerConnection,
     what: string,
     options: McpCallOptions,
-    run: (requestOptions: { signal?: AbortSignal; timeout: number }) => Promise<T>,
+    run: (requestOptions: {
+      signal?: AbortSignal;
+      timeout: number;
+      onprogress?: (update: { progress: number; total?: number; message?: string }) => void;
+      resetTimeoutOnProgress?: boolean;
+    }) => Promise<T>,
   ): Promise<T> {
     if (options.signal?.aborted) throw new CodeModeError("aborted", `${what} was aborted before it started.`);
     await target.ensureReady();
     const timeout = options.timeoutMs ?? callTimeoutMs;
     try {
-      return await run({ timeout, ...(options.signal ? { signal: options.signal } : {}) });
+      const onProgress = options.onProgress;
+      return await run({
+        timeout,
+        ...(options.signal ? { signal: options.signal } : {}),
+        // A server that reports progress is alive: its call's timeout starts again with each report.
+        ...(onProgress
+          ? {
+              onprogress: ({ progress, total, message }) =>
+                onProgress({
+                  progress,
+                  ...(total !== undefined ? { total } : {}),
+                  ...(message !== undefined ? { message } : {}),
+                }),
+              resetTimeoutOnProgress: true,
+            }
+          : {}),
+      });
     } catch (error) {
       if (options.signal?.aborted) {
         throw new CodeModeError("aborted", `${what} was aborted; the server was told to cancel it.`, {
@@ -381,8 +421,16 @@ export function createMcpConnector(
       };
     },
 
+    onLog(listener) {
+      logListeners.add(listener);
+      return () => {
+        logListeners.delete(listener);
+      };
+    },
+
     async close() {
       listeners.clear();
+      logListeners.clear();
       await Promise.all([...connections.values()].map((target) => target.close()));
     },
   };

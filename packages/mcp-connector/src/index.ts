@@ -6,7 +6,14 @@ export {
   type McpConnector,
   type McpConnectorDiagnostic,
   type McpConnectorOptions,
+  type McpLogMessage,
   type McpPromptListing,
   type McpResourceListing,
   type McpServerStatus,
 } from "./connector.js";
+export {
+  idAtEnd,
+  MAX_DOWNSTREAM_DEPTH,
+  MAX_DOWNSTREAM_MESSAGE_BYTES,
+  scanJsonLine,
+} from "./guarded-read-buffer.js";

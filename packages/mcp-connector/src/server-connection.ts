@@ -1,12 +1,17 @@
 import { CodeModeError } from "@codecell/contract";
 import type { McpToolDefinition } from "@codecell/mcp-declarations";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
-import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { ErrorCode, McpError, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import {
+  ErrorCode,
+  LoggingMessageNotificationSchema,
+  McpError,
+  ToolListChangedNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 import { isStdioConfig, type McpServerConfig } from "./config.js";
+import type { McpLogMessage } from "./connector.js";
+import { guardStdioTransport } from "./guarded-read-buffer.js";
 
 export type ConnectionSettings = {
   clientName: string;
@@ -37,6 +42,8 @@ export class ServerConnection {
   transportKind: "stdio" | "streamable-http" | "sse" | undefined;
   lastError: string | undefined;
   private stderrTail = "";
+  /** Hears the server's log messages (`notifications/message`). */
+  onLog: ((message: McpLogMessage) => void) | undefined;
   private transport: Transport | undefined;
   private connecting: Promise<void> | undefined;
   private failures = 0;
@@ -51,7 +58,8 @@ export class ServerConnection {
   ) {}
 
   get pid(): number | undefined {
-    return this.transport instanceof StdioClientTransport ? (this.transport.pid ?? undefined) : undefined;
+    if (this.transportKind !== "stdio") return undefined;
+    return (this.transport as StdioClientTransport | undefined)?.pid ?? undefined;
   }
 
   /** The last lines the server wrote to stderr, for failure messages. */
@@ -120,6 +128,14 @@ export class ServerConnection {
       this.instructions = client.getInstructions();
       this.offersResources = capabilities.resources !== undefined;
       this.offersPrompts = capabilities.prompts !== undefined;
+      client.setNotificationHandler(LoggingMessageNotificationSchema, async ({ params }) => {
+        this.onLog?.({
+          server: this.id,
+          level: params.level,
+          ...(params.logger !== undefined ? { logger: params.logger } : {}),
+          data: params.data,
+        });
+      });
       client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
         await this.refreshTools().catch((error: unknown) => {
           this.lastError = `tools/list after list_changed failed: ${describeError(error)}`;
@@ -143,9 +159,14 @@ export class ServerConnection {
     }
   }
 
+  // Each client transport is imported when a server first needs it: a gateway with no (or only local)
+  // downstream servers does not load the HTTP and SSE clients on its way to the first tools/list.
   private async openClient(): Promise<Client> {
     const config = this.config;
     if (isStdioConfig(config)) {
+      const { getDefaultEnvironment, StdioClientTransport } = await import(
+        "@modelcontextprotocol/sdk/client/stdio.js"
+      );
       const transport = new StdioClientTransport({
         command: config.command,
         args: config.args ?? [],
@@ -153,6 +174,7 @@ export class ServerConnection {
         ...(config.cwd !== undefined ? { cwd: config.cwd } : {}),
         stderr: "pipe",
       });
+      guardStdioTransport(transport);
       transport.stderr?.on("data", (chunk: Buffer) => {
         this.stderrTail = (this.stderrTail + chunk.toString("utf8")).slice(-this.settings.stderrTailChars);
       });
@@ -164,6 +186,9 @@ export class ServerConnection {
     if (config.transport !== "sse") {
       try {
         this.transportKind = "streamable-http";
+        const { StreamableHTTPClientTransport } = await import(
+          "@modelcontextprotocol/sdk/client/streamableHttp.js"
+        );
         return await this.attach(new StreamableHTTPClientTransport(url, requestInit ? { requestInit } : {}));
       } catch (error) {
         if (config.transport === "streamable-http") throw error;
@@ -171,6 +196,7 @@ export class ServerConnection {
       }
     }
     this.transportKind = "sse";
+    const { SSEClientTransport } = await import("@modelcontextprotocol/sdk/client/sse.js");
     return this.attach(new SSEClientTransport(url, requestInit ? { requestInit } : {}));
   }
 

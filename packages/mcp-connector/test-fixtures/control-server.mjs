@@ -25,6 +25,16 @@ const tools = [
   { name: "cancellations", description: "How many calls were cancelled.", inputSchema: { type: "object" } },
   { name: "crash", description: "Writes to stderr and exits.", inputSchema: { type: "object" } },
   { name: "add_tool", description: "Adds a tool and announces the change.", inputSchema: { type: "object" } },
+  {
+    name: "deep_result",
+    description: "Answers with structured content nested `depth` objects deep.",
+    inputSchema: { type: "object", properties: { depth: { type: "integer" } } },
+  },
+  {
+    name: "big_result",
+    description: "Answers with a text of `bytes` bytes.",
+    inputSchema: { type: "object", properties: { bytes: { type: "integer" } } },
+  },
 ];
 // A long list proves pagination is followed: two tools per page.
 const PAGE = 2;
@@ -60,6 +70,18 @@ server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
       await server.sendToolListChanged();
       return text(name);
     }
+    case "deep_result": {
+      // Written by hand: the SDK's own server cannot serialise an answer this deep (its schema check
+      // overflows the stack), but a server in another language, or a hostile one, can send it.
+      const depth = request.params.arguments?.depth ?? 5000;
+      const nested = `${'{"o":'.repeat(depth)}{"leaf":true}${"}".repeat(depth)}`;
+      process.stdout.write(
+        `{"jsonrpc":"2.0","id":${JSON.stringify(extra.requestId)},"result":{"content":[{"type":"text","text":"deep"}],"structuredContent":${nested}}}\n`,
+      );
+      return new Promise(() => {});
+    }
+    case "big_result":
+      return text("x".repeat(request.params.arguments?.bytes ?? 1000));
     default:
       return { isError: true, content: [{ type: "text", text: `unknown tool ${request.params.name}` }] };
   }

@@ -20,7 +20,6 @@ describe("reaching the host", () => {
       "module",
       "WebAssembly",
       "fetch",
-      "console",
       "setTimeout",
       "Buffer",
       "codecellHost",
@@ -38,6 +37,7 @@ describe("reaching the host", () => {
         "text",
         "json",
         "yield_control",
+        "console",
         "Issues",
       ]),
     );

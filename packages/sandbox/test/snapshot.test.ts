@@ -49,7 +49,9 @@ describe("suspend and restore", () => {
     expect(idle).toMatchObject({ type: "idle", output: [{ type: "text", text: "before" }] });
     const suspended = await run.suspend();
     expect(suspended.bytes).toBe(suspended.snapshot.byteLength);
-    expect(suspended.bytes).toBeLessThan(150 * 1024);
+    // Budget: 147 KB before console.* and name aliases joined the prelude (measured 150,837 -> 155,608
+    // bytes); QuickJS keeps each prelude function's source text, so prelude code counts more than once.
+    expect(suspended.bytes).toBeLessThan(156 * 1024);
     expect(suspended.pending).toMatchObject([{ kind: "call", target: "core:host:read_file" }]);
 
     const restored = restoreRun(otherPool, suspended.snapshot);

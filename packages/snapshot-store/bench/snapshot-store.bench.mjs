@@ -9,7 +9,13 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { MemorySnapshotBackend, openSnapshotStore, SqliteSnapshotBackend } from "../dist/index.js";
+import { startRedisServer } from "../../../scripts/redis-server.mjs";
+import {
+  MemorySnapshotBackend,
+  openSnapshotStore,
+  RedisSnapshotBackend,
+  SqliteSnapshotBackend,
+} from "../dist/index.js";
 
 const RECORD_BYTES = 150 * 1024;
 const ROUNDS = 400;
@@ -56,8 +62,18 @@ function round(value) {
 
 const temporary = mkdtempSync(join(tmpdir(), "codecell-snapshot-bench-"));
 let files = 0;
+/** A real redis-server on a free loopback port, for the Redis rows; null when it is not installed. */
+let redis = null;
 function backendOf(kind, options = {}) {
   if (kind === "memory") return new MemorySnapshotBackend();
+  if (kind === "redis") {
+    files += 1;
+    return new RedisSnapshotBackend({
+      url: redis.url,
+      secret: "bench-secret-of-at-least-thirty-two-bytes",
+      keyPrefix: `bench-${files}:`,
+    });
+  }
   files += 1;
   return new SqliteSnapshotBackend({ path: join(temporary, `bench-${files}.db`), ...options });
 }
@@ -162,6 +178,11 @@ async function rssChild(kind) {
 
 async function main() {
   const self = fileURLToPath(import.meta.url);
+  try {
+    redis = await startRedisServer();
+  } catch (error) {
+    console.warn(`Redis rows skipped: ${error.message}`);
+  }
   const results = {
     recordBytes: RECORD_BYTES,
     rounds: ROUNDS,
@@ -174,6 +195,12 @@ async function main() {
     sweep10000: { memory: await sweep("memory"), sqlite: await sweep("sqlite") },
     rssPer1000Live: {},
   };
+  if (redis !== null) {
+    // Loopback TCP to a redis-server on the same 2 cores: a lower bound for a network hop.
+    results.putGet["redis (loopback)"] = await putGet("redis");
+    results.sweep10000.redis = await sweep("redis");
+    await redis.stop();
+  }
   for (const kind of ["memory", "sqlite"]) {
     const output = execFileSync(process.execPath, ["--expose-gc", self, "rss", kind], { encoding: "utf8" });
     results.rssPer1000Live[kind] = JSON.parse(output);

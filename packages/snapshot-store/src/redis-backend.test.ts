@@ -205,6 +205,10 @@ describe.skipIf(redisSkipReason !== null)("Redis backend: several replicas on on
     }
     expect(lost?.code).toBe("snapshot_restore_failed");
     expect(lost?.message).toContain("lost its records");
+    // Once said, the store works again on the new dataset: new runs resume, unknown ids are unknown.
+    const fresh = await store.suspend(suspendInput());
+    await store.finish(await store.claim(fresh.runId, scopeFor()), "completed");
+    expect((await thrown(() => store.claim(runId, scopeFor()))).code).toBe("invalid_input");
     redis.disconnect();
     redis = quietClient(server.url);
   });

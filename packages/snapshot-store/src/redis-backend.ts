@@ -17,6 +17,7 @@ import type {
   SnapshotBackend,
 } from "./backend.js";
 import * as scripts from "./redis-scripts.js";
+import { MIN_SNAPSHOT_KEY_BYTES as MIN_SECRET_BYTES } from "./snapshot-key.js";
 import type { RecoveryReport, RunScope, RunSelector, RunState, StoreStats } from "./types.js";
 
 export type RedisSnapshotBackendOptions = {
@@ -53,7 +54,6 @@ const DEFAULT_LEASE_MS = 15_000;
 const DEFAULT_TOMBSTONE_MS = 3_600_000;
 const SWEEP_BATCH = 250;
 const MAX_SWEEP_BATCHES = 100_000;
-const MIN_SECRET_BYTES = 32;
 
 const SCOPE_FIELDS: Array<[keyof RunScope, string]> = [
   ["agentId", "ag"],
@@ -159,7 +159,11 @@ export class RedisSnapshotBackend implements SnapshotBackend {
       );
     }
     this.where = describeUrl(options.url);
-    this.#secret = secretBytes(options.secret);
+    // A key of its own, derived from the shared secret: the sandbox signs snapshots with the secret
+    // itself, and one key should not serve two purposes.
+    this.#secret = createHmac("sha256", secretBytes(options.secret))
+      .update("codecell redis records 1")
+      .digest();
     this.#prefix = options.keyPrefix ?? DEFAULT_PREFIX;
     if (typeof this.#prefix !== "string" || this.#prefix.length === 0) {
       throw new CodeModeError(
@@ -278,13 +282,21 @@ export class RedisSnapshotBackend implements SnapshotBackend {
       await this.#renewLease();
       this.#leaseTimer = setInterval(() => void this.#renewLease().catch(() => {}), this.#leaseMs / 3);
       this.#leaseTimer.unref();
-      await this.#client.set(this.#epochKey, randomBytes(12).toString("base64url"), "NX");
-      this.#epoch = (await this.#client.get(this.#epochKey)) ?? "";
+      await this.#adoptEpoch();
       // Nothing to repair here: a claim by a dead replica runs out with its lease (claimLeaseMs), and
       // its nested calls are settled as interrupted by the next wait once its replica lease is gone.
       const liveRuns = await this.#client.zcard(this.#live);
       return { liveRuns, requeuedRuns: 0, interruptedCalls: 0 };
     });
+  }
+
+  /**
+   * The epoch key tells "Redis lost its data since we connected" apart from "no such run": it is set
+   * once per Redis dataset, and a run missing while the epoch changed was lost, not never there.
+   */
+  async #adoptEpoch(): Promise<void> {
+    await this.#client.set(this.#epochKey, randomBytes(12).toString("base64url"), "NX");
+    this.#epoch = (await this.#client.get(this.#epochKey)) ?? "";
   }
 
   async #renewLease(): Promise<void> {
@@ -393,6 +405,8 @@ export class RedisSnapshotBackend implements SnapshotBackend {
     const status = String(answer[0]);
     switch (status) {
       case "reset":
+        // Adopt the server's new epoch, so runs stored from now on are answered normally again.
+        await this.#adoptEpoch().catch(() => {});
         throw new CodeModeError(
           "snapshot_restore_failed",
           `run "${request.runId}" cannot be resumed: the snapshot store (Redis at ${this.where}) lost its records since this ` +

@@ -4,4 +4,10 @@ export {
   type ModuleAccessConstruct,
 } from "./module-access.js";
 export { prepareCell } from "./prepare-cell.js";
+export {
+  type BindingOrigin,
+  findBindingOrigin,
+  findRuntimeErrorSite,
+  type RuntimeErrorSite,
+} from "./runtime-error-site.js";
 export { isTypeScriptLoaded } from "./typescript-transformer.js";

@@ -21,8 +21,8 @@ const VALIDATOR_WORDING =
 
 describe("config messages, one line each, in our words", () => {
   it("names the allowed snapshot store kinds without validator text", () => {
-    expect(messageAt({ snapshotStore: { kind: "redis" } }, "snapshotStore.kind")).toBe(
-      'got "redis": that value is not one of the allowed ones. Expected "memory" or "sqlite".',
+    expect(messageAt({ snapshotStore: { kind: "postgres" } }, "snapshotStore.kind")).toBe(
+      'got "postgres": that value is not one of the allowed ones. Expected "memory", "sqlite" or "redis".',
     );
   });
 

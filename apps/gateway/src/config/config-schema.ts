@@ -33,12 +33,24 @@ export const pluginEntrySchema = z.union([
   z.strictObject({ module: z.string().min(1), options: z.unknown().optional() }),
 ]);
 
+/** Live (waiting or running) runs the store holds at once; shared by every replica on Redis. */
+const maxLiveRuns = z.number().int().min(1).max(1_000_000).optional();
+
 export const snapshotStoreSchema = z.discriminatedUnion("kind", [
-  z.strictObject({ kind: z.literal("memory") }),
+  z.strictObject({ kind: z.literal("memory"), maxLiveRuns }),
   z.strictObject({
     kind: z.literal("sqlite"),
     path: z.string().min(1),
     secret: z.string().min(1).optional(),
+    maxLiveRuns,
+  }),
+  z.strictObject({
+    kind: z.literal("redis"),
+    maxLiveRuns,
+    url: z.url({ protocol: /^rediss?$/ }),
+    keyPrefix: z.string().min(1).max(200).optional(),
+    secret: z.string().min(32),
+    replicaLeaseMs: z.number().int().min(300).max(600_000).optional(),
   }),
 ]);
 
@@ -96,11 +108,17 @@ export const FIELD_HINTS: Record<string, string> = {
   mcpServers: 'an object of server id (letters, digits, "_" or "-") to { "command", "args" } or { "url" }',
   "mcpServers.<name>": 'a server id made of letters, digits, "_" and "-", such as "memory" or "my-server"',
   plugins: 'an array of module paths or package names, or { "module": "...", "options": {...} }',
-  snapshotStore: '{ "kind": "memory" } or { "kind": "sqlite", "path": "runs.db" }',
-  "snapshotStore.kind": '"memory" or "sqlite"',
+  snapshotStore:
+    '{ "kind": "memory" }, { "kind": "sqlite", "path": "runs.db" } or { "kind": "redis", "url": "redis://...", "secret": "${CODECELL_SNAPSHOT_SECRET}" }',
+  "snapshotStore.kind": '"memory", "sqlite" or "redis"',
   "snapshotStore.path": "a file path for the SQLite database, relative to the config file",
+  "snapshotStore.maxLiveRuns": "how many runs may wait at once in the store (1 to 1000000, default 64)",
+  "snapshotStore.url": 'a Redis URL, "redis://[user:password@]host:port[/db]" or "rediss://..." for TLS',
+  "snapshotStore.keyPrefix": 'a prefix for every Redis key, the same on every replica (default "codecell:")',
   "snapshotStore.secret":
-    'the key that signs snapshots, at least 32 bytes, e.g. "${CODECELL_SNAPSHOT_SECRET}"; absent, a 0600 key file is generated beside the database',
+    'the key that signs snapshots (on Redis also every record), at least 32 bytes, e.g. "${CODECELL_SNAPSHOT_SECRET}"; required and the same on every replica for redis; for sqlite, absent, a 0600 key file is generated beside the database',
+  "snapshotStore.replicaLeaseMs":
+    "milliseconds (300 to 600000, default 15000) after which a silent replica's nested calls count as interrupted",
   workspace:
     'a folder path, relative to the config file, that the core file tools may touch, or { "path": "...", "maxBytes": 1073741824, "maxWriteBytesPerRun": 67108864 }',
   "workspace.path": "a folder path, relative to the config file, that the core file tools may touch",

@@ -109,6 +109,18 @@ describe("resolveGatewayConfig", () => {
       /does not exist/,
     ],
     [
+      "a redis store with a short secret, without echoing it",
+      { snapshotStore: { kind: "redis", url: "redis://127.0.0.1:6379", secret: "too-short-secret" } },
+      "snapshotStore.secret",
+      /^got a secret of 16 characters: it must be at least 32 characters long\./,
+    ],
+    [
+      "a redis store without a redis:// url",
+      { snapshotStore: { kind: "redis", url: "http://user:hunter2@redis", secret: "s".repeat(40) } },
+      "snapshotStore.url",
+      /^got a secret of 25 characters: that is not a valid URL\. Expected a Redis URL.*rediss:\/\//,
+    ],
+    [
       "an unset env reference",
       { workspace: "${CODECELL_NOPE}" },
       "workspace",
@@ -122,6 +134,31 @@ describe("resolveGatewayConfig", () => {
     expect(problem, JSON.stringify(problems)).toBeDefined();
     expect(problem!.message).toMatch(message);
     expect(problem!.file).toBe("c.json5");
+  });
+
+  it("resolves a redis store from the environment, with its live-run cap", () => {
+    const { config, problems } = resolve(
+      {
+        snapshotStore: {
+          kind: "redis",
+          url: "${REDIS_URL}",
+          secret: "${CODECELL_SNAPSHOT_SECRET}",
+          keyPrefix: "prod:",
+          replicaLeaseMs: 10_000,
+          maxLiveRuns: 5_000,
+        },
+      },
+      { REDIS_URL: "rediss://codecell:pw@redis.internal:6380/1", CODECELL_SNAPSHOT_SECRET: "x".repeat(48) },
+    );
+    expect(problems).toEqual([]);
+    expect(config?.snapshotStore).toEqual({
+      kind: "redis",
+      url: "rediss://codecell:pw@redis.internal:6380/1",
+      secret: "x".repeat(48),
+      keyPrefix: "prod:",
+      replicaLeaseMs: 10_000,
+      maxLiveRuns: 5_000,
+    });
   });
 
   it("resolves http tokens from the environment and the session limits", () => {

@@ -30,10 +30,13 @@ import { userDataDir } from "./data-dir.js";
 import { expandEnvReferences } from "./env-references.js";
 
 export type PluginSpec = { entry: string; module: string; options: JsonValue };
-export type SnapshotStoreSpec =
+export type SnapshotStoreSpec = (
   | { kind: "memory" }
   /** `secret` signs snapshots; absent, a key file is generated beside the database (`<path>.key`). */
-  | { kind: "sqlite"; path: string; secret?: string };
+  | { kind: "sqlite"; path: string; secret?: string }
+  /** `secret` signs snapshots and records, and must be the same on every replica. */
+  | { kind: "redis"; url: string; secret: string; keyPrefix?: string; replicaLeaseMs?: number }
+) & { maxLiveRuns?: number };
 
 /** `codecell serve --http` settings: who may call, from which host names, and how sessions are kept. */
 export type HttpSettings = {
@@ -125,9 +128,11 @@ function zodProblems(
     const hint =
       issue.code === "invalid_key" ? hintFor(`${segments.slice(0, -1).join(".")}.<name>`) : hintFor(path);
     const raw = valueAt(input, issue.path);
-    // A secret is never echoed into an error message (and so into logs): only its length is.
+    // A secret (a token, the store secret, a Redis URL with its password) is never echoed into an error
+    // message (and so into logs): only its length is.
     const shown =
-      /^http\.tokens\.\d+\.token$/.test(path) && typeof raw === "string"
+      /^(http\.tokens\.\d+\.token|snapshotStore\.secret|snapshotStore\.url)$/.test(path) &&
+      typeof raw === "string"
         ? `a secret of ${raw.length} characters`
         : undefined;
     problems.push({
@@ -433,6 +438,19 @@ export function resolveGatewayConfig(
     }
     snapshotStore = { kind: "sqlite", path, ...(secret ? { secret } : {}) };
   }
+  if (parsed.success && parsed.data.snapshotStore?.kind === "memory") snapshotStore = { kind: "memory" };
+  if (parsed.success && parsed.data.snapshotStore?.kind === "redis") {
+    const { url, keyPrefix, secret, replicaLeaseMs } = parsed.data.snapshotStore;
+    snapshotStore = {
+      kind: "redis",
+      url,
+      secret,
+      ...(keyPrefix !== undefined ? { keyPrefix } : {}),
+      ...(replicaLeaseMs !== undefined ? { replicaLeaseMs } : {}),
+    };
+  }
+  const maxLiveRuns = parsed.success ? parsed.data.snapshotStore?.maxLiveRuns : undefined;
+  if (maxLiveRuns !== undefined) snapshotStore.maxLiveRuns = maxLiveRuns;
 
   const http = { ...DEFAULT_HTTP_SETTINGS, tokens: [] as HttpSettings["tokens"] };
   const rawHttp = parsed.success ? parsed.data.http : undefined;

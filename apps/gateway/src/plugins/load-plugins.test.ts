@@ -49,7 +49,9 @@ describe("loadPlugin", () => {
     ]);
     expect(visibleNamespaces(plugin)).toEqual(["Good"]);
     await expect(
-      plugin.tool("good_run")?.execute({ x: 1 }, { signal: AbortSignal.timeout(1000), sessionId: "s" }),
+      plugin
+        .tool("good_run")
+        ?.execute({ x: 1 }, { signal: AbortSignal.timeout(1000), sessionId: "s", progress: () => {} }),
     ).toEqual({
       echoed: { x: 1 },
     });

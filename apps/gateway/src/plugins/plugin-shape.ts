@@ -11,7 +11,15 @@ export type GatewayPluginTool = {
   description: string;
   parameters: Record<string, unknown>;
   outputSchema?: Record<string, unknown>;
-  execute(input: JsonValue, context: { signal: AbortSignal; sessionId: string }): unknown;
+  execute(
+    input: JsonValue,
+    context: {
+      signal: AbortSignal;
+      sessionId: string;
+      /** Reports progress while the tool runs; it reaches the MCP client as notifications/progress. */
+      progress(update: { progress: number; total?: number; message?: string }): void;
+    },
+  ): unknown;
 };
 
 export type GatewayPlugin = {

@@ -262,6 +262,15 @@ export function guestPrelude(host, surfaceText) {
     defineProperty(target, name, { value, writable: false, enumerable: true, configurable: false });
   }
 
+  function defineAliases(target, aliases, value) {
+    if (!isArray(aliases)) return;
+    for (let index = 0; index < aliases.length; index++) {
+      const alias = aliases[index];
+      if (typeof alias !== "string" || apply(hasOwn, target, [alias])) continue;
+      defineProperty(target, alias, { value, writable: false, enumerable: false, configurable: false });
+    }
+  }
+
   function requireString(value, what) {
     if (typeof value !== "string" || value.length === 0) {
       throw new TypeErrorCtor(`${what} must be a non-empty string`);
@@ -324,7 +333,9 @@ export function guestPrelude(host, surfaceText) {
   for (const entry of surface.toolFunctions) {
     const toolId = entry.toolId;
     if (apply(hasOwn, tools, [entry.name])) continue;
-    define(tools, entry.name, (input) => callTool(toolId, input));
+    const shortcut = (input) => callTool(toolId, input);
+    define(tools, entry.name, shortcut);
+    defineAliases(tools, entry.aliases, shortcut);
   }
   freeze(tools);
 
@@ -340,9 +351,8 @@ export function guestPrelude(host, surfaceText) {
     };
     for (const tool of server.tools) {
       const toolId = tool.toolId;
-      define(namespace, tool.identifier, (input) =>
-        mcpRequest("call", toolId, [input === undefined ? {} : input]),
-      );
+      const callMcpTool = (input) => mcpRequest("call", toolId, [input === undefined ? {} : input]);
+      define(namespace, tool.identifier, callMcpTool);
     }
     if (!apply(hasOwn, namespace, ["$api"])) {
       define(namespace, "$api", (...args) => mcpRequest("$api", undefined, args));
@@ -359,8 +369,10 @@ export function guestPrelude(host, surfaceText) {
       define(prompts, "get", (...args) => mcpRequest("prompts.get", undefined, args));
       define(namespace, "prompts", freeze(prompts));
     }
+    for (const tool of server.tools) defineAliases(namespace, tool.aliases, namespace[tool.identifier]);
     define(mcp, serverId, freeze(namespace));
   }
+  for (const server of surface.mcpServers) defineAliases(mcp, server.aliases, mcp[server.identifier]);
   freeze(mcp);
 
   // API: the virtual declaration files, answered here without a host request.
@@ -392,10 +404,18 @@ export function guestPrelude(host, surfaceText) {
     }
     return trimmed;
   }
+  // A short spelling ("memory.d.ts", "memory") of the one path it can mean, from the host's table.
+  const apiShortPaths = surface.apiShortPaths || {};
+  function apiPathOf(wanted) {
+    const found =
+      apiFiles[wanted] === undefined && apply(hasOwn, apiShortPaths, [wanted]) ? apiShortPaths[wanted] : null;
+    return found !== null && found.length === 1 ? found[0] : wanted;
+  }
   const api = {};
   define(api, "list", function list(prefix) {
     try {
-      const wanted = prefix === undefined ? "" : checkedApiPath(prefix, "API.list(prefix): prefix", true);
+      let wanted = prefix === undefined ? "" : checkedApiPath(prefix, "API.list(prefix): prefix", true);
+      if (wanted !== "") wanted = apiPathOf(wanted);
       const files = [];
       for (let index = 0; index < apiPaths.length; index++) {
         const path = apiPaths[index];
@@ -411,12 +431,12 @@ export function guestPrelude(host, surfaceText) {
   });
   define(api, "read", function read(path) {
     try {
-      const wanted = checkedApiPath(path, "API.read(path): path", false);
+      const wanted = apiPathOf(checkedApiPath(path, "API.read(path): path", false));
       const file = apiFiles[wanted];
       if (file === undefined) {
         throw makeError(
           "Error",
-          `API.read: there is no file "${wanted}"; call API.list() to see the files`,
+          `API.read: there is no file "${wanted}"; the files are "${apiPaths.join('", "')}"`,
           "invalid_input",
         );
       }
@@ -458,6 +478,15 @@ export function guestPrelude(host, surfaceText) {
   function text(value) {
     host("output", "text", textOf(value));
   }
+  const guestConsole = {};
+  for (const level of ["log", "info", "warn", "error", "debug"]) {
+    define(guestConsole, level, (...args) => {
+      let line = "";
+      for (let index = 0; index < args.length; index++) line += (index > 0 ? " " : "") + textOf(args[index]);
+      host("output", "text", line, level);
+    });
+  }
+  freeze(guestConsole);
   function json(value) {
     const reply = host("output", "json", toJsonText(value, "the json() value"));
     if (reply !== "") {
@@ -483,6 +512,7 @@ export function guestPrelude(host, surfaceText) {
   installGlobal("API", api);
   installGlobal("namespaces", namespaces);
   installGlobal("text", freeze(text));
+  installGlobal("console", guestConsole);
   installGlobal("json", freeze(json));
   installGlobal("yield_control", freeze(yieldControl));
   for (let index = 0; index < namespaceGlobals.length; index++) {

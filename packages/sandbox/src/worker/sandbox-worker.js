@@ -9,7 +9,7 @@ import {
   parseHostRequestBody,
   parseHostToWorkerMessage,
 } from "@codecell/bridge";
-import { isCodeModeErrorCode } from "@codecell/contract/errors";
+import { CONSOLE_LEVELS, isCodeModeErrorCode } from "@codecell/contract/errors";
 import { JSException, QuickJS } from "quickjs-wasi";
 import { GUEST_PRELUDE_SOURCE } from "./guest-prelude.js";
 
@@ -79,6 +79,11 @@ const runs = new Map();
 /** @param {import("@codecell/bridge").WorkerToHostMessage} message @param {ArrayBuffer[]} [transfer] */
 function post(message, transfer) {
   port.postMessage(message, transfer ?? []);
+}
+
+/** @param {string} level @returns {level is import("@codecell/contract").ConsoleLevel} */
+function isConsoleLevel(level) {
+  return /** @type {readonly string[]} */ (CONSOLE_LEVELS).includes(level);
 }
 
 /** @param {string} text */
@@ -298,7 +303,8 @@ class GuestRun {
     const op = args[0]?.toString();
     let reply = "";
     if (op === "request") reply = this.onRequest(args[1]?.toString() ?? "");
-    else if (op === "output") reply = this.onOutput(args[1]?.toString() ?? "", args[2]?.toString() ?? "");
+    else if (op === "output")
+      reply = this.onOutput(args[1]?.toString() ?? "", args[2]?.toString() ?? "", args[3]?.toString());
     else if (op === "done") this.onDone(args[1]?.toString() ?? "null");
     else if (op === "fail") this.onFail(args[1]?.toString() ?? "{}");
     return vm.newString(reply);
@@ -371,16 +377,23 @@ class GuestRun {
     return true;
   }
 
-  /** @param {string} kind @param {string} text @returns {string} "" or a refusal for the guest to throw */
-  onOutput(kind, text) {
+  /**
+   * @param {string} kind @param {string} text @param {string} [level] console level, for console.*
+   * @returns {string} "" or a refusal for the guest to throw
+   */
+  onOutput(kind, text, level) {
     // Work the cell left running after it returned may still add output until it settles.
     if (this.forced !== null || (this.outcome !== null && this.outcome.type !== "completed")) return "";
     if (kind !== "text") {
       const deep = this.tooDeep(text, "The json() value");
       if (deep !== null) return this.refusal("CodeModeError", deep, "invalid_input");
     }
-    if (!this.chargeOutput(byteLength(text), kind === "text" ? "text()" : "json()")) return "";
-    this.output.push(kind === "text" ? { type: "text", text } : { type: "json", value: JSON.parse(text) });
+    const consoleLevel = level !== undefined && isConsoleLevel(level) ? level : null;
+    const what = consoleLevel ? `console.${consoleLevel}()` : kind === "text" ? "text()" : "json()";
+    if (!this.chargeOutput(byteLength(text), what)) return "";
+    if (kind !== "text") this.output.push({ type: "json", value: JSON.parse(text) });
+    else
+      this.output.push(consoleLevel ? { type: "text", text, level: consoleLevel } : { type: "text", text });
     return "";
   }
 

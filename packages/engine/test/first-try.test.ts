@@ -1,0 +1,261 @@
+// Cells written the way models write them on their first try, after reading only the exec description.
+// Each class of first-try mistake either completes or fails with a message that names the fix.
+import type { CodeModeResult } from "@codecell/contract";
+import { clearCodeModeNamespacesForTest } from "@codecell/namespaces";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createCodeModeEngine } from "../src/index.js";
+import { context, hostTools, registerNotesNamespace, startMemoryServer, TestExecutor } from "./support.js";
+
+let memory: Awaited<ReturnType<typeof startMemoryServer>>;
+const engine = createCodeModeEngine({
+  config: { enabled: true, timeoutMs: 5000, maxOutputBytes: 2048, maxPendingToolCalls: 4 },
+});
+
+beforeAll(async () => {
+  memory = await startMemoryServer();
+  registerNotesNamespace();
+});
+
+afterAll(async () => {
+  clearCodeModeNamespacesForTest();
+  await engine.close();
+  await memory?.close();
+});
+
+let callNumber = 0;
+function setup() {
+  const executor = new TestExecutor();
+  executor.mcp = memory.mcp;
+  const run = engine.prepareRun({
+    tools: [...hostTools, ...memory.mcp.hostTools()],
+    mcpServers: memory.mcp.describeServers(),
+    deny: ["admin_*"],
+    context: context({ sessionId: `first-try-${++callNumber}` }),
+    executor,
+  });
+  return { run, executor };
+}
+
+async function exec(code: string, language?: "javascript" | "typescript"): Promise<CodeModeResult> {
+  const { run } = setup();
+  return run.exec({ code, ...(language ? { language } : {}) }, { toolCallId: `call-${++callNumber}` });
+}
+
+function completed(result: CodeModeResult): { value: unknown; output: unknown } {
+  if (result.status !== "completed") throw new Error(`expected completed, got ${JSON.stringify(result)}`);
+  return { value: result.value, output: result.output };
+}
+
+function failedWith(result: CodeModeResult): string {
+  if (result.status !== "failed") throw new Error(`expected failed, got ${JSON.stringify(result)}`);
+  return result.error;
+}
+
+describe("console.* in a cell", () => {
+  it.each([
+    [
+      "log",
+      'console.log("found", 3, "files"); return 1',
+      { type: "text", text: "found 3 files", level: "log" },
+    ],
+    ["info", "console.info({ ok: true }); return 1", { type: "text", text: '{"ok":true}', level: "info" }],
+    ["warn", 'console.warn("careful"); return 1', { type: "text", text: "careful", level: "warn" }],
+    [
+      "error",
+      'console.error(new Error("boom")); return 1',
+      { type: "text", text: "Error: boom", level: "error" },
+    ],
+    ["debug", "console.debug([1, 2]); return 1", { type: "text", text: "[1,2]", level: "debug" }],
+    ["no arguments", "console.log(); return 1", { type: "text", text: "", level: "log" }],
+  ])("console.%s appends to the output with its level kept", async (_name, code, item) => {
+    const { value, output } = completed(await exec(code));
+    expect(value).toBe(1);
+    expect(output).toEqual([item]);
+  });
+
+  it("keeps console output in order with text() and json()", async () => {
+    const { output } = completed(
+      await exec(`
+        text("start");
+        const file = await tools.read_file({ path: "a.txt" });
+        console.log("read", file.path);
+        json({ n: 1 });
+        return "done";
+      `),
+    );
+    expect(output).toEqual([
+      { type: "text", text: "start" },
+      { type: "text", text: "read a.txt", level: "log" },
+      { type: "json", value: { n: 1 } },
+    ]);
+  });
+
+  it("counts console output against maxOutputBytes like text()", async () => {
+    const result = await exec('for (let i = 0; i < 100; i++) console.log("x".repeat(100)); return 1');
+    expect(result).toMatchObject({ status: "failed", code: "output_limit_exceeded" });
+    expect(failedWith(result)).toContain("console.log()");
+  });
+
+  it("keeps console frozen: a cell cannot replace its methods", async () => {
+    const { value } = completed(
+      await exec(`
+        "use strict";
+        let replaced = true;
+        try { console.log = () => {}; } catch { replaced = false; }
+        return { replaced, frozen: Object.isFrozen(console) };
+      `),
+    );
+    expect(value).toEqual({ replaced: false, frozen: true });
+  });
+});
+
+describe("forgiving names that stay honest", () => {
+  it.each([
+    ["camelCase of a core tool", 'return (await tools.readFile({ path: "a.txt" })).path'],
+    ["PascalCase of a core tool", 'return (await tools.ReadFile({ path: "a.txt" })).path'],
+    ["flat case of a core tool", 'return (await tools.readfile({ path: "a.txt" })).path'],
+    ["upper snake case of a core tool", 'return (await tools.READ_FILE({ path: "a.txt" })).path'],
+  ])("%s calls the tool", async (_name, code) => {
+    expect(completed(await exec(code)).value).toBe("a.txt");
+  });
+
+  it.each([
+    ["original MCP name", "create_entities"],
+    ["camelCase MCP name", "createEntities"],
+    ["PascalCase MCP name", "CreateEntities"],
+  ])("MCP.memory answers to the %s", async (_name, member) => {
+    const { value } = completed(
+      await exec(`
+        await MCP.memory.${member}({ entities: [{ name: "Ada", entityType: "person", observations: ["wrote notes"] }] });
+        const graph = await MCP.memory.read_graph({});
+        return graph.structuredContent.entities.map((entity) => entity.name);
+      `),
+    );
+    expect(value).toContain("Ada");
+  });
+
+  it("keeps aliases out of listings, so Object.keys shows each member once", async () => {
+    const { value } = completed(
+      await exec(`
+        return {
+          tools: Object.keys(tools).filter((name) => /read/i.test(name)),
+          memory: Object.keys(MCP.memory).filter((name) => /entit/i.test(name)),
+          sameFunction: tools.readFile === tools.read_file && MCP.memory.create_entities === MCP.memory.createEntities,
+          frozen: Object.isFrozen(tools) && Object.isFrozen(MCP) && Object.isFrozen(MCP.memory),
+        };
+      `),
+    );
+    expect(value).toEqual({
+      tools: ["read_file"],
+      memory: ["createEntities", "deleteEntities"],
+      sameFunction: true,
+      frozen: true,
+    });
+  });
+
+  it("never lets an alias shadow a real name or resolve an ambiguous spelling", async () => {
+    const executor = new TestExecutor();
+    const twin = (name: string) => ({
+      name,
+      description: `A tool named ${name}.`,
+      parameters: { type: "object", properties: {} },
+      source: "core" as const,
+      owner: "host",
+    });
+    const run = engine.prepareRun({
+      // getItem and get_item differ only in spelling: each keeps its own name, and GetItem, which could
+      // mean either, resolves to neither. search_notes may not take over the `search` helper.
+      tools: [twin("getItem"), twin("get_item"), twin("search_notes"), twin("search")],
+      context: context(),
+      executor,
+    });
+    const result = await run.exec(
+      {
+        code: `return {
+          getItem: typeof tools.getItem, get_item: typeof tools.get_item, GetItem: typeof tools.GetItem,
+          searchNotes: typeof tools.searchNotes, search: typeof tools.search,
+        }`,
+      },
+      { toolCallId: "twins" },
+    );
+    expect(completed(result).value).toEqual({
+      getItem: "function",
+      get_item: "function",
+      GetItem: "undefined",
+      searchNotes: "function",
+      search: "function",
+    });
+    await run.exec({ code: "return await tools.get_item({})" }, { toolCallId: "twins-2" });
+    expect(executor.calls.at(-1)?.toolId).toBe("core:host:get_item");
+  });
+});
+
+describe("API paths without the mcp/ prefix", () => {
+  it.each([
+    ['API.read("memory.d.ts")'],
+    ['API.read("memory")'],
+    ['API.read("mcp/memory")'],
+    ['API.read("/mcp/memory.d.ts".slice(1))'],
+  ])("%s reads the one file it can mean", async (call) => {
+    const { value } = completed(
+      await exec(`const source = await ${call}; return source.includes("createEntities")`),
+    );
+    expect(value).toBe(true);
+  });
+
+  it("lists a folder or a file written without the mcp/ prefix", async () => {
+    const { value } = completed(
+      await exec('return (await API.list("memory.d.ts")).map((file) => file.path)'),
+    );
+    expect(value).toEqual(["mcp/memory.d.ts"]);
+  });
+
+  it("names the files there are when a path matches none", async () => {
+    const error = failedWith(await exec('return await API.read("github.d.ts")'));
+    expect(error).toContain(
+      'there is no file "github.d.ts"; the files are "mcp/index.d.ts", "mcp/memory.d.ts"',
+    );
+  });
+});
+
+describe("errors that name the expression and the fix", () => {
+  it.each([
+    [
+      "a typo in a tool",
+      'return await tools.read_files({ path: "a.txt" })',
+      'TypeError: tools.read_files is not a function (line 1, column 19). There is no tool "read_files". Closest: tools.read_file.',
+    ],
+    [
+      "a typo in an MCP tool",
+      "return await MCP.memory.readGraphs({})",
+      'TypeError: MCP.memory.readGraphs is not a function (line 1, column 24). MCP server "memory" has no tool "readGraphs". Closest: MCP.memory.readGraph. Its signatures: API.read("mcp/memory.d.ts").',
+    ],
+    [
+      "a typo in an MCP server",
+      "return await MCP.memroy.readGraph({})",
+      'TypeError: MCP.memroy is undefined or null, so reading .readGraph fails (line 1, column 14). There is no MCP server "memroy". Closest: MCP.memory.',
+    ],
+    [
+      "an MCP tool called under tools",
+      "return await tools.read_graph({})",
+      "It is an MCP tool: call MCP.memory.readGraph.",
+    ],
+    [
+      "a method missing on a tool result",
+      'const t = await tools.read_file({ path: "a.txt" });\nreturn t.split("\\n")',
+      "TypeError: t.split is not a function (line 2, column",
+    ],
+    [
+      "a property chain through undefined",
+      'const r = await tools.read_file({ path: "a.txt" });\nreturn r.body.lines.length',
+      "TypeError: r.body is undefined or null, so reading .lines fails (line 2, column",
+    ],
+  ])("%s", async (_name, code, expected) => {
+    expect(failedWith(await exec(code))).toContain(expected);
+  });
+
+  it("names nothing when the place could mean two expressions", async () => {
+    const error = failedWith(await exec("const a = {}; return a.x.x.x"));
+    expect(error).toBe("TypeError: cannot read property 'x' of undefined (line 1, column 22)");
+  });
+});

@@ -1,0 +1,125 @@
+import type { CodeModeResult } from "@codecell/contract";
+import { createSandboxPool, type SandboxPool } from "@codecell/sandbox";
+import { openSnapshotStore, RedisSnapshotBackend, type SnapshotStore } from "@codecell/snapshot-store";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { type RunningRedis, redisSkipReason, startRedisServer } from "../../../scripts/redis-server.mjs";
+import { type CodeModeEngine, createCodeModeEngine } from "../src/index.js";
+import { context, hostTools, TestExecutor } from "./support.js";
+
+const SECRET = "engine-replica-test-secret-0123456789abcdef";
+
+/** One gateway replica as the engine sees it: its own engine, executor and store on the shared Redis. */
+type Replica = {
+  engine: CodeModeEngine;
+  store: SnapshotStore;
+  executor: TestExecutor;
+  close(): Promise<void>;
+};
+
+// A wait on one replica resumes a run suspended on another, with the nested call still running on the
+// first: its outcome must reach the second through Redis, and its loss must be reported.
+describe.skipIf(redisSkipReason !== null)("wait on another replica (Redis store)", () => {
+  let server: RunningRedis;
+  let prefixes = 0;
+  let prefix = "";
+  const replicas: Replica[] = [];
+
+  // One warm sandbox pool for every replica: the first VM of a process is slow on a busy machine.
+  let pool: SandboxPool;
+
+  beforeAll(async () => {
+    server = await startRedisServer();
+    pool = createSandboxPool();
+    const warm = createCodeModeEngine({ config: { enabled: true, timeoutMs: 60_000 }, pool });
+    await warm
+      .prepareRun({ tools: hostTools, context: context(), executor: new TestExecutor() })
+      .exec({ code: "return 1" }, { toolCallId: "warm-up" });
+    await warm.close();
+  });
+  afterAll(async () => {
+    await pool.close();
+    await server.stop();
+  });
+  afterEach(async () => {
+    for (const replica of replicas.splice(0)) await replica.close();
+  });
+
+  async function replica(): Promise<Replica> {
+    const store = await openSnapshotStore({
+      backend: new RedisSnapshotBackend({
+        url: server.url,
+        secret: SECRET,
+        keyPrefix: prefix,
+        replicaLeaseMs: 600,
+      }),
+      sweepIntervalMs: 0,
+    });
+    const engine = createCodeModeEngine({ config: { enabled: true, timeoutMs: 3000 }, store, pool });
+    const executor = new TestExecutor();
+    let closed = false;
+    const entry: Replica = {
+      engine,
+      store,
+      executor,
+      async close() {
+        if (closed) return;
+        closed = true;
+        await engine.close();
+        await store.close();
+      },
+    };
+    replicas.push(entry);
+    return entry;
+  }
+
+  const run = (on: Replica) =>
+    on.engine.prepareRun({ tools: hostTools, context: context(), executor: on.executor });
+
+  async function waitUntilDone(on: Replica, runId: string): Promise<CodeModeResult> {
+    let result: CodeModeResult = { status: "waiting" } as CodeModeResult;
+    // Bounded: each wait lasts at most timeoutMs.
+    for (let attempt = 1; attempt <= 20 && result.status === "waiting"; attempt += 1) {
+      result = await run(on).wait({ runId }, { toolCallId: `wait-${attempt}` });
+    }
+    return result;
+  }
+
+  it("delivers the outcome of a call that replica A settles to a wait on replica B", async () => {
+    prefix = `engine-${++prefixes}:`;
+    const a = await replica();
+    const b = await replica();
+    const first = await run(a).exec(
+      {
+        code: `text("on A"); const value = await tools.slow_echo({ ms: 4000, value: "slow result" }); return { value };`,
+      },
+      { toolCallId: "exec-1" },
+    );
+    expect(first, JSON.stringify(first)).toMatchObject({
+      status: "waiting",
+      pendingToolCalls: [{ toolId: "core:host:slow_echo" }],
+    });
+    const result = await waitUntilDone(b, (first as { runId: string }).runId);
+    expect(result).toMatchObject({ status: "completed", value: { value: "slow result" } });
+    expect(a.executor.calls.map((call) => call.toolId)).toEqual(["core:host:slow_echo"]);
+    expect(b.executor.calls).toEqual([]);
+  });
+
+  it("reports a call as interrupted when the replica running it is gone, and the run goes on", async () => {
+    prefix = `engine-${++prefixes}:`;
+    const a = await replica();
+    const b = await replica();
+    const first = await run(a).exec(
+      {
+        code: `
+          try { await tools.slow_echo({ ms: 60000, value: "never" }); return "no error"; }
+          catch (error) { return { message: String(error.message), code: error.code ?? null }; }`,
+      },
+      { toolCallId: "exec-1" },
+    );
+    expect(first.status).toBe("waiting");
+    await a.close();
+    const result = await waitUntilDone(b, (first as { runId: string }).runId);
+    expect(result).toMatchObject({ status: "completed", value: { code: "nested_tool_failed" } });
+    expect((result as { value: { message: string } }).value.message).toContain("interrupted");
+  });
+});
