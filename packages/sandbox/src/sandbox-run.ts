@@ -230,7 +230,10 @@ export class RunHandle implements SandboxRun {
   private abort(): void {
     Atomics.store(this.abortFlag, 0, 1);
     if (this.state === "ended") return;
-    if (this.state === "starting" || this.commandsInFlight === 0) {
+    // Not started by its worker yet (the VM is being made ready, or the start waits behind another
+    // run's cell on a held worker): the worker sees the flag when it gets there. Stopping the worker
+    // for it would fail the run it is busy with.
+    if (this.state === "starting" || this.commandsInFlight === 0 || this.settingUp) {
       // Nothing is running: free the VM now rather than waiting for a drain that may never come.
       this.host?.post({ type: "dispose", runId: this.runId });
       this.fail("aborted", "The run was aborted by its caller.");

@@ -12,18 +12,27 @@ import { emptySurface, limits } from "./helpers.js";
 const pool = createSandboxPool({ size: 2, maxWorkers: 4 });
 afterAll(() => pool.close());
 
-function start(owner: string, code: string, deadlineMs: number, signal?: AbortSignal) {
-  const run = pool.run({
+function start(owner: string, code: string, deadlineMs: number, signal?: AbortSignal, on = pool) {
+  const run = on.run({
     owner,
     code,
     language: "javascript",
     surface: emptySurface,
     limits,
-    deadlineAt: Date.now() + deadlineMs,
+    // The engine's way: the cell's own clock starts when its worker begins it.
+    timeoutMs: deadlineMs,
     onRequest: () => {},
     ...(signal ? { signal } : {}),
   });
   return run.next();
+}
+
+async function untilLive(on: typeof pool, count: number) {
+  for (let wait = 0; wait < 200 && on.stats().liveRuns < count; wait++) {
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  // Running long enough to count as holding their workers.
+  await new Promise((resolve) => setTimeout(resolve, 300));
 }
 
 describe("fairness between sessions", () => {
@@ -38,11 +47,7 @@ describe("fairness between sessions", () => {
         return event;
       }),
     );
-    // Let the spinners take their workers and run long enough to count as holding them.
-    for (let wait = 0; wait < 100 && pool.stats().liveRuns < 3; wait++) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await untilLive(pool, 3);
     const quick: SandboxEvent[] = [];
     for (let index = 0; index < 5; index++) quick.push(await start("polite", `return ${index}`, 30_000));
     const endedBeforeQuickCellsFinished = spinnersEnded.filter(Boolean).length;
@@ -54,4 +59,40 @@ describe("fairness between sessions", () => {
     for (const event of await Promise.all(spinners))
       expect(event).toMatchObject({ type: "failed", code: "aborted" });
   }, 60_000);
+
+  it("keeps one owner to half of maxWorkers: its further cells wait behind its own", async () => {
+    const capped = createSandboxPool({ size: 2, maxWorkers: 4 });
+    try {
+      await Promise.all([
+        start("warm", "return 1", 30_000, undefined, capped),
+        start("warm", "return 1", 30_000, undefined, capped),
+      ]);
+      const stop = new AbortController();
+      let spinnersEnded = 0;
+      // As many spinning cells as the pool may ever have workers: without the cap they would take all.
+      const spinners = [0, 1, 2, 3].map(() =>
+        start("hostile", "while (true) {}", 40_000, stop.signal, capped).then((event) => {
+          spinnersEnded += 1;
+          return event;
+        }),
+      );
+      await untilLive(capped, 4);
+      expect(await start("polite", "return 'answered'", 30_000, undefined, capped)).toMatchObject({
+        type: "completed",
+        value: "answered",
+      });
+      expect(spinnersEnded).toBe(0);
+      // Two workers hold the hostile cells; the pool grew for the polite one and stayed under its cap.
+      expect(capped.stats().workers).toBeGreaterThan(2);
+      expect(capped.stats().workers).toBeLessThanOrEqual(4);
+      // Aborting a cell still queued behind its owner's spinning cell does not stop that worker (which
+      // would fail the cell it runs with a misleading internal_error): every spinner ends `aborted`.
+      stop.abort();
+      for (const event of await Promise.all(spinners))
+        expect(event).toMatchObject({ type: "failed", code: "aborted" });
+      expect(capped.stats().workersReplaced).toBe(0);
+    } finally {
+      await capped.close();
+    }
+  }, 90_000);
 });
