@@ -1,4 +1,4 @@
-import { createHmac, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { createRequire } from "node:module";
 import { CodeModeError } from "@codecell/contract";
 import type { Redis } from "ioredis";
@@ -16,6 +16,7 @@ import type {
   SettleRequest,
   SnapshotBackend,
 } from "./backend.js";
+import { callEntries, deriveRecordKey, outcomeMac, recordMac, SCOPE_FIELDS, sameMac } from "./record-mac.js";
 import * as scripts from "./redis-scripts.js";
 import { MIN_SNAPSHOT_KEY_BYTES as MIN_SECRET_BYTES } from "./snapshot-key.js";
 import type { RecoveryReport, RunScope, RunSelector, RunState, StoreStats } from "./types.js";
@@ -54,14 +55,6 @@ const DEFAULT_LEASE_MS = 15_000;
 const DEFAULT_TOMBSTONE_MS = 3_600_000;
 const SWEEP_BATCH = 250;
 const MAX_SWEEP_BATCHES = 100_000;
-
-const SCOPE_FIELDS: Array<[keyof RunScope, string]> = [
-  ["agentId", "ag"],
-  ["sessionKey", "sk"],
-  ["sessionId", "si"],
-  ["parentRunId", "pr"],
-  ["toolCallId", "tc"],
-];
 
 type ScriptName =
   | "ccInsert"
@@ -111,23 +104,6 @@ function secretBytes(secret: unknown): Buffer {
   return bytes;
 }
 
-/** Length-prefixed parts, so no two different part lists hash the same. */
-function framed(mac: ReturnType<typeof createHmac>, parts: Array<string | Uint8Array>): void {
-  for (const part of parts) {
-    const bytes = typeof part === "string" ? Buffer.from(part, "utf8") : part;
-    const length = Buffer.alloc(8);
-    length.writeBigUInt64BE(BigInt(bytes.byteLength));
-    mac.update(length);
-    mac.update(bytes);
-  }
-}
-
-function sameMac(expected: Buffer, given: string | undefined): boolean {
-  if (given === undefined) return false;
-  const actual = Buffer.from(given, "base64");
-  return actual.byteLength === expected.byteLength && timingSafeEqual(actual, expected);
-}
-
 /**
  * Records in Redis, shared by any number of gateway replicas: one hash per run, a sorted set of live
  * runs by expiry and one of tombstones by purge time, and one Lua script per operation (atomic on the
@@ -161,9 +137,7 @@ export class RedisSnapshotBackend implements SnapshotBackend {
     this.where = describeUrl(options.url);
     // A key of its own, derived from the shared secret: the sandbox signs snapshots with the secret
     // itself, and one key should not serve two purposes.
-    this.#secret = createHmac("sha256", secretBytes(options.secret))
-      .update("codecell redis records 1")
-      .digest();
+    this.#secret = deriveRecordKey(secretBytes(options.secret), "codecell redis records 1");
     this.#prefix = options.keyPrefix ?? DEFAULT_PREFIX;
     if (typeof this.#prefix !== "string" || this.#prefix.length === 0) {
       throw new CodeModeError(
@@ -247,33 +221,22 @@ export class RedisSnapshotBackend implements SnapshotBackend {
     }
   }
 
-  #recordMac(runId: string, scope: RunScope, parts: RecordParts, calls: Array<[string, string]>): Buffer {
-    const mac = createHmac("sha256", this.#secret);
-    framed(mac, [
-      "codecell-run-1",
-      runId,
-      ...SCOPE_FIELDS.map(([field]) => scope[field]),
-      parts.snapshot,
-      parts.outputJson,
-      parts.telemetryJson,
-      parts.hostStateJson ?? "\u0000none",
-      ...calls.flat(),
-    ]);
-    return mac.digest();
+  #recordMac(
+    runId: string,
+    scope: RunScope,
+    parts: RecordParts,
+    calls: ReadonlyArray<readonly [string, string]>,
+  ): Buffer {
+    return recordMac(this.#secret, "codecell-run-1", { runId, scope, ...parts }, calls);
   }
 
   #outcomeMac(runId: string, callId: string, outcomeJson: string, settledAt: string): Buffer {
-    const mac = createHmac("sha256", this.#secret);
-    framed(mac, ["codecell-outcome-1", runId, callId, outcomeJson, settledAt]);
-    return mac.digest();
+    return outcomeMac(this.#secret, "codecell-outcome-1", runId, callId, outcomeJson, settledAt);
   }
 
   /** Call id and signed call JSON, in order. */
-  #callEntries(calls: BackendPendingCall[]): Array<[string, string]> {
-    return calls.map((call, position) => [
-      call.callId,
-      JSON.stringify({ position, toolId: call.toolId, startedAt: call.startedAt } satisfies CallJson),
-    ]);
+  #callEntries(calls: BackendPendingCall[]) {
+    return callEntries(calls);
   }
 
   async recover(): Promise<RecoveryReport> {

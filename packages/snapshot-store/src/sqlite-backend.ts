@@ -15,7 +15,9 @@ import type {
   SettleRequest,
   SnapshotBackend,
 } from "./backend.js";
+import { callEntries, deriveRecordKey, outcomeMac, recordMac, type SignedRecord, sameMac } from "./record-mac.js";
 import { callerMatches, claimDecision, selectorMatches, utf8Bytes } from "./scope.js";
+import { MIN_SNAPSHOT_KEY_BYTES } from "./snapshot-key.js";
 import type { RecoveryReport, RunScope, RunSelector, RunState, StoreStats } from "./types.js";
 
 export type SqliteSnapshotBackendOptions = {
@@ -28,9 +30,22 @@ export type SqliteSnapshotBackendOptions = {
   synchronous?: "normal" | "full";
   /** How long opening waits for another process to let go of the file. Default 5000. */
   busyTimeoutMs?: number;
+  /**
+   * Signs what a resume trusts besides the snapshot (scope, output, telemetry, host state, pending
+   * calls and every recorded outcome) with HMAC-SHA256; at least 32 bytes, typically the snapshot key
+   * (`loadSnapshotKey`; a key of its own is derived from it). A run whose row was changed in the file
+   * is never restored: its claim fails `snapshot_restore_failed` and the run is ended. Without it,
+   * only the snapshot is protected (by the sandbox's own seal).
+   */
+  secret?: string | Uint8Array;
 };
 
-const SCHEMA_VERSION = 1;
+/** What the SQLite backend signs, by kind; changing a format means a new label. */
+const RUN_MAC = "codecell-sqlite-run-1";
+const OUTCOME_MAC = "codecell-sqlite-outcome-1";
+
+/** 2: `runs.mac` and `pending_calls.outcome_mac` (HMAC of what a resume trusts). */
+const SCHEMA_VERSION = 2;
 const SWEEP_BATCH = 250;
 const MAX_SWEEP_BATCHES = 100_000;
 
@@ -62,7 +77,8 @@ CREATE TABLE IF NOT EXISTS runs (
   bytes INTEGER NOT NULL,
   resume_count INTEGER NOT NULL DEFAULT 0,
   claim_token TEXT,
-  lease_until INTEGER NOT NULL DEFAULT 0
+  lease_until INTEGER NOT NULL DEFAULT 0,
+  mac BLOB
 );
 CREATE INDEX IF NOT EXISTS runs_live_expiry ON runs (live, expires_at);
 CREATE INDEX IF NOT EXISTS runs_purge ON runs (live, purge_at);
@@ -74,6 +90,7 @@ CREATE TABLE IF NOT EXISTS pending_calls (
   started_at TEXT NOT NULL,
   outcome_json TEXT,
   settled_at TEXT,
+  outcome_mac BLOB,
   PRIMARY KEY (run_id, call_id)
 );
 `;
@@ -97,6 +114,7 @@ type RunRow = {
   resume_count: number;
   claim_token: string | null;
   lease_until: number;
+  mac: Buffer | null;
 };
 
 type CallRow = {
@@ -105,6 +123,7 @@ type CallRow = {
   started_at: string;
   outcome_json: string | null;
   settled_at: string | null;
+  outcome_mac: Buffer | null;
 };
 
 function scopeOf(row: RunRow): RunScope {
@@ -136,6 +155,8 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
   readonly path: string;
   readonly #db: Database.Database;
   readonly #statements;
+  /** Null: rows are not signed (no secret given). */
+  readonly #key: Buffer | null;
 
   constructor(options: SqliteSnapshotBackendOptions) {
     if (typeof options?.path !== "string" || options.path.length === 0) {
@@ -152,6 +173,7 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
         `SQLite snapshot backend: synchronous must be "normal" or "full" (got ${String(synchronous)})`,
       );
     }
+    this.#key = options.secret === undefined ? null : recordKey(options.secret);
     const busyTimeoutMs = options.busyTimeoutMs ?? 5_000;
     if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0) {
       throw new CodeModeError(
@@ -186,6 +208,13 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
       );
     }
     this.#db.exec(SCHEMA);
+    // Version 1 files get the MAC columns; their rows carry no MAC, so with a secret they are refused
+    // (an unsigned row is exactly what a forger would write).
+    const columns = (table: string) =>
+      new Set((this.#db.pragma(`table_info(${table})`) as Array<{ name: string }>).map((column) => column.name));
+    if (!columns("runs").has("mac")) this.#db.exec("ALTER TABLE runs ADD COLUMN mac BLOB");
+    if (!columns("pending_calls").has("outcome_mac"))
+      this.#db.exec("ALTER TABLE pending_calls ADD COLUMN outcome_mac BLOB");
     this.#db.pragma(`user_version = ${SCHEMA_VERSION}`);
   }
 
@@ -195,13 +224,13 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
       countLive: db.prepare<[], { n: number }>("SELECT count(*) AS n FROM runs WHERE live = 1"),
       insertRun: db.prepare(
         `INSERT INTO runs (run_id, agent_id, session_key, session_id, parent_run_id, tool_call_id, state, live,
-           snapshot, output_json, telemetry_json, host_state_json, created_at, updated_at, expires_at, bytes, resume_count)
+           snapshot, output_json, telemetry_json, host_state_json, created_at, updated_at, expires_at, bytes, resume_count, mac)
          VALUES (@runId, @agentId, @sessionKey, @sessionId, @parentRunId, @toolCallId, 'waiting', 1,
-           @snapshot, @outputJson, @telemetryJson, @hostStateJson, @createdAt, @updatedAt, @expiresAt, @bytes, @resumeCount)`,
+           @snapshot, @outputJson, @telemetryJson, @hostStateJson, @createdAt, @updatedAt, @expiresAt, @bytes, @resumeCount, @mac)`,
       ),
       insertCall: db.prepare(
-        `INSERT INTO pending_calls (run_id, position, call_id, tool_id, started_at, outcome_json, settled_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO pending_calls (run_id, position, call_id, tool_id, started_at, outcome_json, settled_at, outcome_mac)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       runHead: db.prepare<
         [string],
@@ -212,13 +241,13 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
       ),
       runFull: db.prepare<[string], RunRow>("SELECT * FROM runs WHERE run_id = ?"),
       calls: db.prepare<[string], CallRow>(
-        "SELECT call_id, tool_id, started_at, outcome_json, settled_at FROM pending_calls WHERE run_id = ? ORDER BY position",
+        "SELECT call_id, tool_id, started_at, outcome_json, settled_at, outcome_mac FROM pending_calls WHERE run_id = ? ORDER BY position",
       ),
       call: db.prepare<[string, string], CallRow>(
-        "SELECT call_id, tool_id, started_at, outcome_json, settled_at FROM pending_calls WHERE run_id = ? AND call_id = ?",
+        "SELECT call_id, tool_id, started_at, outcome_json, settled_at, outcome_mac FROM pending_calls WHERE run_id = ? AND call_id = ?",
       ),
       settleCall: db.prepare(
-        "UPDATE pending_calls SET outcome_json = ?, settled_at = ? WHERE run_id = ? AND call_id = ?",
+        "UPDATE pending_calls SET outcome_json = ?, settled_at = ?, outcome_mac = ? WHERE run_id = ? AND call_id = ?",
       ),
       addBytes: db.prepare("UPDATE runs SET bytes = bytes + ? WHERE run_id = ?"),
       claim: db.prepare(
@@ -227,7 +256,7 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
       replaceRun: db.prepare(
         `UPDATE runs SET state = 'waiting', claim_token = NULL, lease_until = 0, snapshot = @snapshot,
            output_json = @outputJson, telemetry_json = @telemetryJson, host_state_json = @hostStateJson,
-           updated_at = @updatedAt, expires_at = @expiresAt, bytes = @bytes WHERE run_id = @runId`,
+           updated_at = @updatedAt, expires_at = @expiresAt, bytes = @bytes, mac = @mac WHERE run_id = @runId`,
       ),
       releaseRun: db.prepare(
         "UPDATE runs SET state = 'waiting', claim_token = NULL, lease_until = 0 WHERE run_id = ?",
@@ -235,7 +264,7 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
       deleteCalls: db.prepare("DELETE FROM pending_calls WHERE run_id = ?"),
       tombstone: db.prepare(
         `UPDATE runs SET state = ?, live = 0, purge_at = ?, snapshot = NULL, output_json = NULL, telemetry_json = NULL,
-           host_state_json = NULL, bytes = 0, claim_token = NULL, lease_until = 0 WHERE run_id = ?`,
+           host_state_json = NULL, bytes = 0, claim_token = NULL, lease_until = 0, mac = NULL WHERE run_id = ?`,
       ),
       liveScopes: db.prepare<[], RunRow>(
         `SELECT run_id, agent_id, session_key, session_id, parent_run_id, tool_call_id, bytes FROM runs WHERE live = 1`,
@@ -256,7 +285,7 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
         "UPDATE runs SET state = 'waiting', claim_token = NULL, lease_until = 0 WHERE state = 'running'",
       ),
       unsettled: db.prepare<[], { run_id: string } & CallRow>(
-        `SELECT c.run_id, c.call_id, c.tool_id, c.started_at, c.outcome_json, c.settled_at FROM pending_calls c
+        `SELECT c.run_id, c.call_id, c.tool_id, c.started_at, c.outcome_json, c.settled_at, c.outcome_mac FROM pending_calls c
            JOIN runs r ON r.run_id = c.run_id WHERE r.live = 1 AND c.outcome_json IS NULL`,
       ),
     };
@@ -280,7 +309,13 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
           outcomeJson: null,
           settledAt: null,
         });
-        statements.settleCall.run(outcomeJson, settledAt, row.run_id, row.call_id);
+        statements.settleCall.run(
+          outcomeJson,
+          settledAt,
+          this.#outcomeMac(row.run_id, row.call_id, outcomeJson, settledAt),
+          row.run_id,
+          row.call_id,
+        );
         statements.addBytes.run(utf8Bytes(outcomeJson), row.run_id);
       }
       return { liveRuns, requeuedRuns, interruptedCalls: unsettled.length };
@@ -304,13 +339,16 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
         expiresAt: record.expiresAt,
         bytes: record.bytes,
         resumeCount: record.resumeCount,
+        mac: this.#recordMac(record),
       });
       this.#insertCalls(record.runId, record.pendingCalls);
       return { status: "ok" as const };
     })();
   }
 
-  #insertCalls(runId: string, calls: BackendPendingCall[]): void {
+  /** Carried: outcomes kept from the previous version of the row, with the MAC they were stored with
+   * (signing them again would launder an outcome changed in the file meanwhile). */
+  #insertCalls(runId: string, calls: BackendPendingCall[], carried = new Map<string, Buffer | null>()): void {
     calls.forEach((call, position) => {
       this.#statements.insertCall.run(
         runId,
@@ -320,8 +358,35 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
         call.startedAt,
         call.outcomeJson,
         call.settledAt,
+        call.outcomeJson === null
+          ? null
+          : carried.has(call.callId)
+            ? (carried.get(call.callId) ?? null)
+            : this.#outcomeMac(runId, call.callId, call.outcomeJson, call.settledAt ?? ""),
       );
     });
+  }
+
+  #recordMac(record: SignedRecord & { pendingCalls: BackendPendingCall[] }): Buffer | null {
+    if (this.#key === null) return null;
+    return recordMac(this.#key, RUN_MAC, record, callEntries(record.pendingCalls));
+  }
+
+  #outcomeMac(runId: string, callId: string, outcomeJson: string, settledAt: string): Buffer | null {
+    if (this.#key === null) return null;
+    return outcomeMac(this.#key, OUTCOME_MAC, runId, callId, outcomeJson, settledAt);
+  }
+
+  /** Whether a claimed record is the one this store signed (always, without a secret). */
+  #intact(row: RunRow, record: BackendRecord, calls: CallRow[]): boolean {
+    if (this.#key === null) return true;
+    let intact = sameMac(this.#recordMac(record) as Buffer, row.mac);
+    for (const call of calls) {
+      if (call.outcome_json === null) continue;
+      const expected = this.#outcomeMac(row.run_id, call.call_id, call.outcome_json, call.settled_at ?? "");
+      if (!sameMac(expected as Buffer, call.outcome_mac)) intact = false;
+    }
+    return intact;
   }
 
   async settle(request: SettleRequest): Promise<BackendSettleAnswer> {
@@ -335,7 +400,13 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
       if (call.outcome_json !== null) return { status: "already_settled" };
       if (head.bytes + request.outcomeBytes > request.maxBytes)
         return { status: "too_large", bytes: head.bytes };
-      statements.settleCall.run(request.outcomeJson, request.settledAt, request.runId, request.callId);
+      statements.settleCall.run(
+        request.outcomeJson,
+        request.settledAt,
+        this.#outcomeMac(request.runId, request.callId, request.outcomeJson, request.settledAt),
+        request.runId,
+        request.callId,
+      );
       statements.addBytes.run(request.outcomeBytes, request.runId);
       return { status: "recorded" };
     })();
@@ -343,7 +414,7 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
 
   async claim(request: ClaimRequest): Promise<BackendClaimAnswer> {
     const statements = this.#statements;
-    return this.#db.transaction((): BackendClaimAnswer => {
+    const answer = this.#db.transaction((): BackendClaimAnswer | { status: "forged" } => {
       const head = statements.runHead.get(request.runId);
       if (head === undefined) return { status: "unknown" };
       if (!callerMatches(scopeOf(head as RunRow), request.caller)) return { status: "scope_mismatch" };
@@ -355,16 +426,32 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
       if (decision !== null) return decision;
       statements.claim.run(request.claimToken, request.leaseUntil, request.runId);
       const row = statements.runFull.get(request.runId)!;
-      return { status: "claimed", record: this.#recordOf(row) };
+      const calls = statements.calls.all(row.run_id);
+      const record = this.#recordOf(row, calls);
+      if (!this.#intact(row, record, calls)) {
+        // Never restore a record this store did not write; end it so it cannot be tried again.
+        this.#tombstone(request.runId, "failed", request.purgeAt);
+        return { status: "forged" as const };
+      }
+      return { status: "claimed", record };
     })();
+    if (answer.status === "forged") {
+      throw new CodeModeError(
+        "snapshot_restore_failed",
+        `run "${request.runId}" was not restored: its record in the SQLite snapshot store failed the integrity check (it was ` +
+          "changed outside codecell, or written with a different secret or key file). Run the work again with exec; " +
+          "the operator should check who can write the store file.",
+      );
+    }
+    return answer;
   }
 
-  #recordOf(row: RunRow): BackendRecord {
+  #recordOf(row: RunRow, calls: CallRow[]): BackendRecord {
     return {
       runId: row.run_id,
       scope: scopeOf(row),
       snapshot: asPlainBytes(row.snapshot!),
-      pendingCalls: this.#statements.calls.all(row.run_id).map((call) => ({
+      pendingCalls: calls.map((call) => ({
         callId: call.call_id,
         toolId: call.tool_id,
         startedAt: call.started_at,
@@ -398,10 +485,12 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
       if ("status" in head) return head;
       const previous = new Map(statements.calls.all(request.runId).map((call) => [call.call_id, call]));
       let bytes = request.baseBytes;
+      const carried = new Map<string, Buffer | null>();
       const calls = request.pendingCalls.map((call) => {
         const old = previous.get(call.callId);
         if (call.outcomeJson !== null || old === undefined || old.outcome_json === null) return call;
         bytes += utf8Bytes(old.outcome_json);
+        carried.set(call.callId, old.outcome_mac);
         return { ...call, outcomeJson: old.outcome_json, settledAt: old.settled_at };
       });
       if (bytes > request.maxBytes) return { status: "too_large", bytes };
@@ -414,9 +503,10 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
         updatedAt: request.updatedAt,
         expiresAt: request.expiresAt,
         bytes,
+        mac: this.#recordMac({ ...request, scope: scopeOf(head as RunRow), pendingCalls: calls }),
       });
       statements.deleteCalls.run(request.runId);
-      this.#insertCalls(request.runId, calls);
+      this.#insertCalls(request.runId, calls, carried);
       return { status: "ok", bytes };
     })();
   }
@@ -506,4 +596,16 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
     }
     return [];
   }
+}
+
+function recordKey(secret: string | Uint8Array): Buffer {
+  const bytes =
+    typeof secret === "string" ? Buffer.from(secret, "utf8") : secret instanceof Uint8Array ? secret : null;
+  if (bytes === null || bytes.byteLength < MIN_SNAPSHOT_KEY_BYTES) {
+    throw new CodeModeError(
+      "invalid_config",
+      `SQLite snapshot backend: secret must be at least ${MIN_SNAPSHOT_KEY_BYTES} bytes (the snapshot key from loadSnapshotKey, or e.g. openssl rand -base64 48).`,
+    );
+  }
+  return deriveRecordKey(bytes, "codecell sqlite records 1");
 }
