@@ -278,22 +278,47 @@ class GuestRun {
     /** Serializes this run's operations: a start awaits VM creation while other messages arrive. */
     /** @type {Promise<void>} */
     this.queue = Promise.resolve();
+    /** Operations of this run running or waiting in `queue`. */
+    this.operationsQueued = 0;
   }
 
   /** @param {() => Promise<void> | void} operation */
   enqueue(operation) {
     operationsInFlight += 1;
+    this.operationsQueued += 1;
+    if (this.operationsQueued === 1) {
+      // Nothing of this run is running or waiting (the usual settle of a loop of host calls): run it
+      // now, rather than three promise turns later.
+      let result;
+      try {
+        result = this.runOperation(operation);
+      } catch (error) {
+        this.crash(error);
+      }
+      if (result instanceof Promise) {
+        this.queue = result.catch((error) => this.crash(error)).finally(() => this.operationDone());
+      } else {
+        this.operationDone();
+      }
+      return;
+    }
     this.queue = this.queue
-      .then(() => {
-        if (this.finished) return undefined;
-        this.commandStartedAt = performance.now();
-        return operation();
-      })
+      .then(() => this.runOperation(operation))
       .catch((error) => this.crash(error))
-      .finally(() => {
-        operationsInFlight -= 1;
-        if (operationsInFlight === 0 && sparesWanted.size > 0) setImmediate(buildWantedSpares);
-      });
+      .finally(() => this.operationDone());
+  }
+
+  /** @param {() => Promise<void> | void} operation */
+  runOperation(operation) {
+    if (this.finished) return undefined;
+    this.commandStartedAt = performance.now();
+    return operation();
+  }
+
+  operationDone() {
+    this.operationsQueued -= 1;
+    operationsInFlight -= 1;
+    if (operationsInFlight === 0 && sparesWanted.size > 0) setImmediate(buildWantedSpares);
   }
 
   /** @param {import("@codecell/contract").CodeModeErrorCode} code @param {string} message */
