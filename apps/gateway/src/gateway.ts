@@ -39,10 +39,12 @@ export type GatewayOptions = {
 export type { ToolCallRequest } from "./session-host.js";
 
 /** The store's backend as the config names it. */
-function snapshotBackend(spec: GatewayConfig["snapshotStore"]): SnapshotBackend {
+function snapshotBackend(spec: GatewayConfig["snapshotStore"], snapshotSecret: string): SnapshotBackend {
   switch (spec.kind) {
     case "sqlite":
-      return new SqliteSnapshotBackend({ path: spec.path });
+      // The snapshot key also signs the rest of each row (outcomes, output, host state): a resume
+      // trusts them as much as the snapshot.
+      return new SqliteSnapshotBackend({ path: spec.path, secret: snapshotSecret });
     case "redis":
       return new RedisSnapshotBackend({
         url: spec.url,
@@ -123,7 +125,7 @@ export class Gateway implements SessionHost {
           : { kind: "keyFile", path: keyFileFor(spec.path) },
     );
     const store = await openSnapshotStore({
-      backend: snapshotBackend(config.snapshotStore),
+      backend: snapshotBackend(config.snapshotStore, snapshotSecret),
       ...(config.snapshotStore.maxLiveRuns !== undefined
         ? { maxLiveRuns: config.snapshotStore.maxLiveRuns }
         : {}),

@@ -1,9 +1,11 @@
 import { createHash } from "node:crypto";
-import { readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
-import { baseConfig, callCodeMode, connectStdio, makeSetup } from "./harness.js";
+import { APP_DIR, baseConfig, callCodeMode, connectStdio, makeSetup } from "./harness.js";
+
+const SLOW_SERVER = join(APP_DIR, "test", "fixtures", "slow-server.mjs");
 
 /**
  * What someone who can write the SQLite file (but not the key beside it) can do: take a waiting run's
@@ -77,6 +79,65 @@ describe("snapshot integrity on the SQLite store", () => {
       await after.close();
     }
   }, 60_000);
+
+  it("refuses a run whose recorded tool result was edited in the file", async () => {
+    const setup = makeSetup(
+      baseConfig({
+        tools: { codeMode: { enabled: true, timeoutMs: 10_000 } },
+        snapshotStore: { kind: "sqlite", path: "./runs.db" },
+        mcpServers: {
+          slow: {
+            command: process.execPath,
+            args: [SLOW_SERVER],
+            // biome-ignore lint/suspicious/noTemplateCurlyInString: a config file's ${ENV} reference
+            env: { CALL_LOG: "${CODECELL_CONFIG_DIR}/calls.log" },
+          },
+        },
+      }),
+    );
+    const callLog = join(setup.dir, "calls.log");
+    const before = await connectStdio(setup.configPath, { args: ["--session", "outcome-forge"] });
+    // The call is still running when the cell yields: its result is recorded in the store later, as a
+    // pending call's outcome beside the snapshot, and the resumed cell trusts it.
+    const waiting = await callCodeMode(before.client, "exec", {
+      code: `const answer = MCP.slow.wait_long({ seconds: 0.2 }); await yield_control("pause"); return await answer;`,
+    });
+    expect(waiting.status, `${waiting.code}: ${waiting.error}`).toBe("waiting");
+    for (
+      let wait = 0;
+      wait < 300 && !(existsSync(callLog) && readFileSync(callLog, "utf8").includes("finished"));
+      wait++
+    )
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    // Time to record the outcome after the downstream server answered.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    await before.close();
+
+    const db = new Database(join(setup.dir, "runs.db"));
+    try {
+      const edited = db
+        .prepare(
+          "UPDATE pending_calls SET outcome_json = replace(outcome_json, 'finished', 'forged') WHERE outcome_json LIKE '%finished%'",
+        )
+        .run().changes;
+      expect(edited, "the slow call's real result was recorded in the file").toBe(1);
+    } finally {
+      db.close();
+    }
+
+    const after = await connectStdio(setup.configPath, { args: ["--session", "outcome-forge"] });
+    try {
+      const resumed = await callCodeMode(after.client, "wait", { runId: waiting.runId });
+      expect(resumed, JSON.stringify(resumed)).toMatchObject({
+        status: "failed",
+        code: "snapshot_restore_failed",
+      });
+      expect(resumed.error).toMatch(/integrity check/i);
+      expect(JSON.stringify(resumed)).not.toContain("forged");
+    } finally {
+      await after.close();
+    }
+  }, 90_000);
 
   it("refuses a configured secret shorter than 32 bytes", async () => {
     const setup = makeSetup(

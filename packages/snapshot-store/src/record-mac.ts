@@ -70,7 +70,9 @@ export function recordMac(
 }
 
 /** Call id and the call's signed JSON (position, tool, start time), in order. */
-export function callEntries(calls: ReadonlyArray<Pick<BackendPendingCall, "callId" | "toolId" | "startedAt">>) {
+export function callEntries(
+  calls: ReadonlyArray<Pick<BackendPendingCall, "callId" | "toolId" | "startedAt">>,
+) {
   return calls.map(
     (call, position) =>
       [call.callId, JSON.stringify({ position, toolId: call.toolId, startedAt: call.startedAt })] as const,

@@ -10,7 +10,8 @@ import { build } from "esbuild";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { openSnapshotStore, type SnapshotStore } from "./snapshot-store.js";
 import { SqliteSnapshotBackend } from "./sqlite-backend.js";
-import { manualClock, patternBytes, scopeFor, suspendInput } from "./testing/fixtures.js";
+import { manualClock, patternBytes, scopeFor, suspendInput, TEST_SECRET } from "./testing/fixtures.js";
+import type { RunScope } from "./types.js";
 
 const packageDirectory = dirname(dirname(fileURLToPath(import.meta.url)));
 const Database = createRequire(import.meta.url)("better-sqlite3") as typeof BetterSqlite3;
@@ -22,9 +23,9 @@ function databasePath(): string {
   return join(directory, "snapshots.db");
 }
 
-async function openFile(clock = manualClock()): Promise<SnapshotStore> {
+async function openFile(clock = manualClock(), secret?: string): Promise<SnapshotStore> {
   const store = await openSnapshotStore({
-    backend: new SqliteSnapshotBackend({ path: databasePath() }),
+    backend: new SqliteSnapshotBackend({ path: databasePath(), ...(secret ? { secret } : {}) }),
     clock: clock.now,
     sweepIntervalMs: 0,
   });
@@ -118,6 +119,157 @@ describe("SQLite backend: durability", () => {
       expect.objectContaining({ code: "runtime_unavailable" }),
     );
     expect(() => new SqliteSnapshotBackend({ path: "" })).toThrow(
+      expect.objectContaining({ code: "invalid_config" }),
+    );
+  });
+});
+
+/** Change the closed store file the way someone who can write it (but not read the key) would. */
+function editFile(sql: string, ...parameters: unknown[]): number {
+  const db = new Database(databasePath());
+  try {
+    return db.prepare(sql).run(...parameters).changes;
+  } finally {
+    db.close();
+  }
+}
+
+describe("SQLite backend: integrity of what a resume trusts", () => {
+  beforeAll(() => {
+    directory = mkdtempSync(join(tmpdir(), "codecell-sqlite-mac-"));
+  });
+  afterEach(async () => {
+    for (const store of stores.splice(0)) await store.close();
+    rmSync(databasePath(), { force: true });
+  });
+  afterAll(() => rmSync(directory, { recursive: true, force: true }));
+
+  /** A waiting run with one recorded outcome and one call still pending, in a closed file. */
+  async function storedRun(clock = manualClock()) {
+    const store = await openFile(clock, TEST_SECRET);
+    const { runId } = await store.suspend(suspendInput({ hostState: { requests: 2 } }));
+    await store.settleCall(runId, "call-1", { ok: true, value: { balance: 10 } });
+    await store.close();
+    stores.splice(stores.indexOf(store), 1);
+    return runId;
+  }
+
+  async function expectRefused(runId: string, clock = manualClock(), caller: Partial<RunScope> = {}) {
+    const store = await openFile(clock, TEST_SECRET);
+    const refused = await store.claim(runId, scopeFor(caller)).then(
+      () => null,
+      (error: { code?: string; message: string }) => error,
+    );
+    expect(refused?.code).toBe("snapshot_restore_failed");
+    expect(refused?.message).toMatch(/integrity check/);
+    // The run is ended: it cannot be tried again with the forged row.
+    await expect(store.claim(runId, scopeFor())).rejects.not.toMatchObject({
+      code: "snapshot_restore_failed",
+    });
+    expect((await store.stats()).live).toBe(0);
+  }
+
+  it("resumes an untouched signed run, outcomes included, across restarts and resuspends", async () => {
+    const clock = manualClock();
+    const runId = await storedRun(clock);
+    const store = await openFile(clock, TEST_SECRET);
+    const claim = await store.claim(runId, scopeFor());
+    expect(claim.pendingCalls[0]?.outcome).toEqual({ ok: true, value: { balance: 10 } });
+    expect(claim.hostState).toEqual({ requests: 2 });
+    // Resuspended without the outcome it already has: the store carries it over, still verifiable.
+    await store.resuspend(claim, {
+      snapshot: patternBytes(2048, 8),
+      pendingCalls: claim.pendingCalls.map(({ callId, toolId, startedAt }) => ({
+        callId,
+        toolId,
+        startedAt,
+      })),
+      output: [],
+      telemetry: claim.telemetry,
+    });
+    await store.close();
+    stores.splice(stores.indexOf(store), 1);
+    // call-2 was in flight when the store closed: recovery records it as interrupted, signed too.
+    const again = await openFile(clock, TEST_SECRET);
+    const second = await again.claim(runId, scopeFor());
+    expect(second.pendingCalls[0]?.outcome).toEqual({ ok: true, value: { balance: 10 } });
+    expect(second.pendingCalls[1]?.outcome).toMatchObject({
+      ok: false,
+      error: { code: "nested_tool_failed" },
+    });
+  });
+
+  it("refuses a run whose recorded outcome was edited in the file", async () => {
+    const runId = await storedRun();
+    const forged = JSON.stringify({ ok: true, value: { balance: 1_000_000 } });
+    expect(
+      editFile(
+        "UPDATE pending_calls SET outcome_json = ? WHERE run_id = ? AND call_id = 'call-1'",
+        forged,
+        runId,
+      ),
+    ).toBe(1);
+    await expectRefused(runId);
+  });
+
+  it("refuses an outcome written into a call that had none", async () => {
+    const runId = await storedRun();
+    const forged = JSON.stringify({ ok: true, value: "approved" });
+    expect(
+      editFile(
+        "UPDATE pending_calls SET outcome_json = ?, settled_at = '2026-01-01T00:00:01.000Z' WHERE run_id = ? AND call_id = 'call-2'",
+        forged,
+        runId,
+      ),
+    ).toBe(1);
+    await expectRefused(runId);
+  });
+
+  it("refuses an outcome copied from another call, with its MAC", async () => {
+    const runId = await storedRun();
+    expect(
+      editFile(
+        `UPDATE pending_calls SET (outcome_json, settled_at, outcome_mac) =
+           (SELECT outcome_json, settled_at, outcome_mac FROM pending_calls WHERE run_id = ? AND call_id = 'call-1')
+         WHERE run_id = ? AND call_id = 'call-2'`,
+        runId,
+        runId,
+      ),
+    ).toBe(1);
+    await expectRefused(runId);
+  });
+
+  const rowEdits = [
+    { part: "host state", sql: `UPDATE runs SET host_state_json = '{"requests":99}' WHERE run_id = ?` },
+    { part: "output", sql: `UPDATE runs SET output_json = '[]' WHERE run_id = ?` },
+    {
+      part: "telemetry",
+      sql: `UPDATE runs SET telemetry_json = replace(telemetry_json, '1', '2') WHERE run_id = ?`,
+    },
+    { part: "snapshot", sql: "UPDATE runs SET snapshot = zeroblob(length(snapshot)) WHERE run_id = ?" },
+    {
+      part: "scope (the run moved to another session)",
+      sql: "UPDATE runs SET session_id = 'session-2' WHERE run_id = ?",
+      caller: { sessionId: "session-2" },
+    },
+    { part: "pending call list", sql: "DELETE FROM pending_calls WHERE run_id = ? AND call_id = 'call-2'" },
+    { part: "row MAC (removed)", sql: "UPDATE runs SET mac = NULL WHERE run_id = ?" },
+    { part: "outcome MAC (removed)", sql: "UPDATE pending_calls SET outcome_mac = NULL WHERE run_id = ?" },
+  ];
+  it.each(rowEdits)("refuses a run whose $part was edited in the file", async (edit) => {
+    const runId = await storedRun();
+    expect(editFile(edit.sql, runId)).toBeGreaterThan(0);
+    await expectRefused(runId, manualClock(), "caller" in edit ? edit.caller : {});
+  });
+
+  it("refuses rows signed with another secret", async () => {
+    const runId = await storedRun();
+    const store = await openFile(manualClock(), `${TEST_SECRET}-but-another-one`);
+    await expect(store.claim(runId, scopeFor())).rejects.toMatchObject({ code: "snapshot_restore_failed" });
+  });
+
+  it("refuses a secret shorter than 32 bytes", () => {
+    expect(() => new SqliteSnapshotBackend({ path: databasePath(), secret: "short" })).toThrow(
       expect.objectContaining({ code: "invalid_config" }),
     );
   });

@@ -15,7 +15,14 @@ import type {
   SettleRequest,
   SnapshotBackend,
 } from "./backend.js";
-import { callEntries, deriveRecordKey, outcomeMac, recordMac, type SignedRecord, sameMac } from "./record-mac.js";
+import {
+  callEntries,
+  deriveRecordKey,
+  outcomeMac,
+  recordMac,
+  type SignedRecord,
+  sameMac,
+} from "./record-mac.js";
 import { callerMatches, claimDecision, selectorMatches, utf8Bytes } from "./scope.js";
 import { MIN_SNAPSHOT_KEY_BYTES } from "./snapshot-key.js";
 import type { RecoveryReport, RunScope, RunSelector, RunState, StoreStats } from "./types.js";
@@ -211,7 +218,9 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
     // Version 1 files get the MAC columns; their rows carry no MAC, so with a secret they are refused
     // (an unsigned row is exactly what a forger would write).
     const columns = (table: string) =>
-      new Set((this.#db.pragma(`table_info(${table})`) as Array<{ name: string }>).map((column) => column.name));
+      new Set(
+        (this.#db.pragma(`table_info(${table})`) as Array<{ name: string }>).map((column) => column.name),
+      );
     if (!columns("runs").has("mac")) this.#db.exec("ALTER TABLE runs ADD COLUMN mac BLOB");
     if (!columns("pending_calls").has("outcome_mac"))
       this.#db.exec("ALTER TABLE pending_calls ADD COLUMN outcome_mac BLOB");

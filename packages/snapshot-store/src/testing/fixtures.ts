@@ -54,14 +54,18 @@ export function memoryFactory(): BackendFactory {
   return { name: "memory", create: () => new MemorySnapshotBackend(), cleanup: () => {} };
 }
 
-export function sqliteFactory(): BackendFactory {
+/** `signed`: rows carry HMACs, as the gateway opens its SQLite store. */
+export function sqliteFactory(signed = false): BackendFactory {
   const directories: string[] = [];
   return {
-    name: "sqlite",
+    name: signed ? "sqlite (signed)" : "sqlite",
     create() {
       const directory = mkdtempSync(join(tmpdir(), "codecell-snapshots-"));
       directories.push(directory);
-      return new SqliteSnapshotBackend({ path: join(directory, "snapshots.db") });
+      return new SqliteSnapshotBackend({
+        path: join(directory, "snapshots.db"),
+        ...(signed ? { secret: TEST_SECRET } : {}),
+      });
     },
     cleanup() {
       for (const directory of directories.splice(0)) rmSync(directory, { recursive: true, force: true });
