@@ -174,7 +174,7 @@ function startMcpRequest(
       throw new CodeModeError("nested_tool_failed", `This host does not serve MCP ${op} requests.`);
     });
   }
-  const entry = scope.trajectory.start({
+  const entry = scope.trajectory.start(scope.context.sessionId, {
     kind: "nested",
     toolCallId: `${parent.toolCallId}/${request.requestId}`,
     parentToolCallId: parent.toolCallId,
@@ -221,7 +221,7 @@ function runNestedCall(
   }
   telemetry.nested.calls++;
   recordNestedToolId(telemetry, toolId);
-  const entry = scope.trajectory.start({
+  const entry = scope.trajectory.start(scope.context.sessionId, {
     kind: "nested",
     toolCallId: `${parent.toolCallId}/${requestId}`,
     parentToolCallId: parent.toolCallId,
