@@ -59,8 +59,10 @@ export const codeModePendingToolCallSchema = z.object({
   callId: z.string(),
   /** The catalog id of the nested tool. */
   toolId: z.string(),
-  /** ISO time the call started. */
+  /** ISO time the call started; for a queued call, when the cell made it. */
   startedAt: z.string(),
+  /** Set while the call waits for one of the run's `maxPendingToolCalls` slots (it starts in order). */
+  queued: z.literal(true).optional(),
 });
 export type CodeModePendingToolCall = z.infer<typeof codeModePendingToolCallSchema>;
 

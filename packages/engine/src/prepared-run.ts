@@ -265,7 +265,7 @@ export class ActiveRun implements PreparedRun {
     const { engine } = this;
     // New runs are keyed by their run id; runs suspended by an older version keep the key they stored.
     const runKey = runId;
-    const inflight = new InflightCalls(this.options.context.sessionId);
+    const inflight = new InflightCalls(this.options.context.sessionId, engine.config.maxPendingToolCalls);
     const ready = new ReadyQueue();
     const yieldIds = new Set<string>();
     const segment = this.#segment(call);
@@ -321,7 +321,7 @@ export class ActiveRun implements PreparedRun {
     const runKey = hostState.runKey;
     let inflight = engine.inflight.get(runKey);
     if (!inflight) {
-      inflight = new InflightCalls(this.options.context.sessionId);
+      inflight = new InflightCalls(this.options.context.sessionId, engine.config.maxPendingToolCalls);
       engine.inflight.set(runKey, inflight);
     }
     const ready = new ReadyQueue();
@@ -460,6 +460,7 @@ export class ActiveRun implements PreparedRun {
       memoryLimitBytes: config.memoryLimitBytes,
       maxOutputBytes: config.maxOutputBytes,
       maxPendingToolCalls: config.maxPendingToolCalls,
+      maxQueuedToolCalls: config.maxQueuedToolCalls,
       maxSnapshotBytes: config.maxSnapshotBytes,
     };
   }
@@ -480,17 +481,20 @@ export class ActiveRun implements PreparedRun {
     const controller = new AbortController();
     if (segment.signal.aborted) controller.abort(new Error("The code-mode run was aborted."));
     else segment.calls.add(controller);
-    const started = startHostRequest(request, this.#scope, parent, telemetry, controller.signal);
+    const started = startHostRequest(request, this.#scope, parent, telemetry);
     const { stats } = this.engine;
     if (request.kind === "search") stats.nestedSearches++;
     else if (request.kind === "describe") stats.nestedDescribes++;
-    else if (started.toolId) stats.nestedCalls++;
-    const outcome = started.outcome.finally(() => segment.calls.delete(controller));
+    else if (started.toolId && (request.kind !== "mcp" || request.op === "call")) stats.nestedCalls++;
     if (started.toolId === null) {
-      void outcome.then((settled) => ready.push(request.requestId, settled));
+      segment.calls.delete(controller);
+      void started.outcome.then((settled) => ready.push(request.requestId, settled));
       return;
     }
-    inflight.add(request.requestId, started.toolId, controller, outcome);
+    // Runs now, or waits in order for one of the run's maxPendingToolCalls slots.
+    const outcome = inflight
+      .add(request.requestId, started.toolId, controller, started.start)
+      .finally(() => segment.calls.delete(controller));
     if (segment.progress) {
       const { counts } = segment;
       counts.started++;
@@ -545,6 +549,7 @@ export class ActiveRun implements PreparedRun {
     const undelivered = new Map(
       state.ready.drain().map(([requestId, outcome, toolId]) => [requestId, { outcome, toolId }]),
     );
+    const queuedIds = new Set<string>();
     const pendingCalls = end.pending
       .filter((request) => request.kind !== "yield")
       .map((request) => {
@@ -553,6 +558,7 @@ export class ActiveRun implements PreparedRun {
         const outcome = call?.outcome ?? left?.outcome;
         // Still owed by the process that ran it before (another replica): kept as the store had it.
         const owed = claim?.pendingCalls.find((pending) => pending.callId === request.requestId);
+        if (call?.queued && !outcome) queuedIds.add(request.requestId);
         return {
           callId: request.requestId,
           toolId: call?.toolId ?? left?.toolId ?? owed?.toolId ?? request.kind,
@@ -604,6 +610,7 @@ export class ActiveRun implements PreparedRun {
               callId,
               toolId,
               startedAt,
+              ...(queuedIds.has(callId) ? { queued: true as const } : {}),
             })),
           }
         : {}),

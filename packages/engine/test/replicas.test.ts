@@ -44,7 +44,7 @@ describe.skipIf(redisSkipReason !== null)("wait on another replica (Redis store)
     for (const replica of replicas.splice(0)) await replica.close();
   });
 
-  async function replica(): Promise<Replica> {
+  async function replica(config: Record<string, unknown> = {}): Promise<Replica> {
     const store = await openSnapshotStore({
       backend: new RedisSnapshotBackend({
         url: server.url,
@@ -54,7 +54,11 @@ describe.skipIf(redisSkipReason !== null)("wait on another replica (Redis store)
       }),
       sweepIntervalMs: 0,
     });
-    const engine = createCodeModeEngine({ config: { enabled: true, timeoutMs: 3000 }, store, pool });
+    const engine = createCodeModeEngine({
+      config: { enabled: true, timeoutMs: 3000, ...config },
+      store,
+      pool,
+    });
     const executor = new TestExecutor();
     let closed = false;
     const entry: Replica = {
@@ -121,5 +125,39 @@ describe.skipIf(redisSkipReason !== null)("wait on another replica (Redis store)
     const result = await waitUntilDone(b, (first as { runId: string }).runId);
     expect(result).toMatchObject({ status: "completed", value: { code: "nested_tool_failed" } });
     expect((result as { value: { message: string } }).value.message).toContain("interrupted");
+  });
+
+  it("drains calls queued beyond maxPendingToolCalls on replica A while a wait on B delivers them in order", async () => {
+    prefix = `engine-${++prefixes}:`;
+    const a = await replica({ maxPendingToolCalls: 2, timeoutMs: 1000 });
+    const b = await replica({ maxPendingToolCalls: 2, timeoutMs: 1000 });
+    let inFlight = 0;
+    let most = 0;
+    const original = a.executor.callTool.bind(a.executor);
+    a.executor.callTool = async (call) => {
+      most = Math.max(most, ++inFlight);
+      try {
+        return await original(call);
+      } finally {
+        inFlight--;
+      }
+    };
+    // Six calls of 600 ms through two slots: calls 5 and 6 cannot start before the 1 s deadline.
+    const first = await run(a).exec(
+      {
+        code: `return await Promise.all([1, 2, 3, 4, 5, 6].map((i) => tools.slow_echo({ ms: 600, value: i })));`,
+      },
+      { toolCallId: "exec-1" },
+    );
+    expect(first, JSON.stringify(first)).toMatchObject({ status: "waiting", reason: "pending_tools" });
+    const pending = (first as { pendingToolCalls: Array<{ queued?: true }> }).pendingToolCalls;
+    expect(pending.slice(-2).map((call) => call.queued)).toEqual([true, true]);
+    const result = await waitUntilDone(b, (first as { runId: string }).runId);
+    expect(result).toMatchObject({ status: "completed", value: [1, 2, 3, 4, 5, 6] });
+    expect(a.executor.calls.map((call) => call.input)).toEqual(
+      [1, 2, 3, 4, 5, 6].map((value) => ({ ms: 600, value })),
+    );
+    expect(b.executor.calls).toEqual([]);
+    expect(most).toBe(2);
   });
 });

@@ -8,6 +8,7 @@ import {
   MAX_ERROR_NAME_LENGTH,
   parseHostRequestBody,
   parseHostToWorkerMessage,
+  takesToolCallSlot,
 } from "@codecell/bridge";
 import { CONSOLE_LEVELS, isCodeModeErrorCode } from "@codecell/contract/errors";
 import { JSException, QuickJS } from "quickjs-wasi";
@@ -217,6 +218,8 @@ class GuestRun {
     this.controlToken = 0;
     /** @type {Map<string, import("@codecell/bridge").HostRequest>} */
     this.pending = new Map();
+    /** How many pending requests are tool calls (they count toward maxPendingToolCalls). */
+    this.pendingToolCalls = 0;
     this.nextRequestNumber = 0;
     this.outputBytes = 0;
     /**
@@ -339,13 +342,6 @@ class GuestRun {
     }
     const deep = this.tooDeep(bodyText, "The tool input");
     if (deep !== null) return this.refusal("CodeModeError", deep, "invalid_input");
-    if (this.pending.size >= this.limits.maxPendingToolCalls) {
-      return this.refusal(
-        "CodeModeError",
-        `Too many host calls in flight: ${this.pending.size} are pending and maxPendingToolCalls is ${this.limits.maxPendingToolCalls}. Await some calls before starting more.`,
-        "too_many_pending_tool_calls",
-      );
-    }
     let body;
     try {
       body = parseHostRequestBody(JSON.parse(bodyText));
@@ -356,12 +352,43 @@ class GuestRun {
         "invalid_input",
       );
     }
+    const toolCall = takesToolCallSlot(body);
+    if (toolCall) {
+      const refusal = this.tooManyToolCalls();
+      if (refusal !== null) return refusal;
+    }
     this.nextRequestNumber += 1;
     const request = { requestId: `r${this.nextRequestNumber}`, ...body };
     this.pending.set(request.requestId, request);
+    if (toolCall) this.pendingToolCalls += 1;
     this.outbox.push({ type: "request", runId: this.runId, request });
     if (performance.now() - this.commandStartedAt > OUTBOX_HOLD_MS) this.flushOutbox();
     return request.requestId;
+  }
+
+  /**
+   * The host runs maxPendingToolCalls tool calls at once and queues up to maxQueuedToolCalls more in
+   * order; only a call past both is refused. Searches, describes and yields are not counted.
+   * @returns {string | null} a refusal for the guest to throw, or null
+   */
+  tooManyToolCalls() {
+    const running = this.limits.maxPendingToolCalls;
+    const queued = this.limits.maxQueuedToolCalls ?? 0;
+    if (this.pendingToolCalls < running + queued) return null;
+    const message =
+      queued === 0
+        ? `Too many tool calls in flight: ${this.pendingToolCalls} are pending and maxPendingToolCalls is ${running} (with maxQueuedToolCalls 0, none may wait for a slot). Await some calls before starting more.`
+        : `Too many tool calls waiting: ${running} run at once (maxPendingToolCalls) and ${queued} more are queued, the most maxQueuedToolCalls allows. Await some calls before starting more, or work in batches.`;
+    return this.refusal("CodeModeError", message, "too_many_pending_tool_calls");
+  }
+
+  /** @param {string} requestId @returns {boolean} whether it was pending */
+  forgetPending(requestId) {
+    const request = this.pending.get(requestId);
+    if (request === undefined) return false;
+    this.pending.delete(requestId);
+    if (takesToolCallSlot(request)) this.pendingToolCalls -= 1;
+    return true;
   }
 
   /** @param {number} bytes @param {string} what */
@@ -549,7 +576,7 @@ class GuestRun {
   settle(items, deadlineAt) {
     this.deadlineAt = deadlineAt;
     for (const item of items) {
-      if (!this.pending.delete(item.requestId)) continue;
+      if (!this.forgetPending(item.requestId)) continue;
       let ok = item.ok;
       let json = item.json;
       if (ok) {
@@ -618,7 +645,10 @@ class GuestRun {
     this.outputBytes = state.outputBytes;
     const returned = /** @type {{ returned?: { value: unknown } }} */ (state).returned;
     if (returned !== undefined) this.outcome = { type: "completed", value: returned.value };
-    for (const request of state.pending) this.pending.set(request.requestId, request);
+    for (const request of state.pending) {
+      this.pending.set(request.requestId, request);
+      if (takesToolCallSlot(request)) this.pendingToolCalls += 1;
+    }
     if (Array.isArray(state.issuedCodes)) {
       for (const code of state.issuedCodes) if (isCodeModeErrorCode(code)) this.issuedCodes.add(code);
     }
