@@ -177,6 +177,17 @@ export class CodeModeEngine {
   }
 
   /**
+   * Nested calls still running in this process, those of suspended runs included, and how many runs
+   * they belong to. A run resumed and finished elsewhere (another replica), expired or aborted lets go
+   * of its entry once its calls settle here.
+   */
+  callsInFlight(): { runs: number; calls: number } {
+    let calls = 0;
+    for (const run of this.#inflight.values()) calls += run.size;
+    return { runs: this.#inflight.size, calls };
+  }
+
+  /**
    * Control calls with the nested calls under them, as JSON for transcript persistence. With
    * `sessionId` only that session's log is read; `codeModeRunId` and `parentToolCallId` narrow it.
    */
