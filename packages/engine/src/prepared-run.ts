@@ -22,6 +22,7 @@ import { buildGuestSurface } from "./guest-surface.js";
 import { InflightCalls } from "./inflight-calls.js";
 import { EXEC_TOOL_NAME, WAIT_TOOL_NAME } from "./model-surface.js";
 import { type RequestParent, type RequestScope, startHostRequest } from "./nested-calls.js";
+import { ResultShapes } from "./result-shapes.js";
 import { countLimitFailure, newRunTelemetry } from "./run-telemetry.js";
 import type { TrajectoryRecorder } from "./trajectory.js";
 import type {
@@ -253,6 +254,8 @@ export class ActiveRun implements PreparedRun {
     const segment = this.#segment(call);
     const { signal } = segment;
     const parent = { toolCallId, tool: "exec" as const, codeModeRunId: runKey, progress: segment.progress };
+    // What this exec's nested calls returned, so a failure can say what a name holds.
+    const shapes = new ResultShapes();
     let run: SandboxRun;
     try {
       run = engine.pool.run({
@@ -265,7 +268,7 @@ export class ActiveRun implements PreparedRun {
         timeoutMs: engine.config.timeoutMs,
         signal,
         onRequest: (request) =>
-          this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry, segment),
+          this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry, segment, shapes),
       });
     } catch (error) {
       segment.release();
@@ -276,7 +279,23 @@ export class ActiveRun implements PreparedRun {
     const end = await driveSegment(run, ready, signal).finally(segment.release);
     // A bare QuickJS TypeError gets the expression it is about (the JavaScript cell is what ran as is).
     if (end.type === "failed" && end.code === undefined && language === "javascript") {
-      end.message = await explainGuestFailure(end.message, code, this.#surface).catch(() => end.message);
+      end.message = await explainGuestFailure(end.message, code, this.#surface, {
+        shapes,
+        resolveTarget: (target) => {
+          try {
+            return this.#scope.catalog.resolve(target).id;
+          } catch {
+            return null;
+          }
+        },
+        namespaceToolId: (namespaceId, path) => {
+          try {
+            return this.#scope.namespaces.resolveCall(namespaceId, path, []).toolId;
+          } catch {
+            return null;
+          }
+        },
+      }).catch(() => end.message);
     }
     return this.#settleSegment(end, {
       runKey,
@@ -444,6 +463,7 @@ export class ActiveRun implements PreparedRun {
     parent: RequestParent,
     telemetry: CodeModeTelemetry,
     segment: Segment,
+    shapes?: ResultShapes,
   ): void {
     if (request.kind === "yield") {
       yieldIds.add(request.requestId);
@@ -466,6 +486,12 @@ export class ActiveRun implements PreparedRun {
     const outcome = inflight
       .add(request.requestId, started.toolId, controller, started.start)
       .finally(() => segment.calls.delete(controller));
+    const toolId = started.toolId;
+    if (shapes) {
+      void outcome.then((settled) => {
+        if (settled.ok) shapes.record(toolId, settled.value);
+      });
+    }
     if (segment.progress) {
       const { counts } = segment;
       counts.started++;
@@ -564,7 +590,9 @@ export class ActiveRun implements PreparedRun {
       if (claim) await store.finish(claim, "failed").catch(() => {});
       return this.#failure(error, telemetry, state.startedAt);
     }
-    inflight.storedAs(store, runId);
+    inflight.storedAs(store, runId, () => {
+      if (engine.inflight.get(state.runKey) === inflight) engine.inflight.delete(state.runKey);
+    });
     return {
       status: "waiting",
       runId,

@@ -259,3 +259,64 @@ describe("errors that name the expression and the fix", () => {
     expect(error).toBe("TypeError: cannot read property 'x' of undefined (line 1, column 22)");
   });
 });
+
+describe("errors that say what a name holds when it came from a tool call", () => {
+  it.each([
+    [
+      "a string method on a tool's object result",
+      'const t = await tools.read_file({ path: "a.txt" });\nconst lines = t.split("\\n");\nreturn lines.length',
+      "TypeError: t.split is not a function (line 2, column 17). t holds an object with keys path, content (the result of tools.read_file).",
+    ],
+    [
+      "a property the result does not have",
+      'const file = await tools.read_file({ path: "a.txt" });\nreturn file.data.length',
+      "TypeError: file.data is undefined or null, so reading .length fails (line 2, column 8). file holds an object with keys path, content (the result of tools.read_file).",
+    ],
+    [
+      "a result called through tools.call",
+      'const r = await tools.call("read_file", { path: "a.txt" });\nreturn r.trim()',
+      "r holds an object with keys path, content (the result of tools.call).",
+    ],
+    [
+      "an alias spelling of the tool",
+      'const t = await tools.readFile({ path: "a.txt" });\nreturn t.toUpperCase()',
+      "t holds an object with keys path, content (the result of tools.readFile).",
+    ],
+    [
+      "an array result used as an object",
+      "const notes = await tools.notes_list({});\nreturn notes.items.map((n) => n.text)",
+      "notes holds an array whose first item is an object with keys text, tag (the result of tools.notes_list).",
+    ],
+    [
+      "an MCP result used as the structured value",
+      "const graph = await MCP.memory.readGraph({});\nreturn graph.entities.map((e) => e.name)",
+      "graph holds an object with keys content, structuredContent (the result of MCP.memory.readGraph).",
+    ],
+    [
+      "a call that was not awaited",
+      'const t = tools.read_file({ path: "a.txt" });\nreturn t.content.split("\\n")',
+      "t holds a promise: tools.read_file(...) returns one, so write `const t = await tools.read_file(...)`.",
+    ],
+  ])("%s", async (_name, code, expected) => {
+    expect(failedWith(await exec(code))).toContain(expected);
+  });
+
+  it.each([
+    [
+      "the name is bound again",
+      'let t = await tools.read_file({ path: "a.txt" });\nt = await tools.exec({ command: "ls" });\nreturn t.split("\\n")',
+    ],
+    [
+      "a callback parameter of the same name",
+      'const t = await tools.read_file({ path: "a.txt" });\nreturn ["x"].map((t) => t.foo())',
+    ],
+    [
+      "two calls of the tool returned different shapes",
+      'const a = await tools.slow_echo({ ms: 1, value: { x: 1 } });\nconst b = await tools.slow_echo({ ms: 1, value: "s" });\nreturn a.split(",")',
+    ],
+  ])("says nothing about the value when %s", async (_name, code) => {
+    const error = failedWith(await exec(code));
+    expect(error).toMatch(/is not a function \(line \d+, column \d+\)\.$/);
+    expect(error).not.toContain(" holds ");
+  });
+});
