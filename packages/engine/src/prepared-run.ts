@@ -636,7 +636,9 @@ export class ActiveRun implements PreparedRun {
       if (claim) await store.finish(claim, "failed").catch(() => {});
       return this.#failure(error, telemetry, state.startedAt);
     }
-    inflight.storedAs(store, runId);
+    inflight.storedAs(store, runId, () => {
+      if (engine.inflight.get(state.runKey) === inflight) engine.inflight.delete(state.runKey);
+    });
     return {
       status: "waiting",
       runId,
