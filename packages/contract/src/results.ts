@@ -51,6 +51,11 @@ export const codeModeTelemetrySchema = z.object({
     z.object({ event: z.enum(SNAPSHOT_EVENTS), runId: z.string(), bytes: z.number().optional() }),
   ),
   durationMs: z.number().nonnegative(),
+  /**
+   * "typescript" when the cell came as JavaScript (no `language`, or "javascript") but parses only as
+   * TypeScript, so it ran as TypeScript.
+   */
+  detectedLanguage: z.literal("typescript").optional(),
 });
 export type CodeModeTelemetry = z.infer<typeof codeModeTelemetrySchema>;
 
