@@ -5,7 +5,7 @@
 // through turbo). Prints a table and writes bench-results/hostile.json. BENCH_ITERATIONS sets the
 // polite cells per phase (default 200); BENCH_HOSTILE_ROUNDS the rounds of the hostile batch (default 3).
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -22,10 +22,15 @@ const SPINNERS = availableParallelism();
 const CELL_TIMEOUT_MS = 3_000;
 
 const dir = mkdtempSync(join(tmpdir(), "codecell-hostile-bench-"));
+cpSync(join(appDir, "demo-workspace"), join(dir, "workspace"), { recursive: true });
 const configPath = join(dir, "codecell.json5");
 writeFileSync(
   configPath,
-  JSON.stringify({ tools: { codeMode: { enabled: true, timeoutMs: CELL_TIMEOUT_MS } }, mcpServers: {} }),
+  JSON.stringify({
+    tools: { codeMode: { enabled: true, timeoutMs: CELL_TIMEOUT_MS } },
+    workspace: "./workspace",
+    mcpServers: {},
+  }),
 );
 
 /** The hostile batch: each cell is one class the sandbox must contain without hurting the host. */
@@ -97,7 +102,10 @@ async function politeLatency(polite, iterations) {
     const started = performance.now();
     const result = await polite.exec("return 1");
     const elapsed = performance.now() - started;
-    if (result.status !== "completed") failed += 1;
+    if (result.status !== "completed") {
+      failed += 1;
+      if (failed === 1) console.error(`polite cell failed: ${JSON.stringify(result).slice(0, 300)}`);
+    }
     if (index >= WARMUP) times.push(elapsed);
   }
   times.sort((a, b) => a - b);

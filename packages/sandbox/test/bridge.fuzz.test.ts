@@ -58,6 +58,22 @@ const hostValue = fc.oneof(
 
 const normalize = (value: unknown) => JSON.parse(JSON.stringify(value) ?? "null") as unknown;
 
+/** What a hostile value-building cell must end with, where the cause is certain; null: no claim. */
+function expectedCode(piece: string, sink: string, size: number): string | null {
+  const crosses = !sink.startsWith("text(");
+  if (piece.includes("o = { o }") || piece.includes("o = [o]")) {
+    if (!crosses) return null;
+    if (size >= 300) return "invalid_input";
+    return size <= 200 ? "ok" : null;
+  }
+  if (piece.includes("'x'.repeat")) {
+    const bytes = size * 100;
+    if (bytes > 70_000) return "output_limit_exceeded";
+    return bytes < 60_000 ? "ok" : null;
+  }
+  return null;
+}
+
 describe("bridge fuzz", () => {
   it("returns any JSON value from the guest unchanged", async () => {
     await fc.assert(
@@ -131,13 +147,21 @@ describe("bridge fuzz", () => {
     );
     await fc.assert(
       fc.asyncProperty(pieces, sinks, fc.integer({ min: 0, max: 5000 }), async (piece, sink, size) => {
+        const started = Date.now();
         const { event } = await runToEnd(pool, `${piece.replaceAll("N", String(size))} ${sink}`, {
           surface,
-          deadlineAt: Date.now() + 5_000,
+          deadlineAt: started + 5_000,
           answer: (request) => ({ ok: true, value: (request as { input?: unknown }).input ?? null }),
         });
+        // Bounded in time: every run ends by its deadline plus the watchdog's grace (loose margin for a
+        // loaded machine; a hang would run into the test's own timeout instead).
+        expect(Date.now() - started).toBeLessThan(15_000);
         expect(["completed", "failed"]).toContain(event.type);
         if (event.type === "failed" && event.code !== undefined) expect(CODES.has(event.code)).toBe(true);
+        // The right code where the cause is known: too deep to cross, or over maxOutputBytes (64 KiB).
+        const expected = expectedCode(piece, sink, size);
+        if (expected === "ok") expect(event.type).toBe("completed");
+        else if (expected !== null) expect(event).toMatchObject({ type: "failed", code: expected });
       }),
       { numRuns: runs },
     );
