@@ -67,12 +67,19 @@ describe("fairness between sessions", () => {
         start("warm", "return 1", 30_000, undefined, capped),
         start("warm", "return 1", 30_000, undefined, capped),
       ]);
-      const stop = new AbortController();
-      let spinnersEnded = 0;
+      const stopSpinning = new AbortController();
+      const stopQueued = new AbortController();
+      const ended: string[] = [];
       // As many spinning cells as the pool may ever have workers: without the cap they would take all.
-      const spinners = [0, 1, 2, 3].map(() =>
-        start("hostile", "while (true) {}", 40_000, stop.signal, capped).then((event) => {
-          spinnersEnded += 1;
+      const spinners = ["spinning", "spinning", "queued", "queued"].map((role) =>
+        start(
+          "hostile",
+          "while (true) {}",
+          40_000,
+          role === "spinning" ? stopSpinning.signal : stopQueued.signal,
+          capped,
+        ).then((event) => {
+          ended.push(role);
           return event;
         }),
       );
@@ -81,16 +88,19 @@ describe("fairness between sessions", () => {
         type: "completed",
         value: "answered",
       });
-      expect(spinnersEnded).toBe(0);
+      expect(ended).toEqual([]);
       // Two workers hold the hostile cells; the pool grew for the polite one and stayed under its cap.
       expect(capped.stats().workers).toBeGreaterThan(2);
       expect(capped.stats().workers).toBeLessThanOrEqual(4);
-      // Aborting a cell still queued behind its owner's spinning cell does not stop that worker (which
-      // would fail the cell it runs with a misleading internal_error): every spinner ends `aborted`.
-      stop.abort();
-      for (const event of await Promise.all(spinners))
-        expect(event).toMatchObject({ type: "failed", code: "aborted" });
+      // Aborting the cells queued behind the spinning ones ends them at once and does not stop the
+      // workers they wait on (which would fail the spinning cells with a misleading internal_error).
+      stopQueued.abort();
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      expect(ended).toEqual(["queued", "queued"]);
       expect(capped.stats().workersReplaced).toBe(0);
+      stopSpinning.abort();
+      const events = await Promise.all(spinners);
+      for (const event of events) expect(event).toMatchObject({ type: "failed", code: "aborted" });
     } finally {
       await capped.close();
     }
