@@ -34,6 +34,11 @@ export type GatewayOptions = {
   log?: (line: string) => void;
   /** Start downstream MCP servers; `check`-style callers may skip it. Default true. */
   connectMcp?: boolean;
+  /**
+   * How long start waits for the MCP servers; those still starting are added later (tools/list_changed
+   * to every session). Default: wait until each has connected or failed within its deadline.
+   */
+  mcpWaitMs?: number;
 };
 
 export type { ToolCallRequest } from "./session-host.js";
@@ -100,11 +105,18 @@ export class Gateway implements SessionHost {
       snapshotSecret: parts.snapshotSecret,
     });
     this.connector.onChange(({ server, reason }) => {
-      this.#toolsVersion++;
-      for (const listener of this.#toolListeners) listener();
-      this.#log(
-        `MCP server "${server}": ${reason === "tools_changed" ? "tool list changed" : "disconnected"}`,
-      );
+      // A server that failed to start was never declared: the model's tools did not change.
+      if (reason !== "failed") {
+        this.#toolsVersion++;
+        for (const listener of this.#toolListeners) listener();
+      }
+      const what = {
+        tools_changed: "tool list changed",
+        disconnected: "disconnected",
+        connected: "connected after the gateway started serving; its tools are added",
+        failed: `failed to start: ${this.connector.status().find((s) => s.server === server)?.lastError ?? "see above"}`,
+      }[reason];
+      this.#log(`${reason === "failed" ? "warning: " : ""}MCP server "${server}": ${what}`);
     });
   }
 
@@ -140,7 +152,7 @@ export class Gateway implements SessionHost {
         plugins.push(loaded);
       }
       if (options.connectMcp !== false) {
-        await connector.start();
+        await connector.start(options.mcpWaitMs !== undefined ? { waitMs: options.mcpWaitMs } : {});
         for (const diagnostic of connector.diagnostics) log(`warning: ${diagnostic.message}`);
       }
     } catch (error) {

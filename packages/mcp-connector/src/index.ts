@@ -10,6 +10,7 @@ export {
   type McpPromptListing,
   type McpResourceListing,
   type McpServerStatus,
+  type McpStartOptions,
 } from "./connector.js";
 export {
   idAtEnd,
@@ -17,3 +18,4 @@ export {
   MAX_DOWNSTREAM_MESSAGE_BYTES,
   scanJsonLine,
 } from "./guarded-read-buffer.js";
+export { killSpawnedServers, spawnedServerPids } from "./spawned-processes.js";

@@ -55,6 +55,12 @@ export const DEFAULT_HTTP_SETTINGS: HttpSettings = {
   sessionIdleMs: 600_000,
 };
 
+/**
+ * How long `serve` waits for downstream servers before it answers: local servers are in by then, and a
+ * server that hangs costs at most this, not its whole deadline.
+ */
+export const DEFAULT_MCP_STARTUP_WAIT_MS = 10_000;
+
 /** A checked config with every path made absolute: what the gateway runs on. */
 export type GatewayConfig = {
   file: string;
@@ -64,6 +70,8 @@ export type GatewayConfig = {
   deny: string[] | undefined;
   approval: string[];
   mcpServers: Record<string, McpServerConfig>;
+  /** How long `serve` waits for MCP servers before answering; later ones arrive with list_changed. */
+  mcpStartupWaitMs: number;
   plugins: PluginSpec[];
   snapshotStore: SnapshotStoreSpec;
   /** Real path of the folder the core file tools may touch; null turns those tools off. */
@@ -277,6 +285,8 @@ function checkServer(
   if ("url" in value) return value as McpServerConfig;
   const env = value.env as Record<string, string> | undefined;
   const args = (value.args as string[] | undefined) ?? [];
+  const deadline =
+    typeof value.connectTimeoutMs === "number" ? { connectTimeoutMs: value.connectTimeoutMs } : {};
   if ("package" in value) {
     try {
       const bin = packageBin(String(value.package), value.bin as string | undefined, configDir);
@@ -285,13 +295,20 @@ function checkServer(
         args: [bin, ...args],
         ...(env ? { env } : {}),
         ...(cwd ? { cwd } : {}),
+        ...deadline,
       };
     } catch (error) {
       problems.push({ file, path: [...base, "package"].join("."), message: (error as Error).message });
       return null;
     }
   }
-  return { command: String(value.command), args, ...(env ? { env } : {}), ...(cwd ? { cwd } : {}) };
+  return {
+    command: String(value.command),
+    args,
+    ...(env ? { env } : {}),
+    ...(cwd ? { cwd } : {}),
+    ...deadline,
+  };
 }
 
 /**
@@ -492,6 +509,8 @@ export function resolveGatewayConfig(
       deny: tools.deny,
       approval: tools.approval ?? [],
       mcpServers,
+      mcpStartupWaitMs:
+        (parsed.success ? parsed.data.mcpStartupWaitMs : undefined) ?? DEFAULT_MCP_STARTUP_WAIT_MS,
       plugins,
       snapshotStore,
       workspace,
