@@ -1,4 +1,9 @@
-import type { HostTool } from "@codecell/contract";
+import {
+  CODE_MODE_CONTROL_TOOL_NAMES,
+  type HostTool,
+  isCodeModeControlTool,
+  markCodeModeControlTool,
+} from "@codecell/contract";
 import { describe, expect, it } from "vitest";
 import { buildToolCatalog } from "./build-tool-catalog.js";
 import { expectCodeModeError, hostTool } from "./test-support/tools.js";
@@ -71,21 +76,40 @@ describe("ids and order", () => {
 });
 
 describe("control tools", () => {
+  // Spec: "The catalog omits code mode's control tools: exec, wait, tool_search_code, tool_search,
+  // tool_describe, tool_call." They are omitted by identity (the mark the host or engine puts on its own
+  // control tool objects), so a tool that merely shares a name stays a tool.
   it.each([
-    ["core", "exec", true],
-    ["plugin", "exec", false],
-    ["mcp", "exec", false],
-    ["client", "exec", false],
-    ["core", "wait", false],
-    ["core", "tool_search_code", false],
-    ["core", "tool_search", false],
-    ["plugin", "tool_describe", false],
-    ["mcp", "tool_call", false],
-    ["core", "execute", true],
-    ["core", "waiter", true],
-  ] as const)("a %s tool named %s is catalogued: %s", (source, name, catalogued) => {
+    ["core", "exec"],
+    ["plugin", "exec"],
+    ["mcp", "exec"],
+    ["client", "exec"],
+    ["core", "wait"],
+    ["plugin", "wait"],
+    ["mcp", "wait"],
+    ["plugin", "tool_search"],
+    ["core", "tool_search_code"],
+    ["plugin", "tool_describe"],
+    ["mcp", "tool_call"],
+  ] as const)("an unmarked %s tool named %s is catalogued like any tool", (source, name) => {
     const catalog = buildToolCatalog([hostTool(source, "owner", name)]);
-    expect(catalog.entries.map((entry) => entry.name)).toEqual(catalogued ? [name] : []);
+    expect(catalog.entries.map((entry) => entry.id)).toEqual([`${source}:owner:${name}`]);
+  });
+
+  it.each(CODE_MODE_CONTROL_TOOL_NAMES)("leaves out a marked control tool named %s", (name) => {
+    const control = markCodeModeControlTool(hostTool("core", "host", name));
+    const catalog = buildToolCatalog([control, hostTool("core", "host", "read_file")]);
+    expect(catalog.entries.map((entry) => entry.id)).toEqual(["core:host:read_file"]);
+    expect(() => catalog.resolve(`core:host:${name}`)).toThrow();
+  });
+
+  it("knows a control tool by identity: a spread copy keeps the mark, JSON loses it", () => {
+    const control = markCodeModeControlTool(hostTool("core", "host", "tool_search"));
+    expect(isCodeModeControlTool({ ...control })).toBe(true);
+    expect(buildToolCatalog([{ ...control }]).entries).toEqual([]);
+    const fromData = JSON.parse(JSON.stringify(control)) as HostTool;
+    expect(isCodeModeControlTool(fromData)).toBe(false);
+    expect(buildToolCatalog([fromData]).entries.map((entry) => entry.id)).toEqual(["core:host:tool_search"]);
   });
 
   it("keeps the host shell exec callable by id, hidden from nothing but the model", () => {

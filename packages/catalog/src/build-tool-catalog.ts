@@ -3,6 +3,7 @@ import {
   CODE_MODE_LIMITS,
   CodeModeError,
   type HostTool,
+  isCodeModeControlTool,
   TOOL_SOURCES,
   type ToolCatalogEntry,
   type ToolSource,
@@ -18,8 +19,9 @@ const controlNames: ReadonlySet<string> = new Set(CODE_MODE_CONTROL_TOOL_NAMES);
 
 /**
  * Builds a run's catalog from the host's effective tools. Policy comes first, so a denied tool exists in
- * no view and under no id; then code mode's own control tools are dropped (the host's shell `exec`, a
- * `core` tool, is the one exception and is catalogued like any tool); `directOnly` tools are set aside.
+ * no view and under no id; then code mode's own control tools are dropped, known by identity
+ * (`markCodeModeControlTool`), never by name: the host's shell `exec`, a downstream server's own `exec`
+ * or a plugin's `wait` are ordinary tools. `directOnly` tools are set aside.
  * The result does not depend on the input order.
  */
 export function buildToolCatalog(tools: readonly HostTool[], options: ToolCatalogOptions = {}): ToolCatalog {
@@ -36,7 +38,7 @@ export function buildToolCatalog(tools: readonly HostTool[], options: ToolCatalo
   tools.forEach((tool, index) => {
     checkHostTool(tool, index);
     const id = toolId(tool.source, tool.owner, tool.name);
-    if (!allowed(id, tool.name)) return;
+    if (!allowed(id, tool.name) || isCodeModeControlTool(tool)) return;
     if (tool.directOnly === true) {
       if (controlNames.has(tool.name)) {
         throw new CodeModeError(
@@ -48,7 +50,6 @@ export function buildToolCatalog(tools: readonly HostTool[], options: ToolCatalo
       directOnly.push(tool);
       return;
     }
-    if (controlNames.has(tool.name) && !(tool.source === "core" && tool.name === "exec")) return;
     const previous = seen.get(id);
     if (previous !== undefined) {
       throw new CodeModeError(

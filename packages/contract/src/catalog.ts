@@ -38,8 +38,10 @@ export type HostTool = {
 };
 
 /**
- * The model-facing names of code mode's own controls. They never enter the hidden catalog, so guest
- * code can never reach exec or wait recursively.
+ * The model-facing names of code mode's own controls. Names say what the model surface may not
+ * duplicate (a `directOnly` tool cannot take one); they do not decide what the catalog holds: a
+ * downstream server's own `exec` or a plugin's `wait` is an ordinary tool. Control tools are known by
+ * identity, see `markCodeModeControlTool`.
  */
 export const CODE_MODE_CONTROL_TOOL_NAMES = [
   "exec",
@@ -49,3 +51,25 @@ export const CODE_MODE_CONTROL_TOOL_NAMES = [
   "tool_describe",
   "tool_call",
 ] as const;
+
+// A registered symbol, so the mark survives object spreads and a second copy of this package; it does
+// not survive JSON, so nothing that arrives as data (an MCP tools/list answer, a plugin manifest) can
+// claim it. Only host code that holds the tool object can mark it.
+const CONTROL_TOOL_MARK = Symbol.for("codecell.codeModeControlTool");
+
+/**
+ * Marks a tool object as one of code mode's own controls: the engine's `exec` and `wait`, or a host's
+ * tool-search tools (`tool_search`, `tool_describe`, `tool_call`, ...). The catalog leaves marked tools
+ * out, so guest code can never reach them; every unmarked tool is catalogued whatever its name.
+ */
+export function markCodeModeControlTool<T extends object>(tool: T): T {
+  Object.defineProperty(tool, CONTROL_TOOL_MARK, { value: true, enumerable: true });
+  return tool;
+}
+
+/** True for a tool object marked with `markCodeModeControlTool` (or a spread copy of one). */
+export function isCodeModeControlTool(tool: unknown): boolean {
+  return (
+    typeof tool === "object" && tool !== null && (tool as Record<symbol, unknown>)[CONTROL_TOOL_MARK] === true
+  );
+}

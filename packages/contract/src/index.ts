@@ -1,6 +1,8 @@
 export {
   CODE_MODE_CONTROL_TOOL_NAMES,
   type HostTool,
+  isCodeModeControlTool,
+  markCodeModeControlTool,
   TOOL_SOURCES,
   type ToolCatalogEntry,
   type ToolCatalogEntryWithSchema,

@@ -1,4 +1,9 @@
-import { CodeModeError, execInputJsonSchema, waitInputJsonSchema } from "@codecell/contract";
+import {
+  CodeModeError,
+  execInputJsonSchema,
+  markCodeModeControlTool,
+  waitInputJsonSchema,
+} from "@codecell/contract";
 import type { ModelTool } from "./types.js";
 
 export const EXEC_TOOL_NAME = "exec";
@@ -50,9 +55,18 @@ function execInputSchemaFor(parts: ExecDescriptionParts): unknown {
 }
 
 export function codeModeModelTools(parts: ExecDescriptionParts): ModelTool[] {
+  // Marked, so a host that feeds the model surface back in as tools never catalogues them.
   return [
-    { name: EXEC_TOOL_NAME, description: execDescription(parts), inputSchema: execInputSchemaFor(parts) },
-    { name: WAIT_TOOL_NAME, description: WAIT_DESCRIPTION, inputSchema: waitInputJsonSchema },
+    markCodeModeControlTool({
+      name: EXEC_TOOL_NAME,
+      description: execDescription(parts),
+      inputSchema: execInputSchemaFor(parts),
+    }),
+    markCodeModeControlTool({
+      name: WAIT_TOOL_NAME,
+      description: WAIT_DESCRIPTION,
+      inputSchema: waitInputJsonSchema,
+    }),
   ];
 }
 

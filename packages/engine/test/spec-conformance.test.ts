@@ -225,3 +225,70 @@ describe('spec "Configuration": languages', () => {
     expect(run.modelTools[0]!.description).toContain("every tool except MCP tools");
   });
 });
+
+describe('spec "Tool catalog": the catalog omits code mode\'s control tools, nothing else', () => {
+  // Spec, section "Tool catalog": "The catalog omits code-mode control tools: exec, wait,
+  // tool_search_code, tool_search, tool_describe, tool_call. This prevents recursion." They are known by
+  // identity (markCodeModeControlTool): tools that only share a name are other tools.
+  const namesakes = [
+    { name: "wait", description: "The plugin's own wait.", parameters: {}, source: "plugin", owner: "timer" },
+    {
+      name: "tool_search",
+      description: "The plugin's search.",
+      parameters: {},
+      source: "plugin",
+      owner: "timer",
+    },
+  ] as const;
+
+  it("catalogues a plugin's wait and tool_search, and guest code calls them", async () => {
+    const engine = newEngine();
+    const { exec, executor } = setup(engine, { tools: [...hostTools, ...namesakes] });
+    const original = executor.callTool.bind(executor);
+    executor.callTool = async (call) => (call.tool.owner === "timer" ? { ran: call.toolId } : original(call));
+    const result = await exec(`
+      return {
+        ids: ALL_TOOLS.filter((t) => t.sourceName === "timer").map((t) => t.id),
+        waited: await tools.call("plugin:timer:wait", {}),
+        searched: await tools.tool_search({}),
+        hostControls: ALL_TOOLS.filter((t) => t.id === "core:host:wait" || t.id === "core:host:tool_search").length,
+      };`);
+    expect(result).toMatchObject({
+      status: "completed",
+      value: {
+        ids: ["plugin:timer:tool_search", "plugin:timer:wait"],
+        waited: { ran: "plugin:timer:wait" },
+        searched: { ran: "plugin:timer:tool_search" },
+        // The host's own (marked) control tools stay out.
+        hostControls: 0,
+      },
+    });
+  });
+
+  it("never catalogues the engine's own exec and wait, even when a host feeds them back in as tools", () => {
+    const engine = newEngine();
+    const { run } = setup(engine);
+    const surface = run.modelTools.filter((tool) => tool.name === "exec" || tool.name === "wait");
+    expect(surface).toHaveLength(2);
+    const fedBack = surface.map((tool) => ({
+      ...tool,
+      parameters: tool.inputSchema,
+      source: "core" as const,
+      owner: "host2",
+    }));
+    const again = setup(engine, { tools: [...fedBack, hostTools[0]!] }).run as unknown as {
+      catalog: { entries: Array<{ id: string }> };
+    };
+    expect(again.catalog.entries.map((entry) => entry.id)).toEqual(["core:host:read_file"]);
+  });
+
+  // Spec, "Validation checklist": "disabled configuration leaves the existing tool exposure unchanged".
+  it("passes every tool through unchanged with code mode off, control names and marked tools included", () => {
+    const engine = createCodeModeEngine({ config: false });
+    engines.push(engine);
+    const tools = [...hostTools, ...namesakes];
+    const { run } = setup(engine, { tools });
+    expect(run.active).toBe(false);
+    expect(run.modelTools.map((tool) => tool.name)).toEqual(tools.map((tool) => tool.name));
+  });
+});

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { CodeModeError, type HostTool, type JsonValue } from "@codecell/contract";
+import { CodeModeError, type HostTool, type JsonValue, markCodeModeControlTool } from "@codecell/contract";
 import { createMcpConnector, type McpConnector } from "@codecell/mcp-connector";
 import { createCodeModeNamespaceTool, registerCodeModeNamespaceForPlugin } from "@codecell/namespaces";
 import type { NestedToolCall, ToolExecutor } from "../src/index.js";
@@ -60,20 +60,21 @@ export const hostTools: HostTool[] = [
     source: "core",
     owner: "host",
   },
-  {
+  // The host's own control tools (a tool-search surface): marked, so never catalogued whatever the name.
+  markCodeModeControlTool({
     name: "wait",
-    description: "A host tool with a control name: never catalogued.",
+    description: "A host control tool named wait: never catalogued.",
     parameters: objectSchema({}),
     source: "core",
     owner: "host",
-  },
-  {
+  }),
+  markCodeModeControlTool({
     name: "tool_search",
     description: "Control tool of tool search: never catalogued.",
     parameters: objectSchema({}),
     source: "core",
     owner: "host",
-  },
+  }),
   {
     name: "message",
     description: "Send a message to the user (kept visible to the model).",
