@@ -23,6 +23,7 @@ import {
 import { type ApprovalClient, requireApproval } from "./approvals.js";
 import type { GatewayConfig } from "./config/load-config.js";
 import { type CoreTool, createCoreTools, SHELL_TOOL_ID } from "./core-tools/core-tools.js";
+import { debugLine, debugSwitches } from "./debug-switches.js";
 import { type LoadedPlugin, loadPlugin } from "./plugins/load-plugins.js";
 import { LOCAL_PRINCIPAL, type RunOwner } from "./run-owner.js";
 import { GatewaySession } from "./session.js";
@@ -259,7 +260,7 @@ export class Gateway implements SessionHost {
   executorFor(sessionId: string, approvals: ApprovalClient): ToolExecutor {
     return {
       callTool: (call) =>
-        this.runTool({
+        this.#traced(call.toolId, call.parent.codeModeRunId, {
           tool: call.tool,
           toolId: call.toolId,
           input: call.input,
@@ -273,6 +274,24 @@ export class Gateway implements SessionHost {
         }),
       mcpRequest: (request) => this.#mcpRequest(request),
     };
+  }
+
+  /** `CODECELL_DEBUG_CODE_MODE=1`: one stderr line per nested call, with its outcome and time. */
+  async #traced(toolId: string, runId: string, request: ToolCallRequest): Promise<unknown> {
+    if (!debugSwitches().codeMode) return this.runTool(request);
+    const started = Date.now();
+    try {
+      const value = await this.runTool(request);
+      debugLine("code-mode", `nested call ${toolId} (run ${runId}): ok in ${Date.now() - started} ms`);
+      return value;
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      debugLine(
+        "code-mode",
+        `nested call ${toolId} (run ${runId}): failed${typeof code === "string" ? ` (${code})` : ""} in ${Date.now() - started} ms`,
+      );
+      throw error;
+    }
   }
 
   /** Runs one tool from any source, after policy (the caller's) and approval (here). */

@@ -95,7 +95,11 @@ describe("downstream servers that are slow or never answer", () => {
       expect(before.value).toEqual([]);
 
       await until(() => listChanged > 0, "tools/list_changed for the late server");
-      expect(stderr).toContain('MCP server "late": connected after the gateway started serving');
+      // stderr is its own pipe: the log line may land just after the notification.
+      await until(
+        () => stderr.includes('MCP server "late": connected after the gateway started serving'),
+        "the late server's log line",
+      );
       expect(listChanged).toBe(1);
       const after = await callCodeMode(client, "exec", {
         code: "const r = await MCP.late.hello({}); return r.content[0].text;",

@@ -73,6 +73,7 @@ export const httpSettingsSchema = z.strictObject({
     .min(5)
     .max(7 * 24 * 3600)
     .optional(),
+  streamResumeSeconds: z.number().min(0).max(3600).optional(),
 });
 
 export const gatewayConfigSchema = z.strictObject({
@@ -100,6 +101,7 @@ export const gatewayConfigSchema = z.strictObject({
     ])
     .optional(),
   http: httpSettingsSchema.optional(),
+  logging: z.strictObject({ cellOutput: z.boolean().optional() }).optional(),
 });
 
 /** What each field takes, for "expected ..." in error messages. */
@@ -111,6 +113,9 @@ export const FIELD_HINTS: Record<string, string> = {
     'an array of tool ids or names that need the user\'s approval, e.g. ["core:codecell:write_file"]',
   mcpServers: 'an object of server id (letters, digits, "_" or "-") to { "command", "args" } or { "url" }',
   "mcpServers.<name>": 'a server id made of letters, digits, "_" and "-", such as "memory" or "my-server"',
+  logging: '{ "cellOutput": true } sends what cells print to the client as log messages',
+  "logging.cellOutput":
+    "true or false (default false): send console/text/json output of cells as notifications/message",
   mcpStartupWaitMs:
     "milliseconds (0 to 600000, default 10000) serve waits for MCP servers before answering; later ones are added with tools/list_changed",
   connectTimeoutMs:
@@ -152,6 +157,8 @@ export const FIELD_HINTS: Record<string, string> = {
   "http.maxSessionsPerPrincipal":
     "a whole number of MCP sessions one principal may hold at once (default 64)",
   "http.sessionIdleSeconds": "seconds without a request after which an MCP session is closed (default 600)",
+  "http.streamResumeSeconds":
+    "seconds (0 to 3600, default 5) a client whose response stream dropped has to resume it with Last-Event-ID before its request is cancelled",
 };
 
 export type GatewayConfigFile = z.infer<typeof gatewayConfigSchema>;

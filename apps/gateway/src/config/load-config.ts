@@ -46,6 +46,8 @@ export type HttpSettings = {
   allowedHosts: string[];
   maxSessionsPerPrincipal: number;
   sessionIdleMs: number;
+  /** How long a request whose stream dropped may be resumed (Last-Event-ID) before it is cancelled. */
+  streamResumeMs: number;
 };
 
 export const DEFAULT_HTTP_SETTINGS: HttpSettings = {
@@ -53,6 +55,7 @@ export const DEFAULT_HTTP_SETTINGS: HttpSettings = {
   allowedHosts: [],
   maxSessionsPerPrincipal: 64,
   sessionIdleMs: 600_000,
+  streamResumeMs: 5_000,
 };
 
 /**
@@ -72,6 +75,8 @@ export type GatewayConfig = {
   mcpServers: Record<string, McpServerConfig>;
   /** How long `serve` waits for MCP servers before answering; later ones arrive with list_changed. */
   mcpStartupWaitMs: number;
+  /** Send a cell's output items to the client as `notifications/message` (`logging.cellOutput`). */
+  logCellOutput: boolean;
   plugins: PluginSpec[];
   snapshotStore: SnapshotStoreSpec;
   /** Real path of the folder the core file tools may touch; null turns those tools off. */
@@ -497,6 +502,7 @@ export function resolveGatewayConfig(
     if (rawHttp.maxSessionsPerPrincipal !== undefined)
       http.maxSessionsPerPrincipal = rawHttp.maxSessionsPerPrincipal;
     if (rawHttp.sessionIdleSeconds !== undefined) http.sessionIdleMs = rawHttp.sessionIdleSeconds * 1000;
+    if (rawHttp.streamResumeSeconds !== undefined) http.streamResumeMs = rawHttp.streamResumeSeconds * 1000;
   }
 
   if (problems.length > 0 || !codeMode) return { config: null, problems, warnings };
@@ -511,6 +517,7 @@ export function resolveGatewayConfig(
       mcpServers,
       mcpStartupWaitMs:
         (parsed.success ? parsed.data.mcpStartupWaitMs : undefined) ?? DEFAULT_MCP_STARTUP_WAIT_MS,
+      logCellOutput: (parsed.success ? parsed.data.logging?.cellOutput : undefined) ?? false,
       plugins,
       snapshotStore,
       workspace,
