@@ -7,8 +7,9 @@
 // The machine is shared, so subjects are interleaved round by round and the table shows medians and
 // ratios to the floor of the same run. Cold starts and peak RSS run in fresh processes
 // (performance-child.mjs). Writes bench-results/performance.json. Run after a build.
+import { createHook } from "node:async_hooks";
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -129,7 +130,44 @@ function cpuNow() {
   return usage.user + usage.system + gatewayCpuMicros();
 }
 
+/**
+ * CPU time of each thread of this process in nanoseconds (/proc/self/task/<tid>/schedstat: time on a
+ * CPU, at nanosecond resolution). Load does not add to it, so it is the figure to compare on a busy
+ * machine. The main thread's id is the process id; the engine's sandbox worker is the busiest other.
+ */
+function threadCpuNanos() {
+  const threads = new Map();
+  for (const tid of readdirSync("/proc/self/task")) {
+    try {
+      threads.set(tid, Number(readFileSync(`/proc/self/task/${tid}/schedstat`, "utf8").split(" ")[0]));
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return threads;
+}
+/** perCall[subject] = { main, busiestOther, allOther, calls } in ns, over the C2k runs. */
+const perCall = Object.fromEntries(
+  ["floor", "floor-json", "engine"].map((n) => [n, { main: 0, busiestOther: 0, allOther: 0, calls: 0 }]),
+);
+function addThreadCpu(subject, before, after, calls) {
+  const mainTid = String(process.pid);
+  const totals = perCall[subject];
+  let busiest = 0;
+  for (const [tid, nanos] of after) {
+    const used = nanos - (before.get(tid) ?? 0);
+    if (tid === mainTid) totals.main += used;
+    else {
+      totals.allOther += used;
+      busiest = Math.max(busiest, used);
+    }
+  }
+  totals.busiestOther += busiest;
+  totals.calls += calls;
+}
+
 async function timeCell(subject, cell, key) {
+  const threadsStarted = key === "C2k" && subject in perCall ? threadCpuNanos() : null;
   const cpuStarted = cpuNow();
   const started = performance.now();
   const value = await subjects[subject](cell.code);
@@ -138,6 +176,7 @@ async function timeCell(subject, cell, key) {
     cpuTotals[key][subject].micros += cpuNow() - cpuStarted;
     cpuTotals[key][subject].count += 1;
   }
+  if (threadsStarted !== null) addThreadCpu(subject, threadsStarted, threadCpuNanos(), cell.expect);
   if (value !== cell.expect)
     throw new Error(`${subject} returned ${JSON.stringify(value)} for ${cell.label}`);
   return elapsed;
@@ -173,6 +212,20 @@ for (let round = 0; round < ROUNDS; round++) {
     }
   }
   for (const subject of order) throughput[subject].push(await cellsPerSecond(subject));
+}
+// Counts that load cannot distort: promises the main thread creates per nested call (async_hooks, in a
+// pass of its own since the hook slows everything down).
+const promisesPerCall = {};
+for (const subject of ["floor", "floor-json", "engine"]) {
+  let promises = 0;
+  const hook = createHook({
+    init(_id, type) {
+      if (type === "PROMISE") promises++;
+    },
+  }).enable();
+  await timeCell(subject, CELLS.C2k);
+  hook.disable();
+  promisesPerCall[subject] = promises / CELLS.C2k.expect;
 }
 await client.close();
 await engine.close();
@@ -344,6 +397,17 @@ const cpuRows = Object.entries(CELLS).map(([key, cell]) => {
   };
 });
 
+// Where a nested call's CPU goes: the main thread (engine, bridge host side, executor) and the sandbox
+// worker (QuickJS, the guest prelude, the worker's bridge side), against the floor's single thread.
+const perCallRows = Object.entries(perCall).map(([subject, t]) => ({
+  subject,
+  "main thread µs/call": fixed(t.main / t.calls / 1000, 1),
+  "busiest other thread (sandbox worker) µs/call": fixed(t.busiestOther / t.calls / 1000, 1),
+  "all other threads µs/call": fixed(t.allOther / t.calls / 1000, 1),
+  "total µs/call": fixed((t.main + t.allOther) / t.calls / 1000, 1),
+  "main-thread promises/call": fixed(promisesPerCall[subject], 1),
+}));
+
 const targets = [
   ["C2 engine <= 2x floor (goal 1.5x)", rows[1].engineRatio <= 2],
   ["1,000 sequential nested calls <= 50 ms (engine)", rows[2].engine <= 50],
@@ -366,9 +430,13 @@ console.log(
   "CPU ms per cell, mean over all rounds (all threads; the gateway adds its process, 10 ms ticks): steadier than wall time on a busy machine",
 );
 console.table(cpuRows);
+console.log(
+  "CPU µs per nested call by thread, C2k (schedstat, ns resolution; other threads include GC helpers)",
+);
+console.table(perCallRows);
 console.table(targets);
 mkdirSync(join(appDir, "bench-results"), { recursive: true });
 writeFileSync(
   join(appDir, "bench-results", "performance.json"),
-  `${JSON.stringify({ node: process.version, date: new Date().toISOString(), loadavg: loadavg(), rounds: ROUNDS, rows, cpu: cpuRows, targets, samples, throughput, cold, rss, serve }, null, 2)}\n`,
+  `${JSON.stringify({ node: process.version, date: new Date().toISOString(), loadavg: loadavg(), rounds: ROUNDS, rows, cpu: cpuRows, perCall: perCallRows, targets, samples, throughput, cold, rss, serve }, null, 2)}\n`,
 );

@@ -23,4 +23,5 @@ export {
   parseHostToWorkerMessage,
   type SandboxLimits,
   type SettleItem,
+  takesToolCallSlot,
 } from "./worker-protocol.js";

@@ -1,6 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { parseWorkerToHostMessage } from "./protocol.js";
-import { ProtocolError, parseHostRequestBody, parseHostToWorkerMessage } from "./worker-protocol.js";
+import {
+  ProtocolError,
+  parseHostRequestBody,
+  parseHostToWorkerMessage,
+  takesToolCallSlot,
+} from "./worker-protocol.js";
 
 const limits = {
   memoryLimitBytes: 1 << 20,
@@ -36,6 +41,22 @@ describe("host request bodies", () => {
   ];
   it.each(invalid)("refuses %j", (body) => {
     expect(() => parseHostRequestBody(body)).toThrow(ProtocolError);
+  });
+});
+
+describe("maxPendingToolCalls slots", () => {
+  // Issue 14 item 8: searches, describes and yields take no slot; tool, namespace and MCP server work do.
+  it.each([
+    [{ kind: "call", target: "read_file", input: {} }, true],
+    [{ kind: "namespace", namespaceId: "notes", path: "list", args: [] }, true],
+    [{ kind: "mcp", server: "memory", op: "call", toolId: "mcp:memory:read_graph", args: [] }, true],
+    [{ kind: "mcp", server: "memory", op: "resources.read", args: ["file:///a"] }, true],
+    [{ kind: "mcp", server: "memory", op: "$api", args: [] }, false],
+    [{ kind: "search", query: "file" }, false],
+    [{ kind: "describe", target: "read_file" }, false],
+    [{ kind: "yield", reason: "later" }, false],
+  ] as const)("%o takes a slot: %s", (body, expected) => {
+    expect(takesToolCallSlot(parseHostRequestBody(body))).toBe(expected);
   });
 });
 

@@ -46,9 +46,25 @@ export type HostRequestKind = HostRequest["kind"];
 export type SandboxLimits = {
   memoryLimitBytes: number;
   maxOutputBytes: number;
+  /** Nested tool calls the host runs at once (see `takesToolCallSlot`). */
   maxPendingToolCalls: number;
+  /**
+   * Tool calls that may wait for a slot beyond `maxPendingToolCalls` (the host queues them in order).
+   * The guest is refused only past both; 0 or absent refuses at `maxPendingToolCalls` itself.
+   */
+  maxQueuedToolCalls?: number;
   maxSnapshotBytes: number;
 };
+
+/**
+ * Whether a request is host work that takes one of the run's `maxPendingToolCalls` slots: a tool,
+ * namespace or MCP call (MCP resource and prompt reads go to a server too). Catalog answers (search,
+ * describe, `$api`) and yields take none.
+ */
+export function takesToolCallSlot(body: HostRequestBody): boolean {
+  if (body.kind === "call" || body.kind === "namespace") return true;
+  return body.kind === "mcp" && body.op !== "$api";
+}
 
 /** One settled request as it travels to the worker: the value or error already as JSON text. */
 export type SettleItem = { requestId: string; ok: boolean; json: string };
@@ -125,7 +141,9 @@ const isLimits: Check = (value) =>
   isRecord(value) &&
   ["memoryLimitBytes", "maxOutputBytes", "maxPendingToolCalls", "maxSnapshotBytes"].every(
     (key) => isNumber(value[key]) && (value[key] as number) > 0,
-  );
+  ) &&
+  (value.maxQueuedToolCalls === undefined ||
+    (isNumber(value.maxQueuedToolCalls) && (value.maxQueuedToolCalls as number) >= 0));
 
 export const isOutput: Check = (value) =>
   isRecord(value) &&

@@ -38,6 +38,7 @@ describe("activation", () => {
       maxOutputBytes: 65_536,
       maxSnapshotBytes: 10_485_760,
       maxPendingToolCalls: 16,
+      maxQueuedToolCalls: 1_000,
       maxCodeBytes: 262_144,
       snapshotTtlSeconds: 900,
       searchDefaultLimit: 8,

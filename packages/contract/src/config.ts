@@ -16,6 +16,9 @@ export const CODE_MODE_LIMITS = {
   maxOutputBytes: { default: 65_536, min: 1_024, max: 10_485_760 },
   maxSnapshotBytes: { default: 10_485_760, min: 1_024, max: 268_435_456 },
   maxPendingToolCalls: { default: 16, min: 1, max: 128 },
+  // Calls past maxPendingToolCalls wait their turn in order (a Promise.all over 60 items is what a
+  // model writes first); only a queue longer than this fails. 0 keeps failing at maxPendingToolCalls.
+  maxQueuedToolCalls: { default: 1_000, min: 0, max: 100_000 },
   // A cell is a short program; data belongs in tool calls. 256 KiB is far above any honest cell and
   // keeps a pasted multi-megabyte blob from costing a worker seconds of parsing.
   maxCodeBytes: { default: 262_144, min: 1_024, max: 16_777_216 },

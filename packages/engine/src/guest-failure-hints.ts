@@ -1,6 +1,7 @@
 import type { GuestSurface } from "@codecell/bridge";
 import { nameKey } from "@codecell/catalog";
 import { closestMatches } from "@codecell/contract";
+import type { ResultShapes } from "./result-shapes.js";
 
 const QUICKJS_TYPE_ERROR = /^TypeError: (.*) \(line (\d+), column (\d+)\)$/;
 
@@ -57,6 +58,82 @@ function missingMemberHint(path: string[], surface: GuestSurface): string | null
   return null;
 }
 
+/** What the run knows about the values its nested calls returned, to say what a name holds. */
+export type ValueOrigins = {
+  shapes: ResultShapes;
+  /** The catalog id `tools.call(target)` / `tools.describe(target)` would reach, or null. */
+  resolveTarget(target: string): string | null;
+  /** The tool id behind a namespace function (`Notes.search` is namespace "notes", path "search"). */
+  namespaceToolId(namespaceId: string, path: string): string | null;
+};
+
+/** The tool id a call expression reaches in this run's surface, or null when it is no tool call. */
+function toolIdOfCallee(
+  path: string[],
+  firstArgument: string | null,
+  surface: GuestSurface,
+  origins: ValueOrigins,
+): string | null {
+  const [root, first, second] = path;
+  if (root === "tools" && path.length === 2 && first !== undefined) {
+    if (first === "call") return firstArgument === null ? null : origins.resolveTarget(firstArgument);
+    const entry = surface.toolFunctions.find(
+      (candidate) => candidate.name === first || candidate.aliases?.includes(first),
+    );
+    return entry?.toolId ?? null;
+  }
+  if (root === "MCP" && path.length === 3 && first !== undefined && second !== undefined) {
+    const server = surface.mcpServers.find(
+      (candidate) => candidate.identifier === first || candidate.aliases?.includes(first),
+    );
+    const tool = server?.tools.find(
+      (candidate) => candidate.identifier === second || candidate.aliases?.includes(second),
+    );
+    return tool?.toolId ?? null;
+  }
+  const namespace = surface.namespaces.find((entry) => entry.globalName === root);
+  if (namespace && path.length >= 2) {
+    let scope: unknown = namespace.scope;
+    for (const member of path.slice(1)) {
+      if (typeof scope !== "object" || scope === null || !Object.hasOwn(scope, member)) return null;
+      scope = (scope as Record<string, unknown>)[member];
+    }
+    const marker = (scope as { $codecellCall?: unknown } | null)?.$codecellCall;
+    return typeof marker === "string" ? origins.namespaceToolId(namespace.namespaceId, marker) : null;
+  }
+  return null;
+}
+
+/** Functions of the guest surface that return a promise besides tool calls. */
+const PROMISE_FUNCTIONS = new Set(["tools.search", "tools.describe", "tools.call", "API.read", "API.list"]);
+
+/**
+ * What the name an expression starts with holds, when one declaration gave it the result of one tool
+ * call: `t holds an object with keys path, content (the result of tools.read_file).`, or that it holds a
+ * promise because the call was not awaited. Null whenever that is not certain.
+ */
+async function bindingHint(
+  path: string[] | null,
+  javascript: string,
+  surface: GuestSurface,
+  origins: ValueOrigins | undefined,
+): Promise<string | null> {
+  if (!origins || path === null || path.length < 2) return null;
+  const name = path[0]!;
+  const { findBindingOrigin } = await import("@codecell/transpile");
+  const origin = findBindingOrigin(javascript, name);
+  if (!origin) return null;
+  const callee = origin.calleePath.join(".");
+  const toolId = toolIdOfCallee(origin.calleePath, origin.firstArgument, surface, origins);
+  if (!origin.awaited) {
+    if (toolId === null && !PROMISE_FUNCTIONS.has(callee)) return null;
+    return `${name} holds a promise: ${callee}(...) returns one, so write \`const ${name} = await ${callee}(...)\`.`;
+  }
+  if (toolId === null) return null;
+  const shape = origins.shapes.of(toolId);
+  return shape === null ? null : `${name} holds ${shape} (the result of ${callee}).`;
+}
+
 /**
  * Turns QuickJS's bare `not a function` / `cannot read property 'x' of undefined` into a message that
  * names the expression and, for a code-mode name that does not exist, the closest names and where to
@@ -66,6 +143,7 @@ export async function explainGuestFailure(
   message: string,
   javascript: string,
   surface: GuestSurface,
+  origins?: ValueOrigins,
 ): Promise<string> {
   const parsed = QUICKJS_TYPE_ERROR.exec(message);
   if (!parsed) return message;
@@ -78,10 +156,11 @@ export async function explainGuestFailure(
   });
   if (!site) return message;
   const where = ` (line ${line}, column ${column})`;
+  const hint =
+    (site.path ? missingMemberHint(site.path, surface) : null) ??
+    (await bindingHint(site.path, javascript, surface, origins));
   if (site.kind === "not_a_function") {
-    const hint = site.path ? missingMemberHint(site.path, surface) : null;
     return `TypeError: ${site.expression} is not a function${where}.${hint ? ` ${hint}` : ""}`;
   }
-  const hint = site.path ? missingMemberHint(site.path, surface) : null;
   return `TypeError: ${site.expression} is undefined or null, so reading .${site.property} fails${where}.${hint ? ` ${hint}` : ""}`;
 }

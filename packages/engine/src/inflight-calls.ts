@@ -3,40 +3,160 @@ import type { SnapshotStore } from "@codecell/snapshot-store";
 
 type InflightCall = {
   toolId: string;
+  /** When the call started running; for a queued call, when the cell made it. */
   startedAt: string;
+  /** Waiting for one of the run's `maxPendingToolCalls` slots. */
+  queued: boolean;
   controller: AbortController;
   outcome?: SettleOutcome;
 };
 
+type QueuedStart = {
+  requestId: string;
+  call: InflightCall;
+  start: (signal: AbortSignal) => Promise<SettleOutcome>;
+  settle: (outcome: SettleOutcome) => void;
+};
+
 /**
- * The nested calls of one code-mode run that are still running on the host. They outlive the exec (or
- * wait) that started them: while the run is suspended their outcomes go to the snapshot store, and
- * while a segment drives the VM they go straight to it.
+ * The nested calls of one code-mode run that are still running or queued on the host. At most
+ * `maxRunning` run at once (the spec's `maxPendingToolCalls`); the rest wait in the order the cell
+ * made them and start as slots free up. They outlive the exec (or wait) that made them: while the run
+ * is suspended the queue keeps draining and outcomes go to the snapshot store, and while a segment
+ * drives the VM they go straight to it.
  */
 export class InflightCalls {
   readonly #calls = new Map<string, InflightCall>();
+  readonly #queue: QueuedStart[] = [];
+  #queueHead = 0;
+  #running = 0;
   #sink: ((requestId: string, outcome: SettleOutcome, toolId: string) => void) | null = null;
-  #stored: { store: SnapshotStore; runId: string } | null = null;
+  #stored: { store: SnapshotStore; runId: string; forget: () => void } | null = null;
 
-  constructor(readonly sessionId: string) {}
+  constructor(
+    readonly sessionId: string,
+    readonly maxRunning: number,
+  ) {}
 
   get size(): number {
     return this.#calls.size;
   }
 
-  add(requestId: string, toolId: string, controller: AbortController, outcome: Promise<SettleOutcome>): void {
-    const call: InflightCall = { toolId, startedAt: new Date().toISOString(), controller };
+  /** Calls running on the host right now (never more than `maxRunning`). */
+  get running(): number {
+    return this.#running;
+  }
+
+  /** Calls waiting for a slot. */
+  get queued(): number {
+    return this.#queue.length - this.#queueHead;
+  }
+
+  /**
+   * Runs the call now if a slot is free, else queues it. The returned promise settles with its
+   * outcome either way; a call whose signal aborts while queued never starts.
+   */
+  add(
+    requestId: string,
+    toolId: string,
+    controller: AbortController,
+    start: (signal: AbortSignal) => Promise<SettleOutcome>,
+  ): Promise<SettleOutcome> {
+    const call: InflightCall = { toolId, startedAt: new Date().toISOString(), queued: true, controller };
     this.#calls.set(requestId, call);
-    void outcome.then((settled) => {
-      call.outcome = settled;
-      if (this.#sink) {
-        this.#calls.delete(requestId);
-        this.#sink(requestId, settled, call.toolId);
-      } else if (this.#stored) {
-        const { store, runId } = this.#stored;
-        store.settleCall(runId, requestId, settled as never).catch(() => {});
-      }
+    return new Promise<SettleOutcome>((settle) => {
+      this.#queue.push({ requestId, call, start, settle });
+      this.#pump();
     });
+  }
+
+  #pump(): void {
+    while (this.#running < this.maxRunning && this.#queueHead < this.#queue.length) {
+      const next = this.#queue[this.#queueHead]!;
+      this.#queue[this.#queueHead] = undefined as never;
+      this.#queueHead++;
+      this.#run(next);
+    }
+    // Drop the consumed head now and then, so a long run's queue does not keep every entry.
+    if (this.#queueHead > 1024 && this.#queueHead * 2 > this.#queue.length) {
+      this.#queue.splice(0, this.#queueHead);
+      this.#queueHead = 0;
+    }
+  }
+
+  #run({ requestId, call, start, settle }: QueuedStart): void {
+    const { signal } = call.controller;
+    if (signal.aborted) {
+      const reason = signal.reason instanceof Error ? signal.reason.message : "the run ended";
+      this.#settled(requestId, call, {
+        ok: false,
+        error: {
+          name: "Error",
+          message: `Tool ${call.toolId} was cancelled before it started: ${reason}`,
+          code: "aborted",
+        },
+      });
+      settle(call.outcome!);
+      return;
+    }
+    call.queued = false;
+    call.startedAt = new Date().toISOString();
+    this.#running++;
+    let outcome: Promise<SettleOutcome>;
+    try {
+      outcome = start(signal);
+    } catch (error) {
+      outcome = Promise.resolve({
+        ok: false,
+        error: { name: "Error", message: String(error), code: "nested_tool_failed" },
+      });
+    }
+    void outcome.then((settledOutcome) => {
+      this.#running--;
+      this.#settled(requestId, call, settledOutcome);
+      settle(settledOutcome);
+      this.#pump();
+    });
+  }
+
+  #settled(requestId: string, call: InflightCall, settled: SettleOutcome): void {
+    call.outcome = settled;
+    // A call dropped by abortAll has no one left to tell.
+    if (this.#calls.get(requestId) !== call) return;
+    if (this.#sink) {
+      this.#calls.delete(requestId);
+      this.#sink(requestId, settled, call.toolId);
+    } else if (this.#stored) {
+      this.#record(requestId, settled);
+    }
+  }
+
+  /**
+   * Hands a settled call's outcome to the store and lets go of it once the store has it. When the run is
+   * gone (finished on another replica, expired, aborted), nothing will read the rest either: they are
+   * cancelled and the table lets go of the run. If the store cannot be reached, the outcome stays here
+   * for a resume in this process.
+   */
+  #record(requestId: string, outcome: SettleOutcome): void {
+    const stored = this.#stored;
+    if (!stored) return;
+    stored.store.settleCall(stored.runId, requestId, outcome as never).then(
+      (answer) => {
+        // A segment of this process drives the run again (or it ended here): it owns the table now.
+        if (this.#stored !== stored || this.#sink) return;
+        if (answer === "run_gone") {
+          this.abortAll("The code-mode run ended.");
+          stored.forget();
+          return;
+        }
+        this.#calls.delete(requestId);
+        if (this.#calls.size === 0) {
+          this.#stored = null;
+          stored.forget();
+        }
+      },
+      () => {},
+    );
   }
 
   get(requestId: string): Readonly<InflightCall> | undefined {
@@ -52,12 +172,21 @@ export class InflightCalls {
     this.#sink = null;
   }
 
-  /** Outcomes that arrive from now on are recorded in the store under this run. */
-  storedAs(store: SnapshotStore, runId: string): void {
-    this.#stored = { store, runId };
+  /**
+   * Outcomes that arrive from now on are recorded in the store under this run; `forget` is called when
+   * no call is left here (the owner's table drops this run then, so a run resumed and finished by
+   * another replica, or one that expired, leaves nothing behind in this process).
+   */
+  storedAs(store: SnapshotStore, runId: string, forget: () => void): void {
+    this.#stored = { store, runId, forget };
+    if (this.#calls.size === 0) {
+      this.#stored = null;
+      forget();
+      return;
+    }
     // Calls that settled between the snapshot and the store write.
     for (const [requestId, call] of this.#calls) {
-      if (call.outcome) store.settleCall(runId, requestId, call.outcome as never).catch(() => {});
+      if (call.outcome) this.#record(requestId, call.outcome);
     }
   }
 
@@ -72,7 +201,20 @@ export class InflightCalls {
   abortAll(reason: string): void {
     for (const call of this.#calls.values()) call.controller.abort(new Error(reason));
     this.#calls.clear();
+    // Queued calls never start: each settles as cancelled for whoever still awaits it.
+    this.#pumpAborted();
     this.#sink = null;
     this.#stored = null;
+  }
+
+  #pumpAborted(): void {
+    while (this.#queueHead < this.#queue.length) {
+      const next = this.#queue[this.#queueHead]!;
+      this.#queue[this.#queueHead] = undefined as never;
+      this.#queueHead++;
+      this.#run(next);
+    }
+    this.#queue.length = 0;
+    this.#queueHead = 0;
   }
 }

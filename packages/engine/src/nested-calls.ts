@@ -35,9 +35,12 @@ export type RequestParent = {
 
 /**
  * A request that became work on the host: either answered at once from the catalog (search, describe,
- * $api) or a nested tool call through the host's executor.
+ * $api, or a refusal) or a call through the host's executor, which starts when the run has a free
+ * `maxPendingToolCalls` slot for it (see InflightCalls).
  */
-export type StartedRequest = { toolId: string | null; outcome: Promise<SettleOutcome> };
+export type StartedRequest =
+  | { toolId: null; outcome: Promise<SettleOutcome> }
+  | { toolId: string; start: (signal: AbortSignal) => Promise<SettleOutcome> };
 
 function failure(error: unknown, fallbackCode: "nested_tool_failed" | "invalid_input"): SettleOutcome {
   if (CodeModeError.is(error)) return { ok: false, error: error.toData() };
@@ -80,7 +83,6 @@ export function startHostRequest(
   scope: RequestScope,
   parent: RequestParent,
   telemetry: CodeModeTelemetry,
-  signal: AbortSignal,
 ): StartedRequest {
   const { catalog } = scope;
   switch (request.kind) {
@@ -97,19 +99,10 @@ export function startHostRequest(
       } catch (error) {
         return { toolId: null, outcome: Promise.resolve(failure(error, "invalid_input")) };
       }
-      return runNestedCall(
-        toolId,
-        request.input,
-        "tools.call",
-        request.requestId,
-        scope,
-        parent,
-        telemetry,
-        signal,
-      );
+      return runNestedCall(toolId, request.input, "tools.call", request.requestId, scope, parent, telemetry);
     }
     case "mcp":
-      return startMcpRequest(request, scope, parent, telemetry, signal);
+      return startMcpRequest(request, scope, parent, telemetry);
     case "namespace": {
       let call: { toolId: string; input: JsonValue };
       try {
@@ -117,16 +110,7 @@ export function startHostRequest(
       } catch (error) {
         return { toolId: null, outcome: Promise.resolve(failure(error, "invalid_input")) };
       }
-      return runNestedCall(
-        call.toolId,
-        call.input,
-        "namespace",
-        request.requestId,
-        scope,
-        parent,
-        telemetry,
-        signal,
-      );
+      return runNestedCall(call.toolId, call.input, "namespace", request.requestId, scope, parent, telemetry);
     }
   }
 }
@@ -136,7 +120,6 @@ function startMcpRequest(
   scope: RequestScope,
   parent: RequestParent,
   telemetry: CodeModeTelemetry,
-  signal: AbortSignal,
 ): StartedRequest {
   const server = scope.declarations.servers.find((candidate) => candidate.identifier === request.server);
   if (!server) {
@@ -165,7 +148,7 @@ function startMcpRequest(
       });
     }
     const input = request.args[0] ?? {};
-    return runNestedCall(toolId, input, "mcp", request.requestId, scope, parent, telemetry, signal);
+    return runNestedCall(toolId, input, "mcp", request.requestId, scope, parent, telemetry);
   }
   const op = request.op;
   const mcpRequest = scope.executor.mcpRequest?.bind(scope.executor);
@@ -174,33 +157,36 @@ function startMcpRequest(
       throw new CodeModeError("nested_tool_failed", `This host does not serve MCP ${op} requests.`);
     });
   }
-  const entry = scope.trajectory.start({
-    kind: "nested",
-    toolCallId: `${parent.toolCallId}/${request.requestId}`,
-    parentToolCallId: parent.toolCallId,
-    tool: `mcp:${server.name}:${op}`,
-    codeModeRunId: parent.codeModeRunId,
-    via: "mcp",
-    input: request.args,
-  });
-  const outcome = mcpRequest({
-    server: server.name,
-    op,
-    args: request.args,
-    context: scope.context,
-    signal,
-  }).then(
-    (value): SettleOutcome => {
-      scope.trajectory.end(entry, "completed");
-      return { ok: true, value };
-    },
-    (error): SettleOutcome => {
-      const settled = toolFailure(`MCP ${op} of "${server.name}"`, error, signal);
-      scope.trajectory.end(entry, "failed", { code: settled.error.code, error: settled.error.message });
-      return settled;
-    },
-  );
-  return { toolId: null, outcome };
+  const tool = `mcp:${server.name}:${op}`;
+  const start = (signal: AbortSignal): Promise<SettleOutcome> => {
+    const entry = scope.trajectory.start({
+      kind: "nested",
+      toolCallId: `${parent.toolCallId}/${request.requestId}`,
+      parentToolCallId: parent.toolCallId,
+      tool,
+      codeModeRunId: parent.codeModeRunId,
+      via: "mcp",
+      input: request.args,
+    });
+    return mcpRequest({
+      server: server.name,
+      op,
+      args: request.args,
+      context: scope.context,
+      signal,
+    }).then(
+      (value): SettleOutcome => {
+        scope.trajectory.end(entry, "completed");
+        return { ok: true, value };
+      },
+      (error): SettleOutcome => {
+        const settled = toolFailure(`MCP ${op} of "${server.name}"`, error, signal);
+        scope.trajectory.end(entry, "failed", { code: settled.error.code, error: settled.error.message });
+        return settled;
+      },
+    );
+  };
+  return { toolId: tool, start };
 }
 
 function runNestedCall(
@@ -211,7 +197,6 @@ function runNestedCall(
   scope: RequestScope,
   parent: RequestParent,
   telemetry: CodeModeTelemetry,
-  signal: AbortSignal,
 ): StartedRequest {
   const catalogTool = scope.catalog.get(toolId);
   if (!catalogTool) {
@@ -219,18 +204,19 @@ function runNestedCall(
       throw new CodeModeError("invalid_input", `Unknown tool id "${toolId}".`);
     });
   }
+  // Counted when the cell makes the call, so a run suspended with calls queued reports them.
   telemetry.nested.calls++;
   recordNestedToolId(telemetry, toolId);
-  const entry = scope.trajectory.start({
-    kind: "nested",
-    toolCallId: `${parent.toolCallId}/${requestId}`,
-    parentToolCallId: parent.toolCallId,
-    tool: toolId,
-    codeModeRunId: parent.codeModeRunId,
-    via,
-    input: scope.redactInput(toolId, input),
-  });
-  const outcome = (async (): Promise<SettleOutcome> => {
+  const start = async (signal: AbortSignal): Promise<SettleOutcome> => {
+    const entry = scope.trajectory.start({
+      kind: "nested",
+      toolCallId: `${parent.toolCallId}/${requestId}`,
+      parentToolCallId: parent.toolCallId,
+      tool: toolId,
+      codeModeRunId: parent.codeModeRunId,
+      via,
+      input: scope.redactInput(toolId, input),
+    });
     try {
       const value = await scope.executor.callTool({
         toolId,
@@ -251,6 +237,6 @@ function runNestedCall(
       scope.trajectory.end(entry, "failed", { code: settled.error.code, error: settled.error.message });
       return settled;
     }
-  })();
-  return { toolId, outcome };
+  };
+  return { toolId, start };
 }

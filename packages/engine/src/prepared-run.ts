@@ -22,6 +22,7 @@ import { buildGuestSurface } from "./guest-surface.js";
 import { InflightCalls } from "./inflight-calls.js";
 import { EXEC_TOOL_NAME, WAIT_TOOL_NAME } from "./model-surface.js";
 import { type RequestParent, type RequestScope, startHostRequest } from "./nested-calls.js";
+import { ResultShapes } from "./result-shapes.js";
 import { countLimitFailure, newRunTelemetry } from "./run-telemetry.js";
 import type { TrajectoryRecorder } from "./trajectory.js";
 import type {
@@ -181,6 +182,20 @@ export class ActiveRun implements PreparedRun {
         startedAt,
         control.toolCallId,
       );
+      if (
+        request.language === "javascript" &&
+        result.status === "failed" &&
+        result.code === "invalid_input"
+      ) {
+        result = await this.#typeScriptWithoutTheFlag(
+          request.code,
+          result,
+          call,
+          telemetry,
+          startedAt,
+          control,
+        );
+      }
     } catch (error) {
       result = this.#failure(error, telemetry, startedAt);
     }
@@ -212,6 +227,38 @@ export class ActiveRun implements PreparedRun {
       result = this.#failure(error, telemetry, startedAt);
     }
     return this.#finishControl(control, result);
+  }
+
+  /**
+   * A cell sent as JavaScript that does not parse as JavaScript but does as TypeScript (models often write
+   * types without setting `language`). With TypeScript enabled it runs as TypeScript, and the telemetry
+   * says so (`detectedLanguage`); nothing of the first attempt ran, since it failed before the VM started.
+   * With TypeScript disabled the error says the cell looks like TypeScript and which setting allows it.
+   */
+  async #typeScriptWithoutTheFlag(
+    code: string,
+    failed: Extract<CodeModeResult, { status: "failed" }>,
+    call: ControlCall,
+    telemetry: CodeModeTelemetry,
+    startedAt: number,
+    control: ReturnType<TrajectoryRecorder["start"]>,
+  ): Promise<CodeModeResult> {
+    const { isTypeScriptOnly } = await import("@codecell/transpile");
+    if (!(await isTypeScriptOnly(code).catch(() => false))) return failed;
+    if (!this.engine.config.languages.includes("typescript")) {
+      return {
+        ...failed,
+        error: `${failed.error} The cell looks like TypeScript (it parses once its types are removed), and TypeScript is not enabled here: write it as JavaScript without type annotations, or ask for the setting tools.codeMode.languages: ["javascript", "typescript"].`,
+      };
+    }
+    telemetry.detectedLanguage = "typescript";
+    const recorded = control.input;
+    control.input = {
+      ...(typeof recorded === "object" && recorded !== null && !Array.isArray(recorded) ? recorded : {}),
+      language: "typescript",
+      detectedLanguage: "typescript",
+    };
+    return this.#runExec(code, "typescript", call, telemetry, startedAt, control.toolCallId);
   }
 
   #failure(error: unknown, telemetry: CodeModeTelemetry, startedAt: number): CodeModeResult {
@@ -247,12 +294,14 @@ export class ActiveRun implements PreparedRun {
   ): Promise<CodeModeResult> {
     const { engine } = this;
     const runKey = randomKey();
-    const inflight = new InflightCalls(this.options.context.sessionId);
+    const inflight = new InflightCalls(this.options.context.sessionId, engine.config.maxPendingToolCalls);
     const ready = new ReadyQueue();
     const yieldIds = new Set<string>();
     const segment = this.#segment(call);
     const { signal } = segment;
     const parent = { toolCallId, tool: "exec" as const, codeModeRunId: runKey, progress: segment.progress };
+    // What this exec's nested calls returned, so a failure can say what a name holds.
+    const shapes = new ResultShapes();
     let run: SandboxRun;
     try {
       run = engine.pool.run({
@@ -265,7 +314,7 @@ export class ActiveRun implements PreparedRun {
         timeoutMs: engine.config.timeoutMs,
         signal,
         onRequest: (request) =>
-          this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry, segment),
+          this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry, segment, shapes),
       });
     } catch (error) {
       segment.release();
@@ -276,7 +325,23 @@ export class ActiveRun implements PreparedRun {
     const end = await driveSegment(run, ready, signal).finally(segment.release);
     // A bare QuickJS TypeError gets the expression it is about (the JavaScript cell is what ran as is).
     if (end.type === "failed" && end.code === undefined && language === "javascript") {
-      end.message = await explainGuestFailure(end.message, code, this.#surface).catch(() => end.message);
+      end.message = await explainGuestFailure(end.message, code, this.#surface, {
+        shapes,
+        resolveTarget: (target) => {
+          try {
+            return this.#scope.catalog.resolve(target).id;
+          } catch {
+            return null;
+          }
+        },
+        namespaceToolId: (namespaceId, path) => {
+          try {
+            return this.#scope.namespaces.resolveCall(namespaceId, path, []).toolId;
+          } catch {
+            return null;
+          }
+        },
+      }).catch(() => end.message);
     }
     return this.#settleSegment(end, {
       runKey,
@@ -302,7 +367,7 @@ export class ActiveRun implements PreparedRun {
     const runKey = hostState.runKey;
     let inflight = engine.inflight.get(runKey);
     if (!inflight) {
-      inflight = new InflightCalls(this.options.context.sessionId);
+      inflight = new InflightCalls(this.options.context.sessionId, engine.config.maxPendingToolCalls);
       engine.inflight.set(runKey, inflight);
     }
     const ready = new ReadyQueue();
@@ -431,6 +496,7 @@ export class ActiveRun implements PreparedRun {
       memoryLimitBytes: config.memoryLimitBytes,
       maxOutputBytes: config.maxOutputBytes,
       maxPendingToolCalls: config.maxPendingToolCalls,
+      maxQueuedToolCalls: config.maxQueuedToolCalls,
       maxSnapshotBytes: config.maxSnapshotBytes,
     };
   }
@@ -443,6 +509,7 @@ export class ActiveRun implements PreparedRun {
     parent: RequestParent,
     telemetry: CodeModeTelemetry,
     segment: Segment,
+    shapes?: ResultShapes,
   ): void {
     if (request.kind === "yield") {
       yieldIds.add(request.requestId);
@@ -451,17 +518,26 @@ export class ActiveRun implements PreparedRun {
     const controller = new AbortController();
     if (segment.signal.aborted) controller.abort(new Error("The code-mode run was aborted."));
     else segment.calls.add(controller);
-    const started = startHostRequest(request, this.#scope, parent, telemetry, controller.signal);
+    const started = startHostRequest(request, this.#scope, parent, telemetry);
     const { stats } = this.engine;
     if (request.kind === "search") stats.nestedSearches++;
     else if (request.kind === "describe") stats.nestedDescribes++;
-    else if (started.toolId) stats.nestedCalls++;
-    const outcome = started.outcome.finally(() => segment.calls.delete(controller));
+    else if (started.toolId && (request.kind !== "mcp" || request.op === "call")) stats.nestedCalls++;
     if (started.toolId === null) {
-      void outcome.then((settled) => ready.push(request.requestId, settled));
+      segment.calls.delete(controller);
+      void started.outcome.then((settled) => ready.push(request.requestId, settled));
       return;
     }
-    inflight.add(request.requestId, started.toolId, controller, outcome);
+    // Runs now, or waits in order for one of the run's maxPendingToolCalls slots.
+    const outcome = inflight
+      .add(request.requestId, started.toolId, controller, started.start)
+      .finally(() => segment.calls.delete(controller));
+    const toolId = started.toolId;
+    if (shapes) {
+      void outcome.then((settled) => {
+        if (settled.ok) shapes.record(toolId, settled.value);
+      });
+    }
     if (segment.progress) {
       const { counts } = segment;
       counts.started++;
@@ -514,6 +590,7 @@ export class ActiveRun implements PreparedRun {
     const undelivered = new Map(
       state.ready.drain().map(([requestId, outcome, toolId]) => [requestId, { outcome, toolId }]),
     );
+    const queuedIds = new Set<string>();
     const pendingCalls = end.pending
       .filter((request) => request.kind !== "yield")
       .map((request) => {
@@ -522,6 +599,7 @@ export class ActiveRun implements PreparedRun {
         const outcome = call?.outcome ?? left?.outcome;
         // Still owed by the process that ran it before (another replica): kept as the store had it.
         const owed = claim?.pendingCalls.find((pending) => pending.callId === request.requestId);
+        if (call?.queued && !outcome) queuedIds.add(request.requestId);
         return {
           callId: request.requestId,
           toolId: call?.toolId ?? left?.toolId ?? owed?.toolId ?? request.kind,
@@ -558,7 +636,9 @@ export class ActiveRun implements PreparedRun {
       if (claim) await store.finish(claim, "failed").catch(() => {});
       return this.#failure(error, telemetry, state.startedAt);
     }
-    inflight.storedAs(store, runId);
+    inflight.storedAs(store, runId, () => {
+      if (engine.inflight.get(state.runKey) === inflight) engine.inflight.delete(state.runKey);
+    });
     return {
       status: "waiting",
       runId,
@@ -572,6 +652,7 @@ export class ActiveRun implements PreparedRun {
               callId,
               toolId,
               startedAt,
+              ...(queuedIds.has(callId) ? { queued: true as const } : {}),
             })),
           }
         : {}),

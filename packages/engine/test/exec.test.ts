@@ -2,7 +2,7 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import { GUEST_GLOBAL_NAMES } from "@codecell/contract";
 import { afterAll, describe, expect, it } from "vitest";
 import { createCodeModeEngine } from "../src/index.js";
-import { context, hostTools, TestExecutor } from "./support.js";
+import { context, hostTools, TestExecutor, watchEventLoop } from "./support.js";
 
 const engine = createCodeModeEngine({
   config: {
@@ -199,20 +199,6 @@ describe("nested calls", () => {
     expect(most).toBe(4);
   });
 
-  it("refuses calls beyond maxPendingToolCalls with a catchable too_many_pending_tool_calls", async () => {
-    const { exec } = setup();
-    const caught = await exec(`
-      const calls = [1, 2, 3, 4, 5].map((i) => tools.slow_echo({ ms: 20, value: i }).catch((e) => e.code));
-      return await Promise.all(calls);
-    `);
-    expect(caught).toMatchObject({ status: "completed", value: [1, 2, 3, 4, "too_many_pending_tool_calls"] });
-    const uncaught = await exec(`
-      return await Promise.all([1, 2, 3, 4, 5].map((i) => tools.slow_echo({ ms: 20, value: i })));
-    `);
-    expect(uncaught).toMatchObject({ status: "failed", code: "too_many_pending_tool_calls" });
-    expect(uncaught.telemetry.limitFailures.pendingToolCalls).toBe(1);
-  });
-
   it("delivers a tool failure as a catchable error, and fails the run with nested_tool_failed when uncaught", async () => {
     const { exec } = setup();
     const caught = await exec(
@@ -311,13 +297,15 @@ describe("cells", () => {
     const run = roomy.prepareRun({ tools: hostTools, context: context(), executor: new TestExecutor() });
     const code = bigTypeScriptCell();
     expect(code.length).toBeGreaterThan(2_500_000);
-    const histogram = monitorEventLoopDelay({ resolution: 10 });
-    histogram.enable();
+    const loop = watchEventLoop();
     const result = await run.exec({ code, language: "typescript" }, { toolCallId: "big" });
-    histogram.disable();
+    const { ticks, maxGapMs, elapsedMs } = loop.stop();
     expect(result).toMatchObject({ status: "completed", value: 60_000 });
-    // Loose bound: transpiling this on the host blocked its loop for over a second.
-    expect(histogram.max / 1e6).toBeLessThan(400);
+    // The loop kept turning while the worker checked and transpiled the cell: transpiling it on the
+    // host blocks the loop for nearly the whole exec in one gap. Relative to the exec's own duration,
+    // so a loaded machine that slows everything down does not fail it.
+    expect(ticks).toBeGreaterThanOrEqual(5);
+    expect(maxGapMs).toBeLessThan(elapsedMs / 3);
   });
 
   it("refuses a language the config disables", async () => {

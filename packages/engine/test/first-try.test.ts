@@ -259,3 +259,109 @@ describe("errors that name the expression and the fix", () => {
     expect(error).toBe("TypeError: cannot read property 'x' of undefined (line 1, column 22)");
   });
 });
+
+describe("errors that say what a name holds when it came from a tool call", () => {
+  it.each([
+    [
+      "a string method on a tool's object result",
+      'const t = await tools.read_file({ path: "a.txt" });\nconst lines = t.split("\\n");\nreturn lines.length',
+      "TypeError: t.split is not a function (line 2, column 17). t holds an object with keys path, content (the result of tools.read_file).",
+    ],
+    [
+      "a property the result does not have",
+      'const file = await tools.read_file({ path: "a.txt" });\nreturn file.data.length',
+      "TypeError: file.data is undefined or null, so reading .length fails (line 2, column 8). file holds an object with keys path, content (the result of tools.read_file).",
+    ],
+    [
+      "a result called through tools.call",
+      'const r = await tools.call("read_file", { path: "a.txt" });\nreturn r.trim()',
+      "r holds an object with keys path, content (the result of tools.call).",
+    ],
+    [
+      "an alias spelling of the tool",
+      'const t = await tools.readFile({ path: "a.txt" });\nreturn t.toUpperCase()',
+      "t holds an object with keys path, content (the result of tools.readFile).",
+    ],
+    [
+      "an array result used as an object",
+      "const notes = await tools.notes_list({});\nreturn notes.items.map((n) => n.text)",
+      "notes holds an array whose first item is an object with keys text, tag (the result of tools.notes_list).",
+    ],
+    [
+      "an MCP result used as the structured value",
+      "const graph = await MCP.memory.readGraph({});\nreturn graph.entities.map((e) => e.name)",
+      "graph holds an object with keys content, structuredContent (the result of MCP.memory.readGraph).",
+    ],
+    [
+      "a call that was not awaited",
+      'const t = tools.read_file({ path: "a.txt" });\nreturn t.content.split("\\n")',
+      "t holds a promise: tools.read_file(...) returns one, so write `const t = await tools.read_file(...)`.",
+    ],
+  ])("%s", async (_name, code, expected) => {
+    expect(failedWith(await exec(code))).toContain(expected);
+  });
+
+  it.each([
+    [
+      "the name is bound again",
+      'let t = await tools.read_file({ path: "a.txt" });\nt = await tools.exec({ command: "ls" });\nreturn t.split("\\n")',
+    ],
+    [
+      "a callback parameter of the same name",
+      'const t = await tools.read_file({ path: "a.txt" });\nreturn ["x"].map((t) => t.foo())',
+    ],
+    [
+      "two calls of the tool returned different shapes",
+      'const a = await tools.slow_echo({ ms: 1, value: { x: 1 } });\nconst b = await tools.slow_echo({ ms: 1, value: "s" });\nreturn a.split(",")',
+    ],
+  ])("says nothing about the value when %s", async (_name, code) => {
+    const error = failedWith(await exec(code));
+    expect(error).toMatch(/is not a function \(line \d+, column \d+\)\.$/);
+    expect(error).not.toContain(" holds ");
+  });
+});
+
+describe('TypeScript sent without language: "typescript"', () => {
+  const typed = `interface FileResult { path: string; content: string }
+const file = (await tools.read_file({ path: "a.txt" })) as FileResult;
+const lines: string[] = file.content.split(" ");
+return lines.length;`;
+
+  it("runs as TypeScript when TypeScript is enabled, and the telemetry says so", async () => {
+    const result = await exec(typed);
+    expect(result).toMatchObject({
+      status: "completed",
+      value: 3,
+      telemetry: { detectedLanguage: "typescript" },
+    });
+  });
+
+  it("leaves the telemetry alone for JavaScript and for TypeScript sent as TypeScript", async () => {
+    expect((await exec("return 1")).telemetry.detectedLanguage).toBeUndefined();
+    expect((await exec(typed, "typescript")).telemetry.detectedLanguage).toBeUndefined();
+  });
+
+  it("keeps the JavaScript error for a cell that is neither", async () => {
+    const error = failedWith(await exec("const x = ;\nreturn x"));
+    expect(error).toContain("The cell does not parse as JavaScript at line 1:11");
+    expect(error).not.toContain("TypeScript");
+  });
+
+  it("says the cell looks like TypeScript and which setting allows it when TypeScript is disabled", async () => {
+    const jsOnly = createCodeModeEngine({
+      config: { enabled: true, timeoutMs: 5000, languages: ["javascript"] },
+    });
+    try {
+      const executor = new TestExecutor();
+      const run = jsOnly.prepareRun({ tools: hostTools, context: context(), executor });
+      const result = await run.exec({ code: "const n: number = 1;\nreturn n" }, { toolCallId: "ts-off" });
+      expect(result).toMatchObject({ status: "failed", code: "invalid_input" });
+      expect((result as { error: string }).error).toContain(
+        'The cell looks like TypeScript (it parses once its types are removed), and TypeScript is not enabled here: write it as JavaScript without type annotations, or ask for the setting tools.codeMode.languages: ["javascript", "typescript"].',
+      );
+      expect(executor.calls).toEqual([]);
+    } finally {
+      await jsOnly.close();
+    }
+  });
+});

@@ -44,7 +44,7 @@ describe.skipIf(redisSkipReason !== null)("wait on another replica (Redis store)
     for (const replica of replicas.splice(0)) await replica.close();
   });
 
-  async function replica(): Promise<Replica> {
+  async function replica(config: Record<string, unknown> = {}): Promise<Replica> {
     const store = await openSnapshotStore({
       backend: new RedisSnapshotBackend({
         url: server.url,
@@ -54,7 +54,11 @@ describe.skipIf(redisSkipReason !== null)("wait on another replica (Redis store)
       }),
       sweepIntervalMs: 0,
     });
-    const engine = createCodeModeEngine({ config: { enabled: true, timeoutMs: 3000 }, store, pool });
+    const engine = createCodeModeEngine({
+      config: { enabled: true, timeoutMs: 3000, ...config },
+      store,
+      pool,
+    });
     const executor = new TestExecutor();
     let closed = false;
     const entry: Replica = {
@@ -74,6 +78,13 @@ describe.skipIf(redisSkipReason !== null)("wait on another replica (Redis store)
 
   const run = (on: Replica) =>
     on.engine.prepareRun({ tools: hostTools, context: context(), executor: on.executor });
+
+  /** Polls a condition every 50 ms, for at most 20 s (a bounded loop). */
+  async function until(condition: () => boolean): Promise<void> {
+    for (let attempt = 0; attempt < 400 && !condition(); attempt += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
 
   async function waitUntilDone(on: Replica, runId: string): Promise<CodeModeResult> {
     let result: CodeModeResult = { status: "waiting" } as CodeModeResult;
@@ -102,6 +113,32 @@ describe.skipIf(redisSkipReason !== null)("wait on another replica (Redis store)
     expect(result).toMatchObject({ status: "completed", value: { value: "slow result" } });
     expect(a.executor.calls.map((call) => call.toolId)).toEqual(["core:host:slow_echo"]);
     expect(b.executor.calls).toEqual([]);
+    // A ran the call for a run B finished: A keeps nothing of it.
+    await until(() => a.engine.callsInFlight().runs === 0);
+    expect(a.engine.callsInFlight()).toEqual({ runs: 0, calls: 0 });
+  });
+
+  it("lets go of a run's calls on the replica running them once the run is gone elsewhere", async () => {
+    prefix = `engine-${++prefixes}:`;
+    const a = await replica();
+    const b = await replica();
+    const first = await run(a).exec(
+      {
+        code: `
+          const quick = tools.slow_echo({ ms: 6000, value: "quick" });
+          const long = tools.slow_echo({ ms: 60000, value: "long" });
+          return [await quick, await long];`,
+      },
+      { toolCallId: "exec-1" },
+    );
+    expect(first.status).toBe("waiting");
+    expect(a.engine.callsInFlight()).toEqual({ runs: 1, calls: 2 });
+    // The conversation is dropped on B: the run is aborted in the shared store.
+    expect(await b.engine.abort({ sessionId: context().sessionId })).toBe(1);
+    // When A's quick call settles, the store answers that the run is gone: the long call is cancelled
+    // and A forgets the run, instead of holding it until its own session ends.
+    await until(() => a.engine.callsInFlight().runs === 0);
+    expect(a.engine.callsInFlight()).toEqual({ runs: 0, calls: 0 });
   });
 
   it("reports a call as interrupted when the replica running it is gone, and the run goes on", async () => {
@@ -121,5 +158,39 @@ describe.skipIf(redisSkipReason !== null)("wait on another replica (Redis store)
     const result = await waitUntilDone(b, (first as { runId: string }).runId);
     expect(result).toMatchObject({ status: "completed", value: { code: "nested_tool_failed" } });
     expect((result as { value: { message: string } }).value.message).toContain("interrupted");
+  });
+
+  it("drains calls queued beyond maxPendingToolCalls on replica A while a wait on B delivers them in order", async () => {
+    prefix = `engine-${++prefixes}:`;
+    const a = await replica({ maxPendingToolCalls: 2, timeoutMs: 1000 });
+    const b = await replica({ maxPendingToolCalls: 2, timeoutMs: 1000 });
+    let inFlight = 0;
+    let most = 0;
+    const original = a.executor.callTool.bind(a.executor);
+    a.executor.callTool = async (call) => {
+      most = Math.max(most, ++inFlight);
+      try {
+        return await original(call);
+      } finally {
+        inFlight--;
+      }
+    };
+    // Six calls of 600 ms through two slots: calls 5 and 6 cannot start before the 1 s deadline.
+    const first = await run(a).exec(
+      {
+        code: `return await Promise.all([1, 2, 3, 4, 5, 6].map((i) => tools.slow_echo({ ms: 600, value: i })));`,
+      },
+      { toolCallId: "exec-1" },
+    );
+    expect(first, JSON.stringify(first)).toMatchObject({ status: "waiting", reason: "pending_tools" });
+    const pending = (first as { pendingToolCalls: Array<{ queued?: true }> }).pendingToolCalls;
+    expect(pending.slice(-2).map((call) => call.queued)).toEqual([true, true]);
+    const result = await waitUntilDone(b, (first as { runId: string }).runId);
+    expect(result).toMatchObject({ status: "completed", value: [1, 2, 3, 4, 5, 6] });
+    expect(a.executor.calls.map((call) => call.input)).toEqual(
+      [1, 2, 3, 4, 5, 6].map((value) => ({ ms: 600, value })),
+    );
+    expect(b.executor.calls).toEqual([]);
+    expect(most).toBe(2);
   });
 });

@@ -292,3 +292,42 @@ describe('spec "Tool catalog": the catalog omits code mode\'s control tools, not
     expect(run.modelTools.map((tool) => tool.name)).toEqual(tools.map((tool) => tool.name));
   });
 });
+
+describe('spec "Virtual API": API.list rejects unknown prefixes and ./.. segments like API.read', () => {
+  // Spec, section "Virtual API files": "Guest code sees only the API object: API.list(prefix?) returns file
+  // metadata and API.read(path) returns the selected declaration content. Unknown paths and . / ..
+  // segments are rejected."
+  it("rejects a prefix that names no directory or file, naming the valid prefixes", async () => {
+    const { exec } = setup(newEngine());
+    const result = await exec('return await API.list("nope")');
+    expect(result).toMatchObject({ status: "failed", code: "invalid_input" });
+    expect((result as { error: string }).error).toContain(
+      'API.list: there is no directory or file "nope"; valid prefixes are "mcp", "mcp/index.d.ts", and API.list() lists every file',
+    );
+  });
+
+  it.each([["mcp//"], ["mcp/./"], ["mcp/.."], ["./mcp"], ["/mcp"], ["mcp//index.d.ts"], ["/"]])(
+    "rejects API.list(%j) with invalid_input, as API.read does",
+    async (prefix) => {
+      const { exec } = setup(newEngine());
+      const cell = `const outcomes = [];
+        for (const call of [() => API.list(${JSON.stringify(prefix)}), () => API.read(${JSON.stringify(prefix)})]) {
+          try { await call(); outcomes.push("accepted"); } catch (error) { outcomes.push(error.code); }
+        }
+        return outcomes;`;
+      expect(await exec(cell)).toMatchObject({
+        status: "completed",
+        value: ["invalid_input", "invalid_input"],
+      });
+    },
+  );
+
+  it("still lists everything with no prefix or an empty one, and a directory with one trailing slash", async () => {
+    const { exec } = setup(newEngine());
+    const result = await exec(
+      'const paths = async (prefix) => (await API.list(prefix)).map((file) => file.path); return [await paths(), await paths(""), await paths("mcp"), await paths("mcp/"), await paths("mcp/index.d.ts")]',
+    );
+    const all = ["mcp/index.d.ts"];
+    expect(result).toMatchObject({ status: "completed", value: [all, all, all, all, all] });
+  });
+});

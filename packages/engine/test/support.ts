@@ -219,3 +219,30 @@ export async function startMemoryServer(): Promise<{ mcp: McpConnector; close():
     },
   };
 }
+
+/**
+ * Watches the host's event loop while something runs: a timer ticks every few milliseconds and the
+ * longest gap between two ticks is how long the loop was blocked. Tests compare that gap with the
+ * whole operation's duration, so a loaded machine (which stretches both) does not decide the result,
+ * but work done synchronously on the host (one gap as long as the operation) does.
+ */
+export function watchEventLoop(): { stop(): { ticks: number; maxGapMs: number; elapsedMs: number } } {
+  const startedAt = performance.now();
+  let last = startedAt;
+  let maxGapMs = 0;
+  let ticks = 0;
+  const timer = setInterval(() => {
+    const now = performance.now();
+    maxGapMs = Math.max(maxGapMs, now - last);
+    last = now;
+    ticks++;
+  }, 2);
+  return {
+    stop() {
+      clearInterval(timer);
+      const now = performance.now();
+      maxGapMs = Math.max(maxGapMs, now - last);
+      return { ticks, maxGapMs, elapsedMs: now - startedAt };
+    },
+  };
+}

@@ -1,4 +1,5 @@
 import { CodeModeError, closestMatches } from "@codecell/contract";
+import { sharedTypesBlock } from "./render-declarations.js";
 import type { McpDeclaredServer } from "./types.js";
 
 /**
@@ -41,7 +42,7 @@ export function renderApiHeader(
       { server: server.name, tool: toolName, suggestions },
     );
   }
-  const header = `// MCP.${server.identifier}.${tool.identifier}\n${tool.declaration}`;
+  const header = `// MCP.${server.identifier}.${tool.identifier}\ndeclare namespace MCP.${server.identifier} {\n${tool.declaration}${sharedTypesBlock(tool.declaration)}}\n`;
   if (!options.schema) return header;
   return `${header}\n${schemaSection(tool.name, tool.inputSchema, tool.outputSchema)}`;
 }

@@ -37,7 +37,8 @@ export function toCamelCase(name: string): string {
 /** `createIssue` to `CreateIssue`. */
 export function toPascalCase(name: string): string {
   const camel = toCamelCase(name).replace(/^_/, "");
-  return camel[0]!.toUpperCase() + camel.slice(1);
+  // A type name must not start with a digit (a `$ref` ending in an array index, `#/anyOf/0`).
+  return /^\p{N}/u.test(camel) ? `T${camel}` : camel[0]!.toUpperCase() + camel.slice(1);
 }
 
 /**

@@ -3,10 +3,17 @@ import type { McpDeclaredServer } from "./types.js";
 
 export const INDEX_PATH = "mcp/index.d.ts";
 
+type SharedType = { name: string; doc?: string; body: string; uses: string[] };
+
 // The shapes every server shares: MCP's CallToolResult and the resource and prompt results, trimmed to
-// what guest code reads. Servers may send more; the index signatures say so.
-const SHARED_TYPES = `/** What every MCP tool call resolves to: the protocol's CallToolResult, as the server sent it. */
-type McpToolResult = {
+// what guest code reads. Servers may send more; the index signatures say so. `mcp/index.d.ts` declares
+// them all with their docs; each server file and each `$api(tool)` text declares, inside its namespace,
+// the ones it uses, so that every file type-checks on its own.
+const SHARED_TYPES: SharedType[] = [
+  {
+    name: "McpToolResult",
+    doc: "What every MCP tool call resolves to: the protocol's CallToolResult, as the server sent it.",
+    body: `{
   /** Text, images, audio, resource links and embedded resources, in order. */
   content?: McpContent[];
   /** The typed result of a tool that declares an output schema. */
@@ -14,43 +21,99 @@ type McpToolResult = {
   /** True when the tool reported a failure (the reason is in \`content\`); such a result is returned, not thrown. */
   isError?: boolean;
   [key: string]: unknown;
-};
-
-/** The result of a tool with an output schema: \`structuredContent\` is typed. */
-type McpToolResultOf<T> = McpToolResult & { structuredContent?: T };
-
-type McpContent =
+}`,
+    uses: ["McpContent"],
+  },
+  {
+    name: "McpToolResultOf<T>",
+    doc: "The result of a tool with an output schema: `structuredContent` is typed.",
+    body: "McpToolResult & { structuredContent?: T }",
+    uses: ["McpToolResult"],
+  },
+  {
+    name: "McpContent",
+    body: `
   | { type: "text"; text: string }
   | { type: "image" | "audio"; data: string; mimeType: string }
   | { type: "resource_link"; uri: string; name: string; description?: string; mimeType?: string }
-  | { type: "resource"; resource: McpResourceContent };
-
-type McpResourceContent = { uri: string; mimeType?: string; text?: string; blob?: string };
-
-/** The text \`$api()\` returns: the declarations of one server, or of one tool. */
-type McpApiHeader = string;
-
-type McpResourceList = {
+  | { type: "resource"; resource: McpResourceContent }`,
+    uses: ["McpResourceContent"],
+  },
+  {
+    name: "McpResourceContent",
+    body: "{ uri: string; mimeType?: string; text?: string; blob?: string }",
+    uses: [],
+  },
+  {
+    name: "McpApiHeader",
+    doc: "The text `$api()` returns: the declarations of one server, or of one tool.",
+    body: "string",
+    uses: [],
+  },
+  {
+    name: "McpResourceList",
+    body: `{
   resources: Array<{ uri: string; name: string; title?: string; description?: string; mimeType?: string }>;
   resourceTemplates: Array<{ uriTemplate: string; name: string; title?: string; description?: string }>;
-};
-
-type McpResourceContents = { contents: McpResourceContent[] };
-
-type McpPromptList = {
+}`,
+    uses: [],
+  },
+  { name: "McpResourceContents", body: "{ contents: McpResourceContent[] }", uses: ["McpResourceContent"] },
+  {
+    name: "McpPromptList",
+    body: `{
   prompts: Array<{
     name: string;
     title?: string;
     description?: string;
     arguments?: Array<{ name: string; description?: string; required?: boolean }>;
   }>;
-};
-
-type McpPromptResult = {
+}`,
+    uses: [],
+  },
+  {
+    name: "McpPromptResult",
+    body: `{
   description?: string;
   messages: Array<{ role: "user" | "assistant"; content: McpContent }>;
-};
-`;
+}`,
+    uses: ["McpContent"],
+  },
+];
+
+const baseName = (name: string) => name.replace(/<.*$/, "");
+
+function declareShared(type: SharedType, indent: string, withDoc: boolean): string {
+  const doc = withDoc && type.doc ? `${indent}/** ${type.doc} */\n` : "";
+  const body = type.body.split("\n").join(`\n${indent}`);
+  return `${doc}${indent}type ${type.name} =${body.startsWith("\n") ? "" : " "}${body};\n`;
+}
+
+/** The shared result types a declaration text names (`McpToolResult`, `McpResourceList`, ...). */
+export function sharedTypesNamedIn(text: string): string[] {
+  return SHARED_TYPES.map((type) => baseName(type.name)).filter((name) =>
+    new RegExp(`\\b${name}\\b`).test(text),
+  );
+}
+
+/**
+ * The shared result types that `roots` need (with what those refer to), declared at `indent` without
+ * their docs: what a server file or a tool's `$api` text carries so it stands alone.
+ */
+export function sharedTypesFor(roots: Iterable<string>, indent: string): string {
+  const wanted = new Set<string>();
+  const pending = [...roots];
+  while (pending.length > 0) {
+    const name = pending.pop()!;
+    const type = SHARED_TYPES.find((candidate) => baseName(candidate.name) === name);
+    if (!type || wanted.has(name)) continue;
+    wanted.add(name);
+    pending.push(...type.uses);
+  }
+  return SHARED_TYPES.filter((type) => wanted.has(baseName(type.name)))
+    .map((type) => declareShared(type, indent, false))
+    .join("");
+}
 
 /** `mcp/index.d.ts`: which servers exist, where each is declared, and the result types they share. */
 export function renderIndexFile(servers: readonly McpDeclaredServer[]): string {
@@ -74,5 +137,5 @@ export function renderIndexFile(servers: readonly McpDeclaredServer[]): string {
       );
     }
   }
-  return `${lines.join("\n")}\n\n${SHARED_TYPES}`;
+  return `${lines.join("\n")}\n\n${SHARED_TYPES.map((type) => declareShared(type, "", true)).join("\n")}`;
 }

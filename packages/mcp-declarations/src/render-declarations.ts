@@ -1,8 +1,8 @@
 import { jsDoc, oneLine, truncate } from "./comments.js";
 import { IdentifierAllocator, RESERVED_TOOL_IDENTIFIERS, toPascalCase } from "./identifiers.js";
-import { INDEX_PATH, renderIndexFile } from "./index-file.js";
+import { INDEX_PATH, renderIndexFile, sharedTypesFor, sharedTypesNamedIn } from "./index-file.js";
 import { NamedTypes } from "./named-types.js";
-import { type PrinterLimits, SchemaPrinter, schemaDocLines } from "./schema-printer.js";
+import { type PrinterLimits, SchemaPrinter, schemaDocLines, unresolvedRefsNote } from "./schema-printer.js";
 import type {
   McpApiFile,
   McpDeclarations,
@@ -82,7 +82,6 @@ function renderServer(
   const path = `mcp/${identifier}.d.ts`;
   const title = typeof server.title === "string" && server.title.trim() !== "" ? server.title : undefined;
   const lines: string[] = [];
-  lines.push('/// <reference path="./index.d.ts" />');
   const summary = `MCP server "${oneLine(String(server.name))}"${title ? ` (${oneLine(title)})` : ""}`;
   lines.push(`// ${summary}: ${tools.length} tool${tools.length === 1 ? "" : "s"}.`);
   lines.push(`// Call a tool as MCP.${identifier}.<tool>({ ...input }); every call returns a promise.`);
@@ -104,8 +103,10 @@ function renderServer(
   for (const tool of tools) text += "\n" + tool.block;
   if (server.resources) text += "\n" + RESOURCES_BLOCK;
   if (server.prompts) text += "\n" + PROMPTS_BLOCK;
+  named.breakUnguardedCycles();
   const aliases = named.all();
   if (aliases.length > 0) text += "\n  // Types used above.\n" + aliases.join("");
+  text += sharedTypesBlock(text);
   text += "}\n";
 
   return {
@@ -121,6 +122,17 @@ function renderServer(
     })),
     header: text,
   };
+}
+
+/**
+ * The shared MCP result types a namespace body names, declared inside it: a server file and a tool's
+ * `$api` text type-check on their own, without `mcp/index.d.ts` beside them.
+ */
+export function sharedTypesBlock(body: string): string {
+  const shared = sharedTypesFor(sharedTypesNamedIn(body), "  ");
+  return shared === ""
+    ? ""
+    : `\n  // MCP result types (the same as in mcp/index.d.ts), so this text stands alone.\n${shared}`;
 }
 
 const RESOURCES_BLOCK = `  namespace resources {
@@ -216,18 +228,21 @@ function renderToolWith(
   const uses = new Set(input.uses);
   let result = "McpToolResult";
   let degraded = input.degraded;
+  let output: SchemaPrinter | undefined;
   if (tool.outputSchema !== undefined) {
-    const output = new SchemaPrinter(tool.outputSchema, named, limits, `${pascal}Output`);
-    let type = output.type(tool.outputSchema, 1);
-    degraded ||= output.degraded;
-    for (const name of output.uses) uses.add(name);
+    const printer = new SchemaPrinter(tool.outputSchema, named, limits, `${pascal}Output`);
+    output = printer;
+    let type = printer.type(tool.outputSchema, 1);
+    degraded ||= printer.degraded;
+    for (const name of printer.uses) uses.add(name);
     if (type.includes("\n") || type.length > INLINE_RESULT_CHARS) {
       const outputName = named.nameFor(
         `output:${identifier}:${JSON.stringify(tool.outputSchema)}`,
         `${pascal}Result`,
         (name) => ({
           text: `${jsDoc([`The structured result of ${identifier}.`], "  ")}  type ${name} = ${type};\n`,
-          uses: new Set(output.uses),
+          uses: new Set(printer.uses),
+          unguardedUses: new Set(printer.unguardedUses),
         }),
       );
       if (outputName !== undefined) {
@@ -239,6 +254,8 @@ function renderToolWith(
   }
 
   const doc = toolDocLines(tool);
+  const unresolved = new Set([...input.unresolvedRefs, ...(output?.unresolvedRefs ?? [])]);
+  if (unresolved.size > 0) doc.push(unresolvedRefsNote(unresolved));
   if (degraded) {
     doc.push(
       `Parts of this schema are simplified; $api(${JSON.stringify(identifier)}, { schema: true }) has it whole.`,

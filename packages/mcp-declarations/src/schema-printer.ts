@@ -78,6 +78,12 @@ function resolvePointer(root: unknown, pointer: string): unknown {
   return node;
 }
 
+/** The doc line that says which `$ref`s were typed `unknown` because they point nowhere resolvable. */
+export function unresolvedRefsNote(pointers: Iterable<string>): string {
+  const shown = [...pointers].slice(0, 3).map((pointer) => JSON.stringify(truncate(oneLine(pointer), 80)));
+  return `$ref ${shown.join(", ")} cannot be resolved from this schema, so it is typed unknown.`;
+}
+
 /** The description and default of a schema, as JSDoc lines. */
 export function schemaDocLines(schema: unknown): string[] {
   if (!isSchemaObject(schema)) return [];
@@ -106,7 +112,17 @@ export function schemaDocLines(schema: unknown): string[] {
  */
 export class SchemaPrinter {
   degraded = false;
+  /** Named types this schema refers to. */
   readonly uses = new Set<string>();
+  /**
+   * The subset of `uses` referred to outside any object member or array element: a type alias may refer to
+   * itself only through such a guard, so these are the edges a declaration cycle must not consist of.
+   */
+  readonly unguardedUses = new Set<string>();
+  /** `$ref` values that point nowhere this document can resolve (remote or broken); typed `unknown`. */
+  readonly unresolvedRefs = new Set<string>();
+  private guard = 0;
+  private restElements = 0;
   private nodes = 0;
   private readonly stack: string[] = [];
   private definitionsJson: string | undefined;
@@ -234,15 +250,24 @@ export class SchemaPrinter {
         ? { items: schema.items as unknown[], rest: schema.additionalItems }
         : undefined;
     if (tuple) {
-      const elements = tuple.items.map((item) => this.type(item, level, depth + 1));
+      const elements = tuple.items.map((item) =>
+        this.guarded(() => this.type(item, level, depth + 1), "element"),
+      );
       const closed = tuple.rest === false || schema.maxItems === tuple.items.length;
       if (!closed) {
-        const rest = this.type(tuple.rest, level, depth + 1);
+        // TypeScript resolves a tuple's rest element eagerly: no guard there, not even an array's.
+        this.restElements++;
+        let rest: string;
+        try {
+          rest = this.type(tuple.rest, level, depth + 1);
+        } finally {
+          this.restElements--;
+        }
         elements.push(`...${isCompound(rest) ? `(${rest})` : rest}[]`);
       }
       return `[${elements.join(", ")}]`;
     }
-    const element = this.type(schema.items, level, depth + 1);
+    const element = this.guarded(() => this.type(schema.items, level, depth + 1), "element");
     return isCompound(element) ? `(${element})[]` : `${element}[]`;
   }
 
@@ -275,7 +300,7 @@ export class SchemaPrinter {
     for (const [key, value] of properties) {
       const name = isPlainIdentifier(key) ? key : JSON.stringify(key);
       const optional = required.has(key) ? "" : "?";
-      const type = this.type(value, level + 1, depth + 1);
+      const type = this.guarded(() => this.type(value, level + 1, depth + 1), "member");
       const doc = propertyDocs && this.limits.propertyDocs ? schemaDocLines(value) : [];
       members.push({ doc, line: `${name}${optional}: ${type};` });
     }
@@ -295,11 +320,26 @@ export class SchemaPrinter {
     return `{\n${body}\n${indentOf(level)}}`;
   }
 
+  /**
+   * Renders inside an object member or an array or tuple element, where a type alias may refer to itself
+   * (TypeScript defers those). An element inside a tuple's rest element is no such place.
+   */
+  private guarded(render: () => string, position: "member" | "element"): string {
+    const guards = position === "member" || this.restElements === 0;
+    if (guards) this.guard++;
+    try {
+      return render();
+    } finally {
+      if (guards) this.guard--;
+    }
+  }
+
   private reference(pointer: string, level: number, depth: number): string {
     const target = resolvePointer(this.root, pointer);
     if (target === undefined) {
       // Remote and unresolvable references: nothing to declare from here.
       this.degraded = true;
+      this.unresolvedRefs.add(pointer);
       return "unknown";
     }
     const definition = DEFINITION_POINTER.exec(pointer);
@@ -316,6 +356,7 @@ export class SchemaPrinter {
         return "unknown";
       }
       this.uses.add(name);
+      if (this.guard === 0) this.unguardedUses.add(name);
       return name;
     }
     this.stack.push(pointer);
@@ -335,8 +376,11 @@ export class SchemaPrinter {
       printer.stack.push(pointer);
       const type = printer.type(target, 1, 0);
       if (printer.degraded) this.degraded = true;
-      const text = `${jsDoc(schemaDocLines(target).map(oneLine), "  ")}  type ${name} = ${type};\n`;
-      return { text, uses: printer.uses };
+      for (const unresolved of printer.unresolvedRefs) this.unresolvedRefs.add(unresolved);
+      const doc = schemaDocLines(target).map(oneLine);
+      if (printer.unresolvedRefs.size > 0) doc.push(unresolvedRefsNote(printer.unresolvedRefs));
+      const text = `${jsDoc(doc, "  ")}  type ${name} = ${type};\n`;
+      return { text, uses: printer.uses, unguardedUses: printer.unguardedUses };
     });
   }
 

@@ -31,6 +31,8 @@ export type BindingOrigin = {
   calleePath: string[];
   /** The first argument when it is a string literal (the tool id of `tools.call("id", ...)`). */
   firstArgument: string | null;
+  /** False for `const t = f(...)` without `await`: the name then holds what the call returned as is. */
+  awaited: boolean;
 };
 
 type AnyNode = Node & Record<string, unknown>;
@@ -150,9 +152,32 @@ export function findRuntimeErrorSite(
   return { kind: "member_of_nothing", expression: text(object), path: dottedPath(object), property: wanted };
 }
 
+/** True when a binding pattern (`t`, `{ t }`, `[a, ...t]`, `t = 1`) binds `name`. */
+function patternBinds(pattern: AnyNode | null | undefined, name: string): boolean {
+  if (!pattern) return false;
+  switch (pattern.type) {
+    case "Identifier":
+      return pattern.name === name;
+    case "ObjectPattern":
+      return (pattern.properties as AnyNode[]).some((property) =>
+        patternBinds(property.type === "RestElement" ? property : (property.value as AnyNode), name),
+      );
+    case "ArrayPattern":
+      return (pattern.elements as Array<AnyNode | null>).some((element) => patternBinds(element, name));
+    case "RestElement":
+      return patternBinds(pattern.argument as AnyNode, name);
+    case "AssignmentPattern":
+      return patternBinds(pattern.left as AnyNode, name);
+    default:
+      return false;
+  }
+}
+
 /**
  * What the single declaration of `name` in the cell assigns: `const t = await tools.read_file(...)` gives
- * `tools.read_file`. Null when the name is declared more than once, assigned again, or not from a call.
+ * `tools.read_file`. Null when the name is bound or assigned anywhere else in the cell (another
+ * declaration, a parameter or destructured parameter of any function, a catch clause, an assignment or
+ * `++`), or not from a call: the name must mean one value everywhere, or no answer.
  */
 export function findBindingOrigin(javascript: string, name: string): BindingOrigin | null {
   const parsed = parseCellBody(javascript);
@@ -160,11 +185,14 @@ export function findBindingOrigin(javascript: string, name: string): BindingOrig
   let origin: BindingOrigin | null = null;
   let writes = 0;
   visit(parsed.program as unknown as AnyNode, (node) => {
-    if (node.type === "VariableDeclarator" && (node.id as AnyNode).type === "Identifier") {
-      if ((node.id as AnyNode).name !== name) return;
+    if (node.type === "VariableDeclarator") {
+      const id = node.id as AnyNode;
+      if (!patternBinds(id, name)) return;
       writes++;
+      if (id.type !== "Identifier") return;
       let init = node.init as AnyNode | null;
-      if (init?.type === "AwaitExpression") init = init.argument as AnyNode;
+      const awaited = init?.type === "AwaitExpression";
+      if (awaited) init = init!.argument as AnyNode;
       if (init?.type !== "CallExpression") return;
       const calleePath = dottedPath(init.callee as AnyNode);
       if (calleePath === null) return;
@@ -172,11 +200,14 @@ export function findBindingOrigin(javascript: string, name: string): BindingOrig
       origin = {
         calleePath,
         firstArgument: first?.type === "Literal" && typeof first.value === "string" ? first.value : null,
+        awaited,
       };
-    } else if (node.type === "AssignmentExpression" && (node.left as AnyNode).type === "Identifier") {
-      if ((node.left as AnyNode).name === name) writes++;
-    } else if (node.type === "ClassDeclaration" && (node.id as AnyNode | null)?.name === name) {
-      writes++;
+    } else if (node.type === "AssignmentExpression") {
+      if (patternBinds(node.left as AnyNode, name)) writes++;
+    } else if (node.type === "UpdateExpression") {
+      if (patternBinds(node.argument as AnyNode, name)) writes++;
+    } else if (node.type === "ClassDeclaration" || node.type === "ClassExpression") {
+      if ((node.id as AnyNode | null)?.name === name) writes++;
     } else if (
       node.type === "FunctionDeclaration" ||
       node.type === "FunctionExpression" ||
@@ -184,11 +215,11 @@ export function findBindingOrigin(javascript: string, name: string): BindingOrig
     ) {
       // A function or parameter of the same name is another binding: the name no longer means one value.
       if ((node.id as AnyNode | null)?.name === name) writes++;
-      for (const param of node.params as AnyNode[])
-        if (param.type === "Identifier" && param.name === name) writes++;
+      for (const param of node.params as AnyNode[]) if (patternBinds(param, name)) writes++;
     } else if (node.type === "CatchClause") {
-      const param = node.param as AnyNode | null;
-      if (param?.type === "Identifier" && param.name === name) writes++;
+      if (patternBinds(node.param as AnyNode | null, name)) writes++;
+    } else if (node.type === "ImportSpecifier" || node.type === "ImportDefaultSpecifier") {
+      if ((node.local as AnyNode).name === name) writes++;
     }
   });
   return writes === 1 ? origin : null;

@@ -382,14 +382,29 @@ export function guestPrelude(host, surfaceText) {
     apiFiles[file.path] = file;
     apiPaths[apiPaths.length] = file.path;
   }
-  function checkedApiPath(path, what, allowEmpty) {
+  // Directories that hold API files ("mcp"): with the file paths, the only prefixes API.list accepts.
+  const apiDirectories = [];
+  for (let index = 0; index < apiPaths.length; index++) {
+    const segments = apiPaths[index].split("/");
+    for (let end = 1; end < segments.length; end++) {
+      const directory = segments.slice(0, end).join("/");
+      if (apiDirectories.indexOf(directory) < 0) apiDirectories[apiDirectories.length] = directory;
+    }
+  }
+  // One trailing "/" is allowed on a list prefix ("mcp/" is "mcp"); a read names a file exactly.
+  function checkedApiPath(path, what, isPrefix) {
     if (typeof path !== "string")
       throw new TypeErrorCtor(`${what} must be a string such as "mcp/index.d.ts"`);
-    let trimmed = path;
-    while (trimmed.length > 0 && trimmed[trimmed.length - 1] === "/") trimmed = trimmed.slice(0, -1);
+    const trimmed = isPrefix && path.length > 0 && path[path.length - 1] === "/" ? path.slice(0, -1) : path;
     if (trimmed.length === 0) {
-      if (allowEmpty) return "";
-      throw new TypeErrorCtor(`${what} is empty`);
+      if (isPrefix && path.length === 0) return "";
+      throw makeError(
+        "Error",
+        path.length === 0
+          ? `${what} is empty`
+          : `${what} "${path}" has an empty segment; use paths from API.list()`,
+        "invalid_input",
+      );
     }
     const segments = trimmed.split("/");
     for (let index = 0; index < segments.length; index++) {
@@ -416,6 +431,13 @@ export function guestPrelude(host, surfaceText) {
     try {
       let wanted = prefix === undefined ? "" : checkedApiPath(prefix, "API.list(prefix): prefix", true);
       if (wanted !== "") wanted = apiPathOf(wanted);
+      if (wanted !== "" && apiFiles[wanted] === undefined && apiDirectories.indexOf(wanted) < 0) {
+        throw makeError(
+          "Error",
+          `API.list: there is no directory or file "${wanted}"; valid prefixes are "${apiDirectories.concat(apiPaths).join('", "')}", and API.list() lists every file`,
+          "invalid_input",
+        );
+      }
       const files = [];
       for (let index = 0; index < apiPaths.length; index++) {
         const path = apiPaths[index];

@@ -8,9 +8,10 @@ import {
   MAX_ERROR_NAME_LENGTH,
   parseHostRequestBody,
   parseHostToWorkerMessage,
+  takesToolCallSlot,
 } from "@codecell/bridge";
 import { CONSOLE_LEVELS, isCodeModeErrorCode } from "@codecell/contract/errors";
-import { JSException, QuickJS } from "quickjs-wasi";
+import { CompileFlags, JSException, QuickJS } from "quickjs-wasi";
 import { GUEST_PRELUDE_SOURCE } from "./guest-prelude.js";
 
 /** The one host function; its name is baked into snapshots, so it must never change. */
@@ -47,12 +48,40 @@ let wasmModule = null;
 /** @type {string | null} */
 let snapshotSecret = null;
 /**
- * The prelude compiled once per worker from our own source, by the first run's VM before any guest
- * code runs in it. Evaluating bytecode skips parsing it for every later VM; it is never read from
+ * The prelude compiled once per worker from our own source, in the throwaway VM of `init` that no
+ * guest code ever touches. Evaluating bytecode skips parsing it for every VM; it is never read from
  * anywhere else, so no outside bytes reach the bytecode reader.
  * @type {Uint8Array | null}
  */
 let preludeBytecode = null;
+
+/**
+ * Compiled without its source text: QuickJS otherwise keeps every prelude function's source in the
+ * heap, and each snapshot carries it (about 10 KB compressed). Compiling in a VM of its own keeps the
+ * compiler's garbage out of the runs' heaps (the first run's snapshot was 12 KB larger when it did).
+ * @param {QuickJS} vm
+ */
+function compilePrelude(vm) {
+  preludeBytecode ??= vm.compile(GUEST_PRELUDE_SOURCE, "prelude.js", 0, CompileFlags.STRIP_SOURCE);
+  return preludeBytecode;
+}
+
+function throwawayVm() {
+  return QuickJS.create({
+    wasm: /** @type {import("quickjs-wasi").QuickJSOptions["wasm"]} */ (wasmModule),
+    maxStackSize: MAX_STACK_BYTES,
+    wasi: silentWasi,
+  });
+}
+
+async function compilePreludeAside() {
+  const vm = await throwawayVm();
+  try {
+    return compilePrelude(vm);
+  } finally {
+    vm.dispose();
+  }
+}
 /**
  * The snapshot codec (zlib and crypto) is loaded on first use, so a worker's start-up does not pay
  * for it; a run that goes idle starts loading it in the background, since a suspend may follow.
@@ -217,6 +246,8 @@ class GuestRun {
     this.controlToken = 0;
     /** @type {Map<string, import("@codecell/bridge").HostRequest>} */
     this.pending = new Map();
+    /** How many pending requests are tool calls (they count toward maxPendingToolCalls). */
+    this.pendingToolCalls = 0;
     this.nextRequestNumber = 0;
     this.outputBytes = 0;
     /**
@@ -250,22 +281,47 @@ class GuestRun {
     /** Serializes this run's operations: a start awaits VM creation while other messages arrive. */
     /** @type {Promise<void>} */
     this.queue = Promise.resolve();
+    /** Operations of this run running or waiting in `queue`. */
+    this.operationsQueued = 0;
   }
 
   /** @param {() => Promise<void> | void} operation */
   enqueue(operation) {
     operationsInFlight += 1;
+    this.operationsQueued += 1;
+    if (this.operationsQueued === 1) {
+      // Nothing of this run is running or waiting (the usual settle of a loop of host calls): run it
+      // now, rather than three promise turns later.
+      let result;
+      try {
+        result = this.runOperation(operation);
+      } catch (error) {
+        this.crash(error);
+      }
+      if (result instanceof Promise) {
+        this.queue = result.catch((error) => this.crash(error)).finally(() => this.operationDone());
+      } else {
+        this.operationDone();
+      }
+      return;
+    }
     this.queue = this.queue
-      .then(() => {
-        if (this.finished) return undefined;
-        this.commandStartedAt = performance.now();
-        return operation();
-      })
+      .then(() => this.runOperation(operation))
       .catch((error) => this.crash(error))
-      .finally(() => {
-        operationsInFlight -= 1;
-        if (operationsInFlight === 0 && sparesWanted.size > 0) setImmediate(buildWantedSpares);
-      });
+      .finally(() => this.operationDone());
+  }
+
+  /** @param {() => Promise<void> | void} operation */
+  runOperation(operation) {
+    if (this.finished) return undefined;
+    this.commandStartedAt = performance.now();
+    return operation();
+  }
+
+  operationDone() {
+    this.operationsQueued -= 1;
+    operationsInFlight -= 1;
+    if (operationsInFlight === 0 && sparesWanted.size > 0) setImmediate(buildWantedSpares);
   }
 
   /** @param {import("@codecell/contract").CodeModeErrorCode} code @param {string} message */
@@ -339,13 +395,6 @@ class GuestRun {
     }
     const deep = this.tooDeep(bodyText, "The tool input");
     if (deep !== null) return this.refusal("CodeModeError", deep, "invalid_input");
-    if (this.pending.size >= this.limits.maxPendingToolCalls) {
-      return this.refusal(
-        "CodeModeError",
-        `Too many host calls in flight: ${this.pending.size} are pending and maxPendingToolCalls is ${this.limits.maxPendingToolCalls}. Await some calls before starting more.`,
-        "too_many_pending_tool_calls",
-      );
-    }
     let body;
     try {
       body = parseHostRequestBody(JSON.parse(bodyText));
@@ -356,12 +405,43 @@ class GuestRun {
         "invalid_input",
       );
     }
+    const toolCall = takesToolCallSlot(body);
+    if (toolCall) {
+      const refusal = this.tooManyToolCalls();
+      if (refusal !== null) return refusal;
+    }
     this.nextRequestNumber += 1;
     const request = { requestId: `r${this.nextRequestNumber}`, ...body };
     this.pending.set(request.requestId, request);
+    if (toolCall) this.pendingToolCalls += 1;
     this.outbox.push({ type: "request", runId: this.runId, request });
     if (performance.now() - this.commandStartedAt > OUTBOX_HOLD_MS) this.flushOutbox();
     return request.requestId;
+  }
+
+  /**
+   * The host runs maxPendingToolCalls tool calls at once and queues up to maxQueuedToolCalls more in
+   * order; only a call past both is refused. Searches, describes and yields are not counted.
+   * @returns {string | null} a refusal for the guest to throw, or null
+   */
+  tooManyToolCalls() {
+    const running = this.limits.maxPendingToolCalls;
+    const queued = this.limits.maxQueuedToolCalls ?? 0;
+    if (this.pendingToolCalls < running + queued) return null;
+    const message =
+      queued === 0
+        ? `Too many tool calls in flight: ${this.pendingToolCalls} are pending and maxPendingToolCalls is ${running} (with maxQueuedToolCalls 0, none may wait for a slot). Await some calls before starting more.`
+        : `Too many tool calls waiting: ${running} run at once (maxPendingToolCalls) and ${queued} more are queued, the most maxQueuedToolCalls allows. Await some calls before starting more, or work in batches.`;
+    return this.refusal("CodeModeError", message, "too_many_pending_tool_calls");
+  }
+
+  /** @param {string} requestId @returns {boolean} whether it was pending */
+  forgetPending(requestId) {
+    const request = this.pending.get(requestId);
+    if (request === undefined) return false;
+    this.pending.delete(requestId);
+    if (takesToolCallSlot(request)) this.pendingToolCalls -= 1;
+    return true;
   }
 
   /** @param {number} bytes @param {string} what */
@@ -475,13 +555,13 @@ class GuestRun {
   async start(surface, source, language) {
     const code = await this.prepare(source, language);
     if (code === null) return this.report();
+    // Compiled at init; compiled aside here only if that failed (this throws what went wrong).
+    const bytecode = preludeBytecode ?? (await compilePreludeAside());
     const vm = await takeFreshVm(this);
     this.vm = vm;
     if (this.finished) return this.release();
-    // The first run of a worker compiles the prelude in its own VM, which no guest code has touched.
-    preludeBytecode ??= vm.compile(GUEST_PRELUDE_SOURCE, "prelude.js");
     const host = vm.newFunction(HOST_FUNCTION_NAME, this.registerHost());
-    const prelude = vm.evalBytecode(preludeBytecode);
+    const prelude = vm.evalBytecode(bytecode);
     const surfaceHandle = vm.newString(surface);
     this.control = vm.callFunction(prelude, vm.undefined, host, surfaceHandle);
     this.controlToken = vm.exportHandle(this.control);
@@ -549,7 +629,7 @@ class GuestRun {
   settle(items, deadlineAt) {
     this.deadlineAt = deadlineAt;
     for (const item of items) {
-      if (!this.pending.delete(item.requestId)) continue;
+      if (!this.forgetPending(item.requestId)) continue;
       let ok = item.ok;
       let json = item.json;
       if (ok) {
@@ -618,7 +698,10 @@ class GuestRun {
     this.outputBytes = state.outputBytes;
     const returned = /** @type {{ returned?: { value: unknown } }} */ (state).returned;
     if (returned !== undefined) this.outcome = { type: "completed", value: returned.value };
-    for (const request of state.pending) this.pending.set(request.requestId, request);
+    for (const request of state.pending) {
+      this.pending.set(request.requestId, request);
+      if (takesToolCallSlot(request)) this.pendingToolCalls += 1;
+    }
     if (Array.isArray(state.issuedCodes)) {
       for (const code of state.issuedCodes) if (isCodeModeErrorCode(code)) this.issuedCodes.add(code);
     }
@@ -834,15 +917,17 @@ async function onMessage(raw) {
         wasmModule = /** @type {import("quickjs-wasi").QuickJSOptions["wasm"]} */ (message.module);
         void loadTranspile().catch(() => {});
         snapshotSecret = message.snapshotSecret;
-        // One throwaway VM proves the module instantiates here. The prelude is compiled by the first
-        // run in its own fresh VM (see start): compiling it here would only make a waiting cell wait.
-        const vm = await QuickJS.create({
-          wasm: wasmModule,
-          maxStackSize: MAX_STACK_BYTES,
-          wasi: silentWasi,
-        });
-        vm.dispose();
+        // One throwaway VM proves the module instantiates here, then compiles the prelude once the
+        // host knows the worker is ready (a first cell sent meanwhile waits for it either way).
+        const vm = await throwawayVm();
         post({ type: "ready" });
+        try {
+          compilePrelude(vm);
+        } catch {
+          // The first run compiles it aside and reports what went wrong.
+        } finally {
+          vm.dispose();
+        }
       } catch (error) {
         post({ type: "init-failed", message: String(/** @type {Error} */ (error)?.message ?? error) });
       }
