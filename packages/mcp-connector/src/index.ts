@@ -12,6 +12,7 @@ export {
   type McpServerStatus,
   type McpStartOptions,
 } from "./connector.js";
+export { guardedFetch } from "./guarded-fetch.js";
 export {
   idAtEnd,
   MAX_DOWNSTREAM_DEPTH,

@@ -11,6 +11,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { isStdioConfig, type McpServerConfig } from "./config.js";
 import type { McpLogMessage } from "./connector.js";
+import { guardedFetch } from "./guarded-fetch.js";
 import { guardStdioTransport } from "./guarded-read-buffer.js";
 import { trackSpawnedProcess } from "./spawned-processes.js";
 
@@ -244,13 +245,17 @@ export class ServerConnection {
     }
     const url = new URL(config.url);
     const requestInit = config.headers ? { headers: config.headers } : undefined;
+    // Answers too large or too deep fail their call at once, as over stdio (see guarded-fetch.ts).
+    const fetch = guardedFetch();
     if (config.transport !== "sse") {
       try {
         this.transportKind = "streamable-http";
         const { StreamableHTTPClientTransport } = await import(
           "@modelcontextprotocol/sdk/client/streamableHttp.js"
         );
-        return await this.attach(new StreamableHTTPClientTransport(url, requestInit ? { requestInit } : {}));
+        return await this.attach(
+          new StreamableHTTPClientTransport(url, { fetch, ...(requestInit ? { requestInit } : {}) }),
+        );
       } catch (error) {
         if (config.transport === "streamable-http") throw error;
         // Servers from before Streamable HTTP answer the POST with 4xx; they speak SSE instead.
@@ -258,7 +263,7 @@ export class ServerConnection {
     }
     this.transportKind = "sse";
     const { SSEClientTransport } = await import("@modelcontextprotocol/sdk/client/sse.js");
-    return this.attach(new SSEClientTransport(url, requestInit ? { requestInit } : {}));
+    return this.attach(new SSEClientTransport(url, { fetch, ...(requestInit ? { requestInit } : {}) }));
   }
 
   private async attach(transport: Transport): Promise<Client> {
