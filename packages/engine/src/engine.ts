@@ -162,6 +162,17 @@ export class CodeModeEngine {
     return (await this.store).endSession({ sessionId });
   }
 
+  /**
+   * Nested calls still running in this process, those of suspended runs included, and how many runs
+   * they belong to. A run resumed and finished elsewhere (another replica), expired or aborted lets go
+   * of its entry once its calls settle here.
+   */
+  callsInFlight(): { runs: number; calls: number } {
+    let calls = 0;
+    for (const run of this.#inflight.values()) calls += run.size;
+    return { runs: this.#inflight.size, calls };
+  }
+
   /** Nested calls under their exec/wait calls, as JSON for transcript persistence. */
   exportTrajectory(filter?: { parentToolCallId?: string; codeModeRunId?: string }): TrajectoryExport {
     return this.#trajectory.export(filter);

@@ -31,7 +31,7 @@ export class InflightCalls {
   #queueHead = 0;
   #running = 0;
   #sink: ((requestId: string, outcome: SettleOutcome, toolId: string) => void) | null = null;
-  #stored: { store: SnapshotStore; runId: string } | null = null;
+  #stored: { store: SnapshotStore; runId: string; forget: () => void } | null = null;
 
   constructor(
     readonly sessionId: string,
@@ -127,9 +127,36 @@ export class InflightCalls {
       this.#calls.delete(requestId);
       this.#sink(requestId, settled, call.toolId);
     } else if (this.#stored) {
-      const { store, runId } = this.#stored;
-      store.settleCall(runId, requestId, settled as never).catch(() => {});
+      this.#record(requestId, settled);
     }
+  }
+
+  /**
+   * Hands a settled call's outcome to the store and lets go of it once the store has it. When the run is
+   * gone (finished on another replica, expired, aborted), nothing will read the rest either: they are
+   * cancelled and the table lets go of the run. If the store cannot be reached, the outcome stays here
+   * for a resume in this process.
+   */
+  #record(requestId: string, outcome: SettleOutcome): void {
+    const stored = this.#stored;
+    if (!stored) return;
+    stored.store.settleCall(stored.runId, requestId, outcome as never).then(
+      (answer) => {
+        // A segment of this process drives the run again (or it ended here): it owns the table now.
+        if (this.#stored !== stored || this.#sink) return;
+        if (answer === "run_gone") {
+          this.abortAll("The code-mode run ended.");
+          stored.forget();
+          return;
+        }
+        this.#calls.delete(requestId);
+        if (this.#calls.size === 0) {
+          this.#stored = null;
+          stored.forget();
+        }
+      },
+      () => {},
+    );
   }
 
   get(requestId: string): Readonly<InflightCall> | undefined {
@@ -145,12 +172,21 @@ export class InflightCalls {
     this.#sink = null;
   }
 
-  /** Outcomes that arrive from now on are recorded in the store under this run. */
-  storedAs(store: SnapshotStore, runId: string): void {
-    this.#stored = { store, runId };
+  /**
+   * Outcomes that arrive from now on are recorded in the store under this run; `forget` is called when
+   * no call is left here (the owner's table drops this run then, so a run resumed and finished by
+   * another replica, or one that expired, leaves nothing behind in this process).
+   */
+  storedAs(store: SnapshotStore, runId: string, forget: () => void): void {
+    this.#stored = { store, runId, forget };
+    if (this.#calls.size === 0) {
+      this.#stored = null;
+      forget();
+      return;
+    }
     // Calls that settled between the snapshot and the store write.
     for (const [requestId, call] of this.#calls) {
-      if (call.outcome) store.settleCall(runId, requestId, call.outcome as never).catch(() => {});
+      if (call.outcome) this.#record(requestId, call.outcome);
     }
   }
 

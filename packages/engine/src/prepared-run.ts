@@ -182,6 +182,20 @@ export class ActiveRun implements PreparedRun {
         startedAt,
         control.toolCallId,
       );
+      if (
+        request.language === "javascript" &&
+        result.status === "failed" &&
+        result.code === "invalid_input"
+      ) {
+        result = await this.#typeScriptWithoutTheFlag(
+          request.code,
+          result,
+          call,
+          telemetry,
+          startedAt,
+          control,
+        );
+      }
     } catch (error) {
       result = this.#failure(error, telemetry, startedAt);
     }
@@ -213,6 +227,38 @@ export class ActiveRun implements PreparedRun {
       result = this.#failure(error, telemetry, startedAt);
     }
     return this.#finishControl(control, result);
+  }
+
+  /**
+   * A cell sent as JavaScript that does not parse as JavaScript but does as TypeScript (models often write
+   * types without setting `language`). With TypeScript enabled it runs as TypeScript, and the telemetry
+   * says so (`detectedLanguage`); nothing of the first attempt ran, since it failed before the VM started.
+   * With TypeScript disabled the error says the cell looks like TypeScript and which setting allows it.
+   */
+  async #typeScriptWithoutTheFlag(
+    code: string,
+    failed: Extract<CodeModeResult, { status: "failed" }>,
+    call: ControlCall,
+    telemetry: CodeModeTelemetry,
+    startedAt: number,
+    control: ReturnType<TrajectoryRecorder["start"]>,
+  ): Promise<CodeModeResult> {
+    const { isTypeScriptOnly } = await import("@codecell/transpile");
+    if (!(await isTypeScriptOnly(code).catch(() => false))) return failed;
+    if (!this.engine.config.languages.includes("typescript")) {
+      return {
+        ...failed,
+        error: `${failed.error} The cell looks like TypeScript (it parses once its types are removed), and TypeScript is not enabled here: write it as JavaScript without type annotations, or ask for the setting tools.codeMode.languages: ["javascript", "typescript"].`,
+      };
+    }
+    telemetry.detectedLanguage = "typescript";
+    const recorded = control.input;
+    control.input = {
+      ...(typeof recorded === "object" && recorded !== null && !Array.isArray(recorded) ? recorded : {}),
+      language: "typescript",
+      detectedLanguage: "typescript",
+    };
+    return this.#runExec(code, "typescript", call, telemetry, startedAt, control.toolCallId);
   }
 
   #failure(error: unknown, telemetry: CodeModeTelemetry, startedAt: number): CodeModeResult {
@@ -590,7 +636,9 @@ export class ActiveRun implements PreparedRun {
       if (claim) await store.finish(claim, "failed").catch(() => {});
       return this.#failure(error, telemetry, state.startedAt);
     }
-    inflight.storedAs(store, runId);
+    inflight.storedAs(store, runId, () => {
+      if (engine.inflight.get(state.runKey) === inflight) engine.inflight.delete(state.runKey);
+    });
     return {
       status: "waiting",
       runId,

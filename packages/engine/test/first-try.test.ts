@@ -320,3 +320,48 @@ describe("errors that say what a name holds when it came from a tool call", () =
     expect(error).not.toContain(" holds ");
   });
 });
+
+describe('TypeScript sent without language: "typescript"', () => {
+  const typed = `interface FileResult { path: string; content: string }
+const file = (await tools.read_file({ path: "a.txt" })) as FileResult;
+const lines: string[] = file.content.split(" ");
+return lines.length;`;
+
+  it("runs as TypeScript when TypeScript is enabled, and the telemetry says so", async () => {
+    const result = await exec(typed);
+    expect(result).toMatchObject({
+      status: "completed",
+      value: 3,
+      telemetry: { detectedLanguage: "typescript" },
+    });
+  });
+
+  it("leaves the telemetry alone for JavaScript and for TypeScript sent as TypeScript", async () => {
+    expect((await exec("return 1")).telemetry.detectedLanguage).toBeUndefined();
+    expect((await exec(typed, "typescript")).telemetry.detectedLanguage).toBeUndefined();
+  });
+
+  it("keeps the JavaScript error for a cell that is neither", async () => {
+    const error = failedWith(await exec("const x = ;\nreturn x"));
+    expect(error).toContain("The cell does not parse as JavaScript at line 1:11");
+    expect(error).not.toContain("TypeScript");
+  });
+
+  it("says the cell looks like TypeScript and which setting allows it when TypeScript is disabled", async () => {
+    const jsOnly = createCodeModeEngine({
+      config: { enabled: true, timeoutMs: 5000, languages: ["javascript"] },
+    });
+    try {
+      const executor = new TestExecutor();
+      const run = jsOnly.prepareRun({ tools: hostTools, context: context(), executor });
+      const result = await run.exec({ code: "const n: number = 1;\nreturn n" }, { toolCallId: "ts-off" });
+      expect(result).toMatchObject({ status: "failed", code: "invalid_input" });
+      expect((result as { error: string }).error).toContain(
+        'The cell looks like TypeScript (it parses once its types are removed), and TypeScript is not enabled here: write it as JavaScript without type annotations, or ask for the setting tools.codeMode.languages: ["javascript", "typescript"].',
+      );
+      expect(executor.calls).toEqual([]);
+    } finally {
+      await jsOnly.close();
+    }
+  });
+});

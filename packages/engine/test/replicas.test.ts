@@ -79,6 +79,13 @@ describe.skipIf(redisSkipReason !== null)("wait on another replica (Redis store)
   const run = (on: Replica) =>
     on.engine.prepareRun({ tools: hostTools, context: context(), executor: on.executor });
 
+  /** Polls a condition every 50 ms, for at most 20 s (a bounded loop). */
+  async function until(condition: () => boolean): Promise<void> {
+    for (let attempt = 0; attempt < 400 && !condition(); attempt += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
   async function waitUntilDone(on: Replica, runId: string): Promise<CodeModeResult> {
     let result: CodeModeResult = { status: "waiting" } as CodeModeResult;
     // Bounded: each wait lasts at most timeoutMs.
@@ -106,6 +113,32 @@ describe.skipIf(redisSkipReason !== null)("wait on another replica (Redis store)
     expect(result).toMatchObject({ status: "completed", value: { value: "slow result" } });
     expect(a.executor.calls.map((call) => call.toolId)).toEqual(["core:host:slow_echo"]);
     expect(b.executor.calls).toEqual([]);
+    // A ran the call for a run B finished: A keeps nothing of it.
+    await until(() => a.engine.callsInFlight().runs === 0);
+    expect(a.engine.callsInFlight()).toEqual({ runs: 0, calls: 0 });
+  });
+
+  it("lets go of a run's calls on the replica running them once the run is gone elsewhere", async () => {
+    prefix = `engine-${++prefixes}:`;
+    const a = await replica();
+    const b = await replica();
+    const first = await run(a).exec(
+      {
+        code: `
+          const quick = tools.slow_echo({ ms: 6000, value: "quick" });
+          const long = tools.slow_echo({ ms: 60000, value: "long" });
+          return [await quick, await long];`,
+      },
+      { toolCallId: "exec-1" },
+    );
+    expect(first.status).toBe("waiting");
+    expect(a.engine.callsInFlight()).toEqual({ runs: 1, calls: 2 });
+    // The conversation is dropped on B: the run is aborted in the shared store.
+    expect(await b.engine.abort({ sessionId: context().sessionId })).toBe(1);
+    // When A's quick call settles, the store answers that the run is gone: the long call is cancelled
+    // and A forgets the run, instead of holding it until its own session ends.
+    await until(() => a.engine.callsInFlight().runs === 0);
+    expect(a.engine.callsInFlight()).toEqual({ runs: 0, calls: 0 });
   });
 
   it("reports a call as interrupted when the replica running it is gone, and the run goes on", async () => {

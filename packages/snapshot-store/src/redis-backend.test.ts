@@ -187,6 +187,48 @@ describe.skipIf(redisSkipReason !== null)("Redis backend: several replicas on on
     expect(claim.pendingCalls[0]?.outcome).toEqual(settled);
   });
 
+  it("keeps a live replica's calls when Redis lost its lease (a restart from a persisted dataset)", async () => {
+    nextPrefix();
+    const a = await replica({ replicaLeaseMs: 600 });
+    const b = await replica({ replicaLeaseMs: 600 });
+    const { runId } = await a.suspend(suspendInput());
+    // What a Redis restarted from an RDB/AOF file looks like to a wait: the run is there, the lease of
+    // the replica running its call is not (it expired while Redis was down).
+    const leases = await redis.keys(`${prefix}replica:*`);
+    expect(leases).toHaveLength(2);
+    await redis.del(...leases);
+    const seen: Array<[string, CallOutcome]> = [];
+    const stop = await b.watchOutcomes(runId, ["call-1"], (callId, outcome) => seen.push([callId, outcome]));
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(seen).toEqual([]);
+    // A renewed its lease; its call settles normally and that outcome is the one delivered.
+    expect(await redis.keys(`${prefix}replica:*`)).toHaveLength(2);
+    await a.settleCall(runId, "call-1", { ok: true, value: "done on A" });
+    for (let attempt = 0; attempt < 100 && seen.length === 0; attempt += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(seen).toEqual([["call-1", { ok: true, value: "done on A" }]]);
+    await stop?.();
+  });
+
+  it("renews its lease as soon as its connection to a restarted Redis is back", async () => {
+    nextPrefix();
+    // A long lease: only the reconnection, not the periodic renewal, can bring it back in time.
+    const store = await replica({ replicaLeaseMs: 60_000, commandTimeoutMs: 1_000 });
+    expect(await redis.keys(`${prefix}replica:*`)).toHaveLength(1);
+    await server.restart();
+    redis.disconnect();
+    redis = quietClient(server.url);
+    let leases: string[] = [];
+    // Bounded: the client reconnects within a few hundred milliseconds.
+    for (let attempt = 0; attempt < 50 && leases.length === 0; attempt += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      leases = await redis.keys(`${prefix}replica:*`);
+    }
+    expect(leases).toHaveLength(1);
+    await store.stats(); // still serving
+  });
+
   it("answers runtime_unavailable while Redis is down and snapshot_restore_failed after it lost its data", async () => {
     nextPrefix();
     const store = await replica({ commandTimeoutMs: 1_000 });

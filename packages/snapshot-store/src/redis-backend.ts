@@ -34,8 +34,11 @@ export type RedisSnapshotBackendOptions = {
    */
   secret: string | Uint8Array;
   /**
-   * How long this replica's lease lasts without renewal (renewed every third of it). After a replica
-   * dies, its nested calls are settled as interrupted once its lease has run out. Default 15000.
+   * How long this replica's lease lasts without renewal (renewed every third of it, and at once when
+   * the connection to Redis comes back). A replica that closes marks its lease closed and its nested
+   * calls are settled as interrupted at once; after a replica dies, once its lease has been missing for
+   * one more lease period (a Redis restart can drop a live replica's lease until its next renewal, and
+   * a live call must never be reported interrupted). Default 15000.
    */
   replicaLeaseMs?: number;
   /** How long to wait for a connection or a reply before failing with runtime_unavailable. Default 5000. */
@@ -51,6 +54,8 @@ function loadRedis(): typeof Redis {
 
 const DEFAULT_PREFIX = "codecell:";
 const DEFAULT_LEASE_MS = 15_000;
+/** The value a replica leaves in its lease key when it closes: its calls are gone at once. */
+const CLOSED_LEASE = "closed";
 const DEFAULT_TOMBSTONE_MS = 3_600_000;
 const SWEEP_BATCH = 250;
 const MAX_SWEEP_BATCHES = 100_000;
@@ -190,6 +195,12 @@ export class RedisSnapshotBackend implements SnapshotBackend {
     }) as ScriptClient;
     // Errors reach the caller through the failed command; the connection's own event would only crash.
     this.#client.on("error", () => {});
+    // A Redis that restarted (even from a persisted dataset) may have lost this replica's lease: renew it
+    // as soon as the connection is back rather than at the next tick, so other replicas do not take our
+    // live calls for interrupted ones.
+    this.#client.on("ready", () => {
+      if (this.#leaseTimer !== undefined && !this.#closed) void this.#renewLease().catch(() => {});
+    });
     const define = (name: ScriptName, numberOfKeys: number, lua: string) =>
       this.#client.defineCommand(name, { numberOfKeys, lua });
     define("ccInsert", 2, scripts.INSERT);
@@ -696,20 +707,35 @@ export class RedisSnapshotBackend implements SnapshotBackend {
         }
         return true;
       };
+      // Calls whose owner's lease was found missing once: a second miss a full lease later means gone.
+      const missedOnce = new Set<string>();
       const checkOwner = async (callId: string): Promise<void> => {
         if (stopped || !pending.has(callId)) return;
         const [owner = null, call = null] = await this.#client.hmget(key, `o:${callId}`, `c:${callId}`);
         if (owner === null || call === null || owner === this.replicaId) return;
-        const remaining = await this.#client.pttl(this.#leaseKey(owner));
+        const leaseKey = this.#leaseKey(owner);
+        const [[, state], [, remaining]] = (await this.#client
+          .multi()
+          .get(leaseKey)
+          .pttl(leaseKey)
+          .exec()) as [[unknown, string | null], [unknown, number]];
         if (stopped || !pending.has(callId)) return;
-        if (remaining < 0) {
+        // A replica that closed says so; a lease that is merely missing may have been lost by a Redis
+        // restart while its replica lives on, so it gets one lease period to come back.
+        const gone = state === CLOSED_LEASE || (remaining < 0 && missedOnce.has(callId));
+        if (gone) {
           watcher.ownerGone(callId, (JSON.parse(call) as CallJson).toolId);
           return;
         }
-        const timer = setTimeout(() => {
-          timers.delete(timer);
-          void checkOwner(callId).catch(() => {});
-        }, remaining + 25);
+        if (remaining < 0) missedOnce.add(callId);
+        else missedOnce.delete(callId);
+        const timer = setTimeout(
+          () => {
+            timers.delete(timer);
+            void checkOwner(callId).catch(() => {});
+          },
+          remaining < 0 ? this.#leaseMs : remaining + 25,
+        );
         timer.unref();
         timers.add(timer);
       };
@@ -762,8 +788,9 @@ export class RedisSnapshotBackend implements SnapshotBackend {
   async close(): Promise<DroppedRun[]> {
     if (this.#closed) return [];
     if (this.#leaseTimer !== undefined) clearInterval(this.#leaseTimer);
+    this.#leaseTimer = undefined;
     // Our calls stop with this process: let the next wait settle them as interrupted at once.
-    await this.#client.del(this.#leaseKey(this.replicaId)).catch(() => {});
+    await this.#client.set(this.#leaseKey(this.replicaId), CLOSED_LEASE, "PX", this.#leaseMs).catch(() => {});
     this.#closed = true;
     this.#watchers.clear();
     this.#subscriber?.disconnect();

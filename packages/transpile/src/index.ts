@@ -3,7 +3,7 @@ export {
   MODULE_ACCESS_CONSTRUCTS,
   type ModuleAccessConstruct,
 } from "./module-access.js";
-export { prepareCell } from "./prepare-cell.js";
+export { isTypeScriptOnly, prepareCell } from "./prepare-cell.js";
 export {
   type BindingOrigin,
   findBindingOrigin,

@@ -37,6 +37,22 @@ export async function prepareCell(source: string, language: CodeModeLanguage): P
 }
 
 /**
+ * True when a cell that does not parse as JavaScript is TypeScript: with its types stripped it parses
+ * (a module access in it counts too: that is refused later, as TypeScript). False for a cell that parses
+ * as JavaScript, and for one that is neither. Loads the TypeScript transformer only for a cell that
+ * failed to parse as JavaScript.
+ */
+export async function isTypeScriptOnly(source: string): Promise<boolean> {
+  if (typeof source !== "string" || parseCellBody(source).ok) return false;
+  try {
+    await prepareCell(source, "typescript");
+    return true;
+  } catch (error) {
+    return CodeModeError.is(error) && error.code === "module_access_denied";
+  }
+}
+
+/**
  * The transformer keeps lines, so a line reported here is the user's line; the column is the one in the
  * produced JavaScript, which can sit left of the TypeScript column when types were removed before it.
  */
