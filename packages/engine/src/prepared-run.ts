@@ -13,9 +13,9 @@ import {
   type ResolvedCodeModeConfig,
 } from "@codecell/contract";
 import type { McpDeclarations } from "@codecell/mcp-declarations";
-import type { NamespaceRuntime } from "@codecell/namespaces";
+import { createCodeModeNamespaceRuntime, type NamespaceRuntime } from "@codecell/namespaces";
 import type { SandboxPool, SandboxRun, SettleOutcome } from "@codecell/sandbox";
-import type { ClaimedRun, RunScope, SnapshotStore } from "@codecell/snapshot-store";
+import { type ClaimedRun, newRunId, type RunScope, type SnapshotStore } from "@codecell/snapshot-store";
 import { driveSegment, ReadyQueue, type SegmentEnd } from "./drive-segment.js";
 import { explainGuestFailure } from "./guest-failure-hints.js";
 import { buildGuestSurface } from "./guest-surface.js";
@@ -24,7 +24,7 @@ import { EXEC_TOOL_NAME, WAIT_TOOL_NAME } from "./model-surface.js";
 import { type RequestParent, type RequestScope, startHostRequest } from "./nested-calls.js";
 import { ResultShapes } from "./result-shapes.js";
 import { countLimitFailure, newRunTelemetry } from "./run-telemetry.js";
-import type { TrajectoryRecorder } from "./trajectory.js";
+import type { TrajectoryHandle, TrajectoryRecorder } from "./trajectory.js";
 import type {
   ControlCall,
   EngineStats,
@@ -73,10 +73,18 @@ function hookMetadataOf(input: unknown): ExecHookMetadata {
   return { toolKind: "code_mode_exec" };
 }
 
-function randomKey(): string {
-  return crypto.randomUUID();
+/** What the exec control entry records of the model's input: the cell and its language. */
+function cellOf(input: unknown): JsonValue {
+  const fields = (typeof input === "object" && input !== null ? input : {}) as Record<string, unknown>;
+  const code =
+    typeof fields.code === "string"
+      ? fields.code
+      : typeof fields.command === "string"
+        ? fields.command
+        : null;
+  const language = typeof fields.language === "string" ? fields.language : "javascript";
+  return code === null ? { language } : { language, code };
 }
-
 /**
  * One exec or wait segment: its abort signal, the nested calls it started that are still running, and
  * its progress sink with the counts it reports.
@@ -92,8 +100,11 @@ type Segment = {
 export class ActiveRun implements PreparedRun {
   readonly active = true;
   readonly reason = "active" as const;
-  readonly #surface: GuestSurface;
-  readonly #scope: RequestScope;
+  /** The guest surface and request scope of the latest segment; namespaces are rebuilt for each one. */
+  #surface: GuestSurface;
+  #scope: RequestScope;
+  #namespacesKey: string;
+  readonly #declarations: McpDeclarations;
   readonly #runScope: Omit<RunScope, "toolCallId">;
   readonly #abort = new AbortController();
 
@@ -105,7 +116,9 @@ export class ActiveRun implements PreparedRun {
     namespaces: NamespaceRuntime,
     readonly modelTools: readonly ModelTool[],
   ) {
+    this.#declarations = declarations;
     this.#surface = buildGuestSurface(catalog, declarations, namespaces);
+    this.#namespacesKey = JSON.stringify(namespaces.namespaces);
     this.#scope = {
       catalog,
       declarations,
@@ -132,6 +145,34 @@ export class ActiveRun implements PreparedRun {
 
   hookMetadata(input: unknown): ExecHookMetadata {
     return hookMetadataOf(input);
+  }
+
+  /**
+   * Namespace scopes are built for each exec and wait, from the registry as it is now: a plugin cleared
+   * with `clearCodeModeNamespacesForPlugin` after this run was prepared leaves no global in the next
+   * exec, and a resumed VM that still holds its global gets `invalid_input` for any call through it.
+   * The surface is rebuilt only when the namespaces changed, so a run without changes reuses it.
+   */
+  #refreshNamespaces(): RequestScope {
+    const { context } = this.options;
+    const namespaces = createCodeModeNamespaceRuntime(
+      {
+        runId: context.runId,
+        agentId: context.agentId,
+        sessionKey: context.sessionKey,
+        sessionId: context.sessionId,
+        config: context.config,
+        signal: context.signal,
+      },
+      this.catalog,
+    );
+    const key = JSON.stringify(namespaces.namespaces);
+    if (key !== this.#namespacesKey) {
+      this.#namespacesKey = key;
+      this.#surface = buildGuestSurface(this.catalog, this.#declarations, namespaces);
+    }
+    this.#scope = { ...this.#scope, namespaces };
+    return this.#scope;
   }
 
   #telemetryBase(): CodeModeTelemetry {
@@ -165,11 +206,16 @@ export class ActiveRun implements PreparedRun {
     engine.stats.execCount++;
     const telemetry = this.#telemetryBase();
     telemetry.execCount = 1;
-    const control = engine.trajectory.start({
+    // The run id the model will be given is chosen now, so every nested call of this exec is recorded
+    // under it (and the executor sees the same id in exec and in every later wait).
+    const runId = newRunId();
+    const control = engine.trajectory.start(this.options.context.sessionId, {
       kind: "control",
       toolCallId: call.toolCallId,
       tool: EXEC_TOOL_NAME,
-      input: { language: (input as { language?: JsonValue } | null)?.language ?? "javascript" },
+      codeModeRunId: runId,
+      // The cell itself, through the same redaction hook as nested inputs, so a transcript can be replayed.
+      input: engine.redactInput(EXEC_TOOL_NAME, cellOf(input)),
     });
     let result: CodeModeResult;
     try {
@@ -181,6 +227,7 @@ export class ActiveRun implements PreparedRun {
         telemetry,
         startedAt,
         control.toolCallId,
+        runId,
       );
       if (
         request.language === "javascript" &&
@@ -194,6 +241,7 @@ export class ActiveRun implements PreparedRun {
           telemetry,
           startedAt,
           control,
+          runId,
         );
       }
     } catch (error) {
@@ -208,7 +256,7 @@ export class ActiveRun implements PreparedRun {
     engine.stats.waitCount++;
     let telemetry = this.#telemetryBase();
     telemetry.waitCount = 1;
-    const control = engine.trajectory.start({
+    const control = engine.trajectory.start(this.options.context.sessionId, {
       kind: "control",
       toolCallId: call.toolCallId,
       tool: WAIT_TOOL_NAME,
@@ -216,7 +264,7 @@ export class ActiveRun implements PreparedRun {
     let result: CodeModeResult;
     try {
       const { runId } = parseWaitInput(input);
-      control.codeModeRunId = runId;
+      engine.trajectory.annotate(control, { codeModeRunId: runId });
       const store = await engine.store;
       const claim = await store.claim(runId, this.#runScope);
       telemetry = claim.telemetry;
@@ -241,7 +289,8 @@ export class ActiveRun implements PreparedRun {
     call: ControlCall,
     telemetry: CodeModeTelemetry,
     startedAt: number,
-    control: ReturnType<TrajectoryRecorder["start"]>,
+    control: TrajectoryHandle,
+    runId: string,
   ): Promise<CodeModeResult> {
     const { isTypeScriptOnly } = await import("@codecell/transpile");
     if (!(await isTypeScriptOnly(code).catch(() => false))) return failed;
@@ -252,13 +301,12 @@ export class ActiveRun implements PreparedRun {
       };
     }
     telemetry.detectedLanguage = "typescript";
-    const recorded = control.input;
-    control.input = {
+    this.engine.trajectory.updateInput(control, (recorded) => ({
       ...(typeof recorded === "object" && recorded !== null && !Array.isArray(recorded) ? recorded : {}),
       language: "typescript",
       detectedLanguage: "typescript",
-    };
-    return this.#runExec(code, "typescript", call, telemetry, startedAt, control.toolCallId);
+    }));
+    return this.#runExec(code, "typescript", call, telemetry, startedAt, control.toolCallId, runId);
   }
 
   #failure(error: unknown, telemetry: CodeModeTelemetry, startedAt: number): CodeModeResult {
@@ -266,12 +314,14 @@ export class ActiveRun implements PreparedRun {
     return this.#failed("internal_error", `Internal error: ${String(error)}`, telemetry, [], startedAt);
   }
 
-  #finishControl(control: ReturnType<TrajectoryRecorder["start"]>, result: CodeModeResult): CodeModeResult {
+  #finishControl(control: TrajectoryHandle, result: CodeModeResult): CodeModeResult {
     const { engine } = this;
     engine.countResult(result);
     if (result.status === "waiting") {
-      control.codeModeRunId = result.runId;
-      if (result.yieldReason !== undefined) control.yieldReason = result.yieldReason;
+      engine.trajectory.annotate(control, {
+        codeModeRunId: result.runId,
+        ...(result.yieldReason !== undefined ? { yieldReason: result.yieldReason } : {}),
+      });
     }
     engine.trajectory.end(
       control,
@@ -291,30 +341,34 @@ export class ActiveRun implements PreparedRun {
     telemetry: CodeModeTelemetry,
     startedAt: number,
     toolCallId: string,
+    runId: string,
   ): Promise<CodeModeResult> {
     const { engine } = this;
-    const runKey = randomKey();
+    // New runs are keyed by their run id; runs suspended by an older version keep the key they stored.
+    const runKey = runId;
     const inflight = new InflightCalls(this.options.context.sessionId, engine.config.maxPendingToolCalls);
     const ready = new ReadyQueue();
     const yieldIds = new Set<string>();
     const segment = this.#segment(call);
     const { signal } = segment;
-    const parent = { toolCallId, tool: "exec" as const, codeModeRunId: runKey, progress: segment.progress };
+    const parent = { toolCallId, tool: "exec" as const, codeModeRunId: runId, progress: segment.progress };
     // What this exec's nested calls returned, so a failure can say what a name holds.
     const shapes = new ResultShapes();
+    const scope = this.#refreshNamespaces();
+    const surface = this.#surface;
     let run: SandboxRun;
     try {
       run = engine.pool.run({
         code,
         language,
-        surface: this.#surface,
+        surface,
         limits: this.#limits(),
         // The cell's own wall-clock budget: the sandbox starts it when the VM is ready, so a
         // worker's cold start does not count (it has its own bound, reported runtime_unavailable).
         timeoutMs: engine.config.timeoutMs,
         signal,
         onRequest: (request) =>
-          this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry, segment, shapes),
+          this.#onRequest(request, scope, inflight, ready, yieldIds, parent, telemetry, segment, shapes),
       });
     } catch (error) {
       segment.release();
@@ -325,18 +379,18 @@ export class ActiveRun implements PreparedRun {
     const end = await driveSegment(run, ready, signal).finally(segment.release);
     // A bare QuickJS TypeError gets the expression it is about (the JavaScript cell is what ran as is).
     if (end.type === "failed" && end.code === undefined && language === "javascript") {
-      end.message = await explainGuestFailure(end.message, code, this.#surface, {
+      end.message = await explainGuestFailure(end.message, code, surface, {
         shapes,
         resolveTarget: (target) => {
           try {
-            return this.#scope.catalog.resolve(target).id;
+            return scope.catalog.resolve(target).id;
           } catch {
             return null;
           }
         },
         namespaceToolId: (namespaceId, path) => {
           try {
-            return this.#scope.namespaces.resolveCall(namespaceId, path, []).toolId;
+            return scope.namespaces.resolveCall(namespaceId, path, []).toolId;
           } catch {
             return null;
           }
@@ -345,6 +399,7 @@ export class ActiveRun implements PreparedRun {
     }
     return this.#settleSegment(end, {
       runKey,
+      runId,
       inflight,
       ready,
       yieldIds,
@@ -363,7 +418,7 @@ export class ActiveRun implements PreparedRun {
   ): Promise<CodeModeResult> {
     const { engine } = this;
     const store = await engine.store;
-    const hostState = (claim.hostState ?? { runKey: randomKey(), yieldRequestIds: [] }) as RunHostState;
+    const hostState = (claim.hostState ?? { runKey: claim.runId, yieldRequestIds: [] }) as RunHostState;
     const runKey = hostState.runKey;
     let inflight = engine.inflight.get(runKey);
     if (!inflight) {
@@ -416,6 +471,7 @@ export class ActiveRun implements PreparedRun {
       codeModeRunId: claim.runId,
       progress: segment.progress,
     };
+    const scope = this.#refreshNamespaces();
     let run: SandboxRun;
     try {
       run = engine.pool.restore({
@@ -426,7 +482,7 @@ export class ActiveRun implements PreparedRun {
         timeoutMs: engine.config.timeoutMs,
         signal,
         onRequest: (request) =>
-          this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry, segment),
+          this.#onRequest(request, scope, inflight, ready, yieldIds, parent, telemetry, segment),
       });
     } catch (error) {
       segment.release();
@@ -437,7 +493,17 @@ export class ActiveRun implements PreparedRun {
     const end = await driveSegment(run, ready, signal).finally(segment.release);
     // An outcome recorded after this stays in the store, and the next claim reads it from there.
     await stopWatching?.();
-    return this.#settleSegment(end, { runKey, inflight, ready, yieldIds, telemetry, startedAt, claim, call });
+    return this.#settleSegment(end, {
+      runKey,
+      runId: claim.runId,
+      inflight,
+      ready,
+      yieldIds,
+      telemetry,
+      startedAt,
+      claim,
+      call,
+    });
   }
 
   /**
@@ -503,6 +569,7 @@ export class ActiveRun implements PreparedRun {
 
   #onRequest(
     request: HostRequest,
+    scope: RequestScope,
     inflight: InflightCalls,
     ready: ReadyQueue,
     yieldIds: Set<string>,
@@ -518,7 +585,7 @@ export class ActiveRun implements PreparedRun {
     const controller = new AbortController();
     if (segment.signal.aborted) controller.abort(new Error("The code-mode run was aborted."));
     else segment.calls.add(controller);
-    const started = startHostRequest(request, this.#scope, parent, telemetry);
+    const started = startHostRequest(request, scope, parent, telemetry);
     const { stats } = this.engine;
     if (request.kind === "search") stats.nestedSearches++;
     else if (request.kind === "describe") stats.nestedDescribes++;
@@ -553,6 +620,8 @@ export class ActiveRun implements PreparedRun {
     end: SegmentEnd,
     state: {
       runKey: string;
+      /** The run id the model has (or is about to get). */
+      runId: string;
       inflight: InflightCalls;
       ready: ReadyQueue;
       yieldIds: Set<string>;
@@ -626,6 +695,7 @@ export class ActiveRun implements PreparedRun {
         ? await store.resuspend(claim, payload)
         : await store.suspend({
             ...payload,
+            runId: state.runId,
             scope: { ...this.#runScope, toolCallId: state.call.toolCallId },
           });
       runId = stored.runId;
