@@ -15,13 +15,26 @@ export function surfaceTable(bench) {
     const saved = 1 - row.code_mode_tokens / row.direct_tokens;
     return `| ${row.catalog} | ${row.direct_tokens.toLocaleString("en")} | ${row.code_mode_tokens.toLocaleString("en")} | ${(saved * 100).toFixed(1)}% |`;
   });
-  return [
+  const lines = [
     "| tools behind codecell | shown directly | through codecell (exec + wait) | saved |",
     "|---|---:|---:|---:|",
     ...rows,
     "",
-    `Measured ${bench.date.slice(0, 10)} on Node ${bench.node}.`,
-  ].join("\n");
+  ];
+  const [first] = bench.surface;
+  if (first?.with_output_schema_tokens !== undefined) {
+    lines.push(
+      `With the one small \`outputSchema\` exec and wait share (what an MCP client also receives), the first row is ${first.with_output_schema_tokens.toLocaleString("en")} tokens.`,
+    );
+  }
+  if (bench.resultText) {
+    lines.push(
+      `The text of a \`return 1\` result, which the model reads, is ${bench.resultText.return_1_text_chars} characters; the full result with telemetry (${bench.resultText.return_1_full_json_chars} characters) travels as \`structuredContent\`.`,
+    );
+  }
+  if (lines.at(-1) !== "") lines.push("");
+  lines.push(`Measured ${bench.date.slice(0, 10)} on Node ${bench.node}.`);
+  return lines.join("\n");
 }
 
 /** Replaces the text between a named pair of markers. */

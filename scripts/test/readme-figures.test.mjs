@@ -26,6 +26,19 @@ describe("README figures from the engine bench", () => {
     );
   });
 
+  it("adds the outputSchema figure and the result-text size when the bench has them", () => {
+    const withText = {
+      ...bench,
+      surface: [{ ...bench.surface[0], with_output_schema_tokens: 540 }],
+      resultText: { return_1_text_chars: 32, return_1_full_json_chars: 384 },
+    };
+    const table = surfaceTable(withText);
+    expect(table).toContain("the first row is 540 tokens.");
+    expect(table).toContain("The text of a `return 1` result, which the model reads, is 32 characters;");
+    expect(table).toContain("(384 characters)");
+    expect(table.endsWith("Measured 2026-11-30 on Node v20.20.2.")).toBe(true);
+  });
+
   it("replaces only the marked block, and refuses a README without it", () => {
     const text = "a\n<!-- figures:x:start -->\nold\n<!-- figures:x:end -->\nb";
     expect(replaceBlock(text, "x", "new")).toBe(

@@ -24,7 +24,7 @@ import { type ApprovalClient, requireApproval } from "./approvals.js";
 import type { GatewayConfig } from "./config/load-config.js";
 import { type CoreTool, createCoreTools, SHELL_TOOL_ID } from "./core-tools/core-tools.js";
 import { type LoadedPlugin, loadPlugin } from "./plugins/load-plugins.js";
-import { LOCAL_PRINCIPAL, type RunOwner } from "./run-owner.js";
+import { LOCAL_PRINCIPAL, ownerContext, type RunOwner } from "./run-owner.js";
 import { GatewaySession } from "./session.js";
 import type { SessionHost, ToolCallRequest } from "./session-host.js";
 import { compilePatterns } from "./tool-patterns.js";
@@ -217,7 +217,16 @@ export class Gateway implements SessionHost {
   }
 
   sessionEnded(sessionId: string): void {
+    const ended = this.#sessions.get(sessionId);
     this.#sessions.delete(sessionId);
+    if (!ended) return;
+    // The trajectory is kept per run owner (several MCP sessions may share one through a conversation
+    // header); it is freed when the owner's last open session ends. Waiting runs are not touched.
+    const owner = ownerContext(ended.owner).sessionId;
+    for (const session of this.#sessions.values()) {
+      if (ownerContext(session.owner).sessionId === owner) return;
+    }
+    this.engine.forgetTrajectory(owner);
   }
 
   /** A run over the effective tools, for one owner's context; nested calls come back through runTool. */
@@ -239,8 +248,8 @@ export class Gateway implements SessionHost {
     return { run, tools };
   }
 
-  exportTrajectory(): TrajectoryExport {
-    return this.engine.exportTrajectory();
+  exportTrajectory(ownerSessionId: string): TrajectoryExport {
+    return this.engine.exportTrajectory({ sessionId: ownerSessionId });
   }
 
   /** The executor a session hands the engine: every nested call comes through here. */

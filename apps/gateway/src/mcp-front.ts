@@ -1,4 +1,9 @@
-import { type CodeModeResult, codeModeResultJsonSchema, type JsonValue } from "@codecell/contract";
+import {
+  type CodeModeResult,
+  codeModeResultOutputSchema,
+  codeModeResultText,
+  type JsonValue,
+} from "@codecell/contract";
 import { mcpCellView } from "@codecell/engine";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import {
@@ -19,9 +24,14 @@ import type { RunOwner } from "./run-owner.js";
 import type { GatewaySession } from "./session.js";
 import { GATEWAY_VERSION } from "./version.js";
 
-const { $schema: _dropped, ...resultSchema } = codeModeResultJsonSchema as Record<string, unknown>;
-/** exec and wait declare the contract's result type, so clients get typed structured content. */
-const RESULT_OUTPUT_SCHEMA = { type: "object" as const, ...resultSchema };
+/**
+ * exec and wait share one small output schema naming the result's fields, so clients get typed
+ * structured content without every tools/list carrying the full result schema twice.
+ */
+const RESULT_OUTPUT_SCHEMA = codeModeResultOutputSchema as unknown as { type: "object" } & Record<
+  string,
+  unknown
+>;
 
 /** JSON-RPC error of MCP for a resource the server does not have. */
 const RESOURCE_NOT_FOUND = -32002;
@@ -56,10 +66,14 @@ const CONTROL_TOOLS: Record<string, { title: string; annotations: ToolAnnotation
 const TRAJECTORY_URI = "codecell://session/trajectory";
 const CATALOG_URI = "codecell://session/catalog";
 
-/** A code-mode result as an MCP tool result: structured, and the same JSON as text for older clients. */
+/**
+ * A code-mode result as an MCP tool result. The text, which the model reads, holds only what it needs
+ * to go on (status, value or error and code, output, runId, reason, pending calls); the full result,
+ * telemetry included, is the structured content for hosts and viewers.
+ */
 export function toCallToolResult(result: CodeModeResult): CallToolResult {
   return {
-    content: [{ type: "text", text: JSON.stringify(result) }],
+    content: [{ type: "text", text: codeModeResultText(result) }],
     structuredContent: result as unknown as Record<string, unknown>,
     ...(result.status === "failed" ? { isError: true } : {}),
   };

@@ -33,8 +33,8 @@ export interface SessionHost {
   ): { run: PreparedRun; tools: readonly HostTool[] };
   /** Runs one tool from any source, after policy and approval. */
   runTool(request: ToolCallRequest): Promise<unknown>;
-  /** Nested calls of every session, under their exec and wait calls. */
-  exportTrajectory(): TrajectoryExport;
+  /** One run owner's trajectory (its `RunContext.sessionId`): exec and wait calls with their nested calls. */
+  exportTrajectory(ownerSessionId: string): TrajectoryExport;
   /** The session has ended: the host forgets it. */
   sessionEnded(sessionId: string): void;
 }

@@ -128,7 +128,8 @@ export class GatewaySession {
 
   /** Nested calls of this session's exec and wait calls, under their parents. */
   trajectory(): TrajectoryExport {
-    const full = this.#host.exportTrajectory();
+    // Only this owner's log is read; another owner's entries are never copied.
+    const full = this.#host.exportTrajectory(ownerContext(this.owner).sessionId);
     const prefix = `${this.sessionId}/`;
     return {
       ...full,

@@ -142,6 +142,38 @@ export async function connectHttp(
   };
 }
 
+/** The fields the text item of an exec/wait result may hold (issue 13 item 8). */
+const MODEL_TEXT_FIELDS = [
+  "status",
+  "value",
+  "error",
+  "code",
+  "output",
+  "runId",
+  "reason",
+  "yieldReason",
+  "pendingToolCalls",
+];
+
+/**
+ * The text item is the model's compact view of the structured result: the same status, value or error
+ * and code, output, runId, reason and pending calls (without start times), and no telemetry.
+ */
+export function assertModelText(parsed: Record<string, unknown>, structured: Record<string, unknown>): void {
+  const extra = Object.keys(parsed).filter((key) => !MODEL_TEXT_FIELDS.includes(key));
+  if (extra.length > 0) throw new Error(`the text item holds ${extra.join(", ")} beyond the model's fields`);
+  if (!("telemetry" in structured)) throw new Error("structuredContent lost its telemetry");
+  for (const key of MODEL_TEXT_FIELDS) {
+    const expected =
+      key === "pendingToolCalls" && Array.isArray(structured[key])
+        ? (structured[key] as Array<{ startedAt?: string }>).map(({ startedAt: _at, ...call }) => call)
+        : structured[key];
+    if (JSON.stringify(parsed[key]) !== JSON.stringify(expected)) {
+      throw new Error(`text content and structuredContent differ in ${key}`);
+    }
+  }
+}
+
 /** Calls exec or wait and returns the structured result, checking the text item says the same. */
 export async function callCodeMode(client: Client, tool: "exec" | "wait", args: Record<string, unknown>) {
   const result = await client.callTool({ name: tool, arguments: args });
@@ -154,9 +186,7 @@ export async function callCodeMode(client: Client, tool: "exec" | "wait", args: 
     code?: string;
     output?: Array<{ type: string; text?: string; value?: unknown }>;
   };
-  if (JSON.stringify(JSON.parse(text)) !== JSON.stringify(structured)) {
-    throw new Error("text content and structuredContent differ");
-  }
+  assertModelText(JSON.parse(text), structured);
   return structured;
 }
 

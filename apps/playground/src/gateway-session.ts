@@ -27,8 +27,9 @@ export class GatewayCallError extends Error {
 }
 
 /**
- * Reads a code-mode result out of an MCP tool result: the gateway sends it as `structuredContent` and
- * the same JSON as the first text item. Anything else means the call never reached code mode.
+ * Reads a code-mode result out of an MCP tool result: the gateway sends it as `structuredContent` (its
+ * text item is only the model's compact view, without telemetry); an older gateway sent the same JSON
+ * as the first text item. Anything else means the call never reached code mode.
  */
 export function codeModeResultOf(result: CallToolResult): CodeModeResult {
   const structured = result.structuredContent as { status?: unknown } | undefined;

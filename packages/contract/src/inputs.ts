@@ -21,9 +21,15 @@ export type CodeModeWaitInput = z.infer<typeof waitInputSchema>;
 /** A validated exec input: the cell source and its language. */
 export type ExecRequest = { code: string; language: CodeModeLanguage };
 
+/** A schema for a tool definition: the `$schema` key costs every model request tokens and says nothing. */
+function forToolDefinition<T extends object>(schema: T): Omit<T, "$schema"> {
+  const { $schema: _dialect, ...rest } = schema as T & { $schema?: unknown };
+  return rest;
+}
+
 /** JSON Schemas of the two model-visible tools' inputs, for tool definitions. */
-export const execInputJsonSchema = z.toJSONSchema(execInputSchema, { target: "draft-7" });
-export const waitInputJsonSchema = z.toJSONSchema(waitInputSchema, { target: "draft-7" });
+export const execInputJsonSchema = forToolDefinition(z.toJSONSchema(execInputSchema, { target: "draft-7" }));
+export const waitInputJsonSchema = forToolDefinition(z.toJSONSchema(waitInputSchema, { target: "draft-7" }));
 
 function invalidInput(message: string): CodeModeError {
   return new CodeModeError("invalid_input", message);

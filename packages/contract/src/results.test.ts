@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { codeModeResultJsonSchema, codeModeResultSchema, emptyTelemetry } from "./results.js";
+import {
+  type CodeModeResult,
+  codeModeModelResult,
+  codeModeResultJsonSchema,
+  codeModeResultOutputSchema,
+  codeModeResultSchema,
+  codeModeResultText,
+  emptyTelemetry,
+} from "./results.js";
 
 describe("result union", () => {
   const telemetry = emptyTelemetry();
@@ -30,5 +38,74 @@ describe("result union", () => {
 
   it("has a JSON Schema for MCP outputSchema", () => {
     expect(JSON.stringify(codeModeResultJsonSchema)).toContain("pending_tools");
+  });
+});
+
+describe("the model's view of a result", () => {
+  // Issue 13 item 8: the text holds status, value or error and code, output, runId, reason and pending
+  // calls, and nothing else; telemetry stays in the full result.
+  const telemetry = { ...emptyTelemetry(), durationMs: 1433, visibleToolNames: ["exec", "wait"] };
+
+  it("keeps the value and output of a completed result and drops telemetry", () => {
+    const result: CodeModeResult = { status: "completed", value: 1, telemetry };
+    expect(codeModeResultText(result)).toBe('{"status":"completed","value":1}');
+    expect(codeModeResultText(result).length).toBeLessThan(160);
+    const withOutput: CodeModeResult = {
+      status: "completed",
+      value: { a: [1] },
+      output: [{ type: "text", text: "hi", level: "log" }],
+      telemetry,
+    };
+    expect(codeModeModelResult(withOutput)).toEqual({
+      status: "completed",
+      value: { a: [1] },
+      output: [{ type: "text", text: "hi", level: "log" }],
+    });
+  });
+
+  it("keeps error and code of a failed result", () => {
+    const result: CodeModeResult = {
+      status: "failed",
+      error: "Tool x failed: no",
+      code: "nested_tool_failed",
+      telemetry,
+    };
+    expect(codeModeModelResult(result)).toEqual({
+      status: "failed",
+      error: "Tool x failed: no",
+      code: "nested_tool_failed",
+    });
+  });
+
+  it("keeps runId, reason and the pending calls (without start times) of a waiting result", () => {
+    const result: CodeModeResult = {
+      status: "waiting",
+      runId: "run_abc",
+      reason: "yield",
+      yieldReason: "ask the user",
+      pendingToolCalls: [
+        { callId: "r1", toolId: "core:host:slow_echo", startedAt: "2026-01-01T00:00:00.000Z" },
+        { callId: "r2", toolId: "core:host:slow_echo", startedAt: "2026-01-01T00:00:00.000Z", queued: true },
+      ],
+      telemetry,
+    };
+    expect(codeModeModelResult(result)).toEqual({
+      status: "waiting",
+      runId: "run_abc",
+      reason: "yield",
+      yieldReason: "ask the user",
+      pendingToolCalls: [
+        { callId: "r1", toolId: "core:host:slow_echo" },
+        { callId: "r2", toolId: "core:host:slow_echo", queued: true },
+      ],
+    });
+  });
+
+  it("declares one small output schema that names every field of the full result", () => {
+    expect(JSON.stringify(codeModeResultOutputSchema).length).toBeLessThan(600);
+    const fields = new Set<string>();
+    for (const branch of codeModeResultSchema.options)
+      for (const key of Object.keys(branch.shape)) fields.add(key);
+    expect(Object.keys(codeModeResultOutputSchema.properties).sort()).toEqual([...fields].sort());
   });
 });

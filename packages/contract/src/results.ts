@@ -126,3 +126,76 @@ export function emptyTelemetry(): CodeModeTelemetry {
     durationMs: 0,
   };
 }
+
+/**
+ * A result as the model reads it: what it needs to go on, nothing else. Telemetry and the start times
+ * of pending calls are for hosts and stay in the full result (MCP `structuredContent`).
+ */
+export type CodeModeModelResult =
+  | { status: "completed"; value: unknown; output?: CodeModeOutput[] }
+  | {
+      status: "waiting";
+      runId: string;
+      reason: "pending_tools" | "yield";
+      yieldReason?: string;
+      pendingToolCalls?: Array<{ callId: string; toolId: string; queued?: true }>;
+      output?: CodeModeOutput[];
+    }
+  | { status: "failed"; error: string; code?: CodeModeFailedResult["code"]; output?: CodeModeOutput[] };
+
+/** The model's view of a result: status, value or error and code, output, runId, reason, pending calls. */
+export function codeModeModelResult(result: CodeModeResult): CodeModeModelResult {
+  const output = result.output?.length ? { output: result.output } : {};
+  if (result.status === "completed") return { status: "completed", value: result.value, ...output };
+  if (result.status === "failed") {
+    return {
+      status: "failed",
+      error: result.error,
+      ...(result.code ? { code: result.code } : {}),
+      ...output,
+    };
+  }
+  return {
+    status: "waiting",
+    runId: result.runId,
+    reason: result.reason,
+    ...(result.yieldReason !== undefined ? { yieldReason: result.yieldReason } : {}),
+    ...(result.pendingToolCalls?.length
+      ? {
+          pendingToolCalls: result.pendingToolCalls.map(({ callId, toolId, queued }) => ({
+            callId,
+            toolId,
+            ...(queued ? { queued } : {}),
+          })),
+        }
+      : {}),
+    ...output,
+  };
+}
+
+/** The text a model is given for a result: the compact JSON of `codeModeModelResult`. */
+export function codeModeResultText(result: CodeModeResult): string {
+  return JSON.stringify(codeModeModelResult(result));
+}
+
+/**
+ * The one small JSON Schema exec and wait declare as MCP `outputSchema`, shared by both. It names the
+ * fields a client reads and accepts the full result (telemetry included) that travels as
+ * `structuredContent`; `codeModeResultJsonSchema` is the exact, much larger schema for hosts.
+ */
+export const codeModeResultOutputSchema = {
+  type: "object",
+  properties: {
+    status: { enum: ["completed", "waiting", "failed"] },
+    value: {},
+    error: { type: "string" },
+    code: { type: "string" },
+    output: { type: "array", items: { type: "object" } },
+    runId: { type: "string" },
+    reason: { enum: ["pending_tools", "yield"] },
+    yieldReason: { type: "string" },
+    pendingToolCalls: { type: "array", items: { type: "object" } },
+    telemetry: { type: "object" },
+  },
+  required: ["status"],
+} as const;

@@ -4,6 +4,7 @@
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { codeModeResultOutputSchema, codeModeResultText } from "@codecell/contract";
 import { encode } from "gpt-tokenizer/encoding/o200k_base";
 import { createCodeModeEngine } from "../dist/index.js";
 
@@ -66,6 +67,18 @@ await measure("16 parallel calls of a 50 ms tool", "<= 80 ms", 5, async () => {
   if (result.value !== 16) throw new Error(JSON.stringify(result));
 });
 
+await measure(
+  "Promise.all over 64 calls of a 50 ms tool (16 at once, the rest queued)",
+  "<= 260 ms",
+  5,
+  async () => {
+    const result = await exec(
+      "return (await Promise.all(Array.from({ length: 64 }, () => tools.sleep50({ value: 1 })))).length;",
+    );
+    if (result.value !== 64) throw new Error(JSON.stringify(result));
+  },
+);
+
 // A slow tool that outlives exec: exec -> waiting -> wait -> completed, minus the tool's own 300 ms.
 const slowEngine = createCodeModeEngine({ config: { enabled: true, timeoutMs: 100 }, pool: engine.pool });
 const slowRun = slowEngine.prepareRun({ tools, context, executor });
@@ -92,13 +105,15 @@ rows.at(-1).median_ms = Number((rows.at(-1).median_ms - 300).toFixed(2));
 const tokens = (definitions) => encode(JSON.stringify(definitions)).length;
 const direct = (list) =>
   list.map((t) => ({ name: t.name, description: t.description, input_schema: t.parameters }));
-const surfaceTokens = (hostTools, mcpServers = []) => {
+// What a model provider is given for exec and wait; an MCP client also gets their shared outputSchema.
+const surfaceTokens = (hostTools, mcpServers = [], withOutputSchema = false) => {
   const prepared = engine.prepareRun({ tools: hostTools, mcpServers, context, executor });
   return tokens(
     prepared.modelTools.map((t) => ({
       name: t.name,
       description: t.description,
       input_schema: t.inputSchema,
+      ...(withOutputSchema ? { output_schema: codeModeResultOutputSchema } : {}),
     })),
   );
 };
@@ -141,7 +156,15 @@ const tokenRows = surfaces.map(({ catalog, hostTools, servers }) => ({
   catalog,
   direct_tokens: tokens(direct(hostTools)),
   code_mode_tokens: surfaceTokens(hostTools, servers),
+  with_output_schema_tokens: surfaceTokens(hostTools, servers, true),
 }));
+
+// The result text a model reads (telemetry stays in the structured result) against the full JSON.
+const returnOne = await exec("return 1");
+const resultText = {
+  return_1_text_chars: codeModeResultText(returnOne).length,
+  return_1_full_json_chars: JSON.stringify(returnOne).length,
+};
 
 await slowEngine.close();
 await engine.close();
@@ -150,8 +173,10 @@ console.log("\nengine benchmarks (median of 5)");
 console.table(rows);
 console.log("model surface, o200k_base tokens (target: code mode <= 500)");
 console.table(tokenRows);
+console.log("result text of `return 1`, characters (target: < 160)");
+console.table([resultText]);
 mkdirSync(join(here, "../bench-results"), { recursive: true });
 writeFileSync(
   join(here, "../bench-results/engine.json"),
-  `${JSON.stringify({ node: process.version, date: new Date().toISOString(), timings: rows, surface: tokenRows }, null, 2)}\n`,
+  `${JSON.stringify({ node: process.version, date: new Date().toISOString(), timings: rows, surface: tokenRows, resultText }, null, 2)}\n`,
 );

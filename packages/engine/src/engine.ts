@@ -75,7 +75,12 @@ export class CodeModeEngine {
             this.#debug?.(`snapshot ${event.event}${event.reason ? ` (${event.reason})` : ""}`);
           },
         });
-    this.#trajectory = new TrajectoryRecorder(options.maxTrajectoryEntries ?? 10_000);
+    this.#trajectory = new TrajectoryRecorder({
+      ...(options.maxTrajectoryEntries !== undefined
+        ? { maxEntriesPerSession: options.maxTrajectoryEntries }
+        : {}),
+      ...options.trajectory,
+    });
     this.#redactInput = options.redactInput ?? ((_toolId, input) => input);
     this.#snapshotSecret = options.snapshotSecret;
     this.#debug = debugSink(options.debug);
@@ -156,10 +161,19 @@ export class CodeModeEngine {
     );
   }
 
-  /** The session is over: its suspended runs are deleted and its nested calls cancelled. */
+  /** The session is over: its suspended runs are deleted, its nested calls cancelled, its trajectory freed. */
   async endSession(sessionId: string): Promise<number> {
+    this.#trajectory.forget(sessionId);
     await this.abort({ sessionId }, "session_ended");
     return (await this.store).endSession({ sessionId });
+  }
+
+  /**
+   * Frees one session's trajectory and nothing else: for hosts whose suspended runs outlive the client
+   * session that started them (the gateway, where another session of the same owner may wait on them).
+   */
+  forgetTrajectory(sessionId: string): boolean {
+    return this.#trajectory.forget(sessionId);
   }
 
   /**
@@ -173,14 +187,27 @@ export class CodeModeEngine {
     return { runs: this.#inflight.size, calls };
   }
 
-  /** Nested calls under their exec/wait calls, as JSON for transcript persistence. */
-  exportTrajectory(filter?: { parentToolCallId?: string; codeModeRunId?: string }): TrajectoryExport {
+  /**
+   * Control calls with the nested calls under them, as JSON for transcript persistence. With
+   * `sessionId` only that session's log is read; `codeModeRunId` and `parentToolCallId` narrow it.
+   */
+  exportTrajectory(filter?: {
+    sessionId?: string;
+    parentToolCallId?: string;
+    codeModeRunId?: string;
+  }): TrajectoryExport {
     return this.#trajectory.export(filter);
+  }
+
+  /** Bytes and sessions the trajectory holds now (what its caps count). */
+  get trajectoryStats(): { sessions: number; bytes: number } {
+    return { sessions: this.#trajectory.sessionCount, bytes: this.#trajectory.totalBytes };
   }
 
   async close(): Promise<void> {
     for (const calls of this.#inflight.values()) calls.abortAll("engine closed");
     this.#inflight.clear();
+    this.#trajectory.clear();
     if (this.#ownsPool) await this.#pool?.close();
     if (this.#ownsStore) await (await this.store).close();
   }

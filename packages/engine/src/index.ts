@@ -8,10 +8,13 @@ export {
   WAIT_TOOL_NAME,
 } from "./model-surface.js";
 export {
+  DEFAULT_TRAJECTORY_LIMITS,
   importTrajectory,
   TRAJECTORY_FORMAT,
   type TrajectoryEntry,
   type TrajectoryExport,
+  type TrajectoryLimits,
+  type TruncatedInput,
   trajectoryTree,
 } from "./trajectory.js";
 export type {

@@ -165,7 +165,7 @@ function startMcpRequest(
   }
   const tool = `mcp:${server.name}:${op}`;
   const start = (signal: AbortSignal): Promise<SettleOutcome> => {
-    const entry = scope.trajectory.start({
+    const entry = scope.trajectory.start(scope.context.sessionId, {
       kind: "nested",
       toolCallId: `${parent.toolCallId}/${request.requestId}`,
       parentToolCallId: parent.toolCallId,
@@ -214,7 +214,7 @@ function runNestedCall(
   telemetry.nested.calls++;
   recordNestedToolId(telemetry, toolId);
   const start = async (signal: AbortSignal): Promise<SettleOutcome> => {
-    const entry = scope.trajectory.start({
+    const entry = scope.trajectory.start(scope.context.sessionId, {
       kind: "nested",
       toolCallId: `${parent.toolCallId}/${requestId}`,
       parentToolCallId: parent.toolCallId,

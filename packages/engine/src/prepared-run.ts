@@ -15,7 +15,7 @@ import {
 import type { McpDeclarations } from "@codecell/mcp-declarations";
 import type { NamespaceRuntime } from "@codecell/namespaces";
 import type { SandboxPool, SandboxRun, SettleOutcome } from "@codecell/sandbox";
-import type { ClaimedRun, RunScope, SnapshotStore } from "@codecell/snapshot-store";
+import { type ClaimedRun, newRunId, type RunScope, type SnapshotStore } from "@codecell/snapshot-store";
 import { driveSegment, ReadyQueue, type SegmentEnd } from "./drive-segment.js";
 import { explainGuestFailure } from "./guest-failure-hints.js";
 import { buildGuestSurface } from "./guest-surface.js";
@@ -24,7 +24,7 @@ import { EXEC_TOOL_NAME, WAIT_TOOL_NAME } from "./model-surface.js";
 import { type RequestParent, type RequestScope, startHostRequest } from "./nested-calls.js";
 import { ResultShapes } from "./result-shapes.js";
 import { countLimitFailure, newRunTelemetry } from "./run-telemetry.js";
-import type { TrajectoryRecorder } from "./trajectory.js";
+import type { TrajectoryHandle, TrajectoryRecorder } from "./trajectory.js";
 import type {
   ControlCall,
   EngineStats,
@@ -73,10 +73,18 @@ function hookMetadataOf(input: unknown): ExecHookMetadata {
   return { toolKind: "code_mode_exec" };
 }
 
-function randomKey(): string {
-  return crypto.randomUUID();
+/** What the exec control entry records of the model's input: the cell and its language. */
+function cellOf(input: unknown): JsonValue {
+  const fields = (typeof input === "object" && input !== null ? input : {}) as Record<string, unknown>;
+  const code =
+    typeof fields.code === "string"
+      ? fields.code
+      : typeof fields.command === "string"
+        ? fields.command
+        : null;
+  const language = typeof fields.language === "string" ? fields.language : "javascript";
+  return code === null ? { language } : { language, code };
 }
-
 /**
  * One exec or wait segment: its abort signal, the nested calls it started that are still running, and
  * its progress sink with the counts it reports.
@@ -165,11 +173,16 @@ export class ActiveRun implements PreparedRun {
     engine.stats.execCount++;
     const telemetry = this.#telemetryBase();
     telemetry.execCount = 1;
-    const control = engine.trajectory.start({
+    // The run id the model will be given is chosen now, so every nested call of this exec is recorded
+    // under it (and the executor sees the same id in exec and in every later wait).
+    const runId = newRunId();
+    const control = engine.trajectory.start(this.options.context.sessionId, {
       kind: "control",
       toolCallId: call.toolCallId,
       tool: EXEC_TOOL_NAME,
-      input: { language: (input as { language?: JsonValue } | null)?.language ?? "javascript" },
+      codeModeRunId: runId,
+      // The cell itself, through the same redaction hook as nested inputs, so a transcript can be replayed.
+      input: engine.redactInput(EXEC_TOOL_NAME, cellOf(input)),
     });
     let result: CodeModeResult;
     try {
@@ -181,6 +194,7 @@ export class ActiveRun implements PreparedRun {
         telemetry,
         startedAt,
         control.toolCallId,
+        runId,
       );
       if (
         request.language === "javascript" &&
@@ -208,7 +222,7 @@ export class ActiveRun implements PreparedRun {
     engine.stats.waitCount++;
     let telemetry = this.#telemetryBase();
     telemetry.waitCount = 1;
-    const control = engine.trajectory.start({
+    const control = engine.trajectory.start(this.options.context.sessionId, {
       kind: "control",
       toolCallId: call.toolCallId,
       tool: WAIT_TOOL_NAME,
@@ -216,7 +230,7 @@ export class ActiveRun implements PreparedRun {
     let result: CodeModeResult;
     try {
       const { runId } = parseWaitInput(input);
-      control.codeModeRunId = runId;
+      engine.trajectory.annotate(control, { codeModeRunId: runId });
       const store = await engine.store;
       const claim = await store.claim(runId, this.#runScope);
       telemetry = claim.telemetry;
@@ -266,12 +280,14 @@ export class ActiveRun implements PreparedRun {
     return this.#failed("internal_error", `Internal error: ${String(error)}`, telemetry, [], startedAt);
   }
 
-  #finishControl(control: ReturnType<TrajectoryRecorder["start"]>, result: CodeModeResult): CodeModeResult {
+  #finishControl(control: TrajectoryHandle, result: CodeModeResult): CodeModeResult {
     const { engine } = this;
     engine.countResult(result);
     if (result.status === "waiting") {
-      control.codeModeRunId = result.runId;
-      if (result.yieldReason !== undefined) control.yieldReason = result.yieldReason;
+      engine.trajectory.annotate(control, {
+        codeModeRunId: result.runId,
+        ...(result.yieldReason !== undefined ? { yieldReason: result.yieldReason } : {}),
+      });
     }
     engine.trajectory.end(
       control,
@@ -291,15 +307,17 @@ export class ActiveRun implements PreparedRun {
     telemetry: CodeModeTelemetry,
     startedAt: number,
     toolCallId: string,
+    runId: string,
   ): Promise<CodeModeResult> {
     const { engine } = this;
-    const runKey = randomKey();
+    // New runs are keyed by their run id; runs suspended by an older version keep the key they stored.
+    const runKey = runId;
     const inflight = new InflightCalls(this.options.context.sessionId, engine.config.maxPendingToolCalls);
     const ready = new ReadyQueue();
     const yieldIds = new Set<string>();
     const segment = this.#segment(call);
     const { signal } = segment;
-    const parent = { toolCallId, tool: "exec" as const, codeModeRunId: runKey, progress: segment.progress };
+    const parent = { toolCallId, tool: "exec" as const, codeModeRunId: runId, progress: segment.progress };
     // What this exec's nested calls returned, so a failure can say what a name holds.
     const shapes = new ResultShapes();
     let run: SandboxRun;
@@ -345,6 +363,7 @@ export class ActiveRun implements PreparedRun {
     }
     return this.#settleSegment(end, {
       runKey,
+      runId,
       inflight,
       ready,
       yieldIds,
@@ -363,7 +382,7 @@ export class ActiveRun implements PreparedRun {
   ): Promise<CodeModeResult> {
     const { engine } = this;
     const store = await engine.store;
-    const hostState = (claim.hostState ?? { runKey: randomKey(), yieldRequestIds: [] }) as RunHostState;
+    const hostState = (claim.hostState ?? { runKey: claim.runId, yieldRequestIds: [] }) as RunHostState;
     const runKey = hostState.runKey;
     let inflight = engine.inflight.get(runKey);
     if (!inflight) {
@@ -437,7 +456,17 @@ export class ActiveRun implements PreparedRun {
     const end = await driveSegment(run, ready, signal).finally(segment.release);
     // An outcome recorded after this stays in the store, and the next claim reads it from there.
     await stopWatching?.();
-    return this.#settleSegment(end, { runKey, inflight, ready, yieldIds, telemetry, startedAt, claim, call });
+    return this.#settleSegment(end, {
+      runKey,
+      runId: claim.runId,
+      inflight,
+      ready,
+      yieldIds,
+      telemetry,
+      startedAt,
+      claim,
+      call,
+    });
   }
 
   /**
@@ -553,6 +582,8 @@ export class ActiveRun implements PreparedRun {
     end: SegmentEnd,
     state: {
       runKey: string;
+      /** The run id the model has (or is about to get). */
+      runId: string;
       inflight: InflightCalls;
       ready: ReadyQueue;
       yieldIds: Set<string>;
@@ -626,6 +657,7 @@ export class ActiveRun implements PreparedRun {
         ? await store.resuspend(claim, payload)
         : await store.suspend({
             ...payload,
+            runId: state.runId,
             scope: { ...this.#runScope, toolCallId: state.call.toolCallId },
           });
       runId = stored.runId;

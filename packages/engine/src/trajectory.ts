@@ -52,51 +52,310 @@ export const TRAJECTORY_FORMAT = "codecell.trajectory/1";
 /** What a host persists with its transcript; `importTrajectory` reads it back. */
 export type TrajectoryExport = { format: typeof TRAJECTORY_FORMAT; entries: TrajectoryEntry[] };
 
-/** Bounded, ordered record of control and nested calls; oldest entries go first when full. */
-export class TrajectoryRecorder {
-  readonly #entries: TrajectoryEntry[] = [];
-  readonly #max: number;
+/** How much trajectory an engine keeps. Every bound is in bytes of JSON (UTF-8) or in entries. */
+export type TrajectoryLimits = {
+  /** A session's entries together; the oldest go first when a new one would pass it. Default 2 MiB. */
+  maxBytesPerSession: number;
+  /** One entry's input (a nested call's input, an exec cell's code); longer ones are truncated. Default 32 KiB. */
+  maxInputBytes: number;
+  /** Entries of one session. Default 10,000. */
+  maxEntriesPerSession: number;
+  /** All sessions together; the least recently written sessions go first. Default 64 MiB. */
+  maxTotalBytes: number;
+};
 
-  constructor(maxEntries: number) {
-    this.#max = maxEntries;
+export const DEFAULT_TRAJECTORY_LIMITS: TrajectoryLimits = {
+  maxBytesPerSession: 2 * 1024 * 1024,
+  maxInputBytes: 32 * 1024,
+  maxEntriesPerSession: 10_000,
+  maxTotalBytes: 64 * 1024 * 1024,
+};
+
+/** What an input longer than `maxInputBytes` is replaced with: its size and the start of its JSON. */
+export type TruncatedInput = { $truncated: { bytes: number; preview: string } };
+
+// What an entry costs besides its input, error and notes: ids, tool, status and timestamps.
+const ENTRY_OVERHEAD_BYTES = 256;
+const PREVIEW_CHARS = 512;
+
+/** The recorder's handle on one entry while it runs; fields are set through the recorder. */
+export type TrajectoryHandle = {
+  readonly kind: TrajectoryEntry["kind"];
+  readonly toolCallId: string;
+  readonly tool: string;
+};
+
+type SessionLog = {
+  readonly sessionId: string;
+  entries: EntryRecord[];
+  /** Index of the oldest kept entry; entries before it were evicted and wait to be compacted away. */
+  head: number;
+  bytes: number;
+  live: boolean;
+  /** Sequence number of its latest entry. */
+  lastWrite: number;
+};
+
+// A class with every field set in the constructor: one object shape for every entry keeps recording
+// monomorphic, which is most of what makes it cheap on the nested-call path.
+class EntryRecord implements TrajectoryHandle {
+  inputJson: string | undefined = undefined;
+  status: TrajectoryEntry["status"] = "running";
+  yieldReason: string | undefined = undefined;
+  code: string | undefined = undefined;
+  error: string | undefined = undefined;
+  notes: string[] | undefined = undefined;
+  endedAt: number | undefined = undefined;
+  bytes = 0;
+  evicted = false;
+
+  constructor(
+    readonly seq: number,
+    readonly log: SessionLog,
+    readonly kind: TrajectoryEntry["kind"],
+    readonly toolCallId: string,
+    readonly tool: string,
+    readonly parentToolCallId: string | undefined,
+    public codeModeRunId: string | undefined,
+    readonly via: string | undefined,
+    readonly startedAt: number,
+  ) {}
+}
+
+function utf8Bytes(text: string): number {
+  return Buffer.byteLength(text, "utf8");
+}
+
+/**
+ * The trajectory of control and nested calls, one log per session. Each log is bounded in bytes and
+ * entries (oldest first out), an input longer than `maxInputBytes` is kept as a `$truncated` marker
+ * with a preview, all logs together are bounded (least recently written session first out), and a
+ * session's log is freed with `forget`. Recording serializes the input once (the byte cap needs its
+ * size) and keeps that text; everything else on the hot path is constant work.
+ */
+export class TrajectoryRecorder {
+  readonly #logs = new Map<string, SessionLog>();
+  readonly #limits: TrajectoryLimits;
+  #totalBytes = 0;
+  #seq = 0;
+
+  constructor(limits: Partial<TrajectoryLimits> = {}) {
+    this.#limits = { ...DEFAULT_TRAJECTORY_LIMITS, ...limits };
   }
 
-  start(entry: Omit<TrajectoryEntry, "status" | "startedAt">): TrajectoryEntry {
-    const recorded: TrajectoryEntry = { ...entry, status: "running", startedAt: new Date().toISOString() };
-    this.#entries.push(recorded);
-    if (this.#entries.length > this.#max) this.#entries.splice(0, this.#entries.length - this.#max);
-    return recorded;
+  /** Bytes held by all sessions' logs (as the caps count them). */
+  get totalBytes(): number {
+    return this.#totalBytes;
+  }
+
+  /** Sessions that have a log. */
+  get sessionCount(): number {
+    return this.#logs.size;
+  }
+
+  start(
+    sessionId: string,
+    entry: Pick<
+      TrajectoryEntry,
+      "kind" | "toolCallId" | "parentToolCallId" | "tool" | "codeModeRunId" | "via"
+    > & {
+      input?: JsonValue;
+    },
+  ): TrajectoryHandle {
+    const log = this.#log(sessionId);
+    const record = new EntryRecord(
+      ++this.#seq,
+      log,
+      entry.kind,
+      entry.toolCallId,
+      entry.tool,
+      entry.parentToolCallId,
+      entry.codeModeRunId,
+      entry.via,
+      Date.now(),
+    );
+    const { input } = entry;
+    let size = ENTRY_OVERHEAD_BYTES;
+    if (input !== undefined) {
+      const inputJson = this.#boundedJson(input);
+      record.inputJson = inputJson;
+      size += utf8Bytes(inputJson);
+    }
+    log.entries.push(record);
+    this.#grow(record, size);
+    this.#trim(log);
+    return record;
+  }
+
+  /** Sets the run id or the yield reason of an entry once they are known. */
+  annotate(handle: TrajectoryHandle, fields: { codeModeRunId?: string; yieldReason?: string }): void {
+    const record = handle as EntryRecord;
+    if (fields.codeModeRunId !== undefined) record.codeModeRunId = fields.codeModeRunId;
+    if (fields.yieldReason !== undefined) {
+      record.yieldReason = fields.yieldReason;
+      this.#grow(record, utf8Bytes(fields.yieldReason));
+    }
   }
 
   end(
-    entry: TrajectoryEntry,
+    handle: TrajectoryHandle,
     status: TrajectoryEntry["status"],
     failure?: { code?: string; error: string },
   ): void {
-    const endedAt = new Date();
-    entry.status = status;
-    entry.endedAt = endedAt.toISOString();
-    entry.durationMs = endedAt.getTime() - Date.parse(entry.startedAt);
-    if (failure?.code) entry.code = failure.code;
-    if (failure) entry.error = failure.error;
+    const record = handle as EntryRecord;
+    record.status = status;
+    record.endedAt = Date.now();
+    if (failure?.code) record.code = failure.code;
+    if (failure) {
+      record.error = failure.error.length > 2000 ? `${failure.error.slice(0, 2000)}…` : failure.error;
+      this.#grow(record, utf8Bytes(record.error));
+    }
   }
 
   /** At most 20 notes of 500 characters per entry: hosts annotate decisions, not logs. */
-  note(entry: TrajectoryEntry, text: string): void {
-    entry.notes ??= [];
-    if (entry.notes.length < 20) entry.notes.push(String(text).slice(0, 500));
+  note(handle: TrajectoryHandle, text: string): void {
+    const record = handle as EntryRecord;
+    record.notes ??= [];
+    if (record.notes.length >= 20) return;
+    const line = String(text).slice(0, 500);
+    record.notes.push(line);
+    this.#grow(record, utf8Bytes(line));
   }
 
-  export(filter?: { parentToolCallId?: string; codeModeRunId?: string }): TrajectoryExport {
-    const entries = this.#entries.filter(
-      (entry) =>
-        (!filter?.parentToolCallId ||
-          entry.parentToolCallId === filter.parentToolCallId ||
-          entry.toolCallId === filter.parentToolCallId) &&
-        (!filter?.codeModeRunId || entry.codeModeRunId === filter.codeModeRunId),
-    );
-    return { format: TRAJECTORY_FORMAT, entries: structuredClone(entries) };
+  /** Frees a session's log; entries still running are no longer kept or counted. */
+  forget(sessionId: string): boolean {
+    const log = this.#logs.get(sessionId);
+    if (!log) return false;
+    log.live = false;
+    this.#totalBytes -= log.bytes;
+    this.#logs.delete(sessionId);
+    return true;
   }
+
+  clear(): void {
+    for (const sessionId of [...this.#logs.keys()]) this.forget(sessionId);
+  }
+
+  /**
+   * Entries in recording order. With `sessionId`, only that session's log is read (nothing of another
+   * session is copied); without it, every session's.
+   */
+  export(filter?: {
+    sessionId?: string;
+    parentToolCallId?: string;
+    codeModeRunId?: string;
+  }): TrajectoryExport {
+    let records: EntryRecord[];
+    if (filter?.sessionId !== undefined) {
+      const log = this.#logs.get(filter.sessionId);
+      records = log ? log.entries.slice(log.head) : [];
+    } else {
+      records = [...this.#logs.values()].flatMap((log) => log.entries.slice(log.head));
+      records.sort((a, b) => a.seq - b.seq);
+    }
+    const entries: TrajectoryEntry[] = [];
+    for (const record of records) {
+      if (
+        filter?.parentToolCallId &&
+        record.parentToolCallId !== filter.parentToolCallId &&
+        record.toolCallId !== filter.parentToolCallId
+      ) {
+        continue;
+      }
+      if (filter?.codeModeRunId && record.codeModeRunId !== filter.codeModeRunId) continue;
+      entries.push(toEntry(record));
+    }
+    return { format: TRAJECTORY_FORMAT, entries };
+  }
+
+  #log(sessionId: string): SessionLog {
+    let log = this.#logs.get(sessionId);
+    if (!log) {
+      log = { sessionId, entries: [], head: 0, bytes: 0, live: true, lastWrite: 0 };
+      this.#logs.set(sessionId, log);
+    }
+    // The total cap frees the sessions written to longest ago first.
+    log.lastWrite = this.#seq + 1;
+    return log;
+  }
+
+  #boundedJson(input: JsonValue): string {
+    let json: string;
+    try {
+      json = JSON.stringify(input) ?? "null";
+    } catch {
+      // A redaction hook may hand back what JSON cannot hold (a cycle, a BigInt).
+      json = JSON.stringify({ $unserializable: true });
+    }
+    // A UTF-16 code unit is at most 3 UTF-8 bytes: short texts need no byte count.
+    if (json.length <= this.#limits.maxInputBytes / 3 || utf8Bytes(json) <= this.#limits.maxInputBytes) {
+      return json;
+    }
+    const marker: TruncatedInput = {
+      $truncated: { bytes: utf8Bytes(json), preview: json.slice(0, PREVIEW_CHARS) },
+    };
+    return JSON.stringify(marker);
+  }
+
+  #grow(record: EntryRecord, bytes: number): void {
+    if (record.evicted || !record.log.live) return;
+    record.bytes += bytes;
+    record.log.bytes += bytes;
+    this.#totalBytes += bytes;
+  }
+
+  #trim(log: SessionLog): void {
+    const limits = this.#limits;
+    // Keep the newest entry even when it alone passes the cap (its input is bounded anyway).
+    while (
+      log.entries.length - log.head > 1 &&
+      (log.bytes > limits.maxBytesPerSession || log.entries.length - log.head > limits.maxEntriesPerSession)
+    ) {
+      this.#evict(log.entries[log.head]!);
+      log.head++;
+    }
+    if (log.head > 1024 && log.head * 2 > log.entries.length) {
+      log.entries = log.entries.slice(log.head);
+      log.head = 0;
+    }
+    while (this.#totalBytes > limits.maxTotalBytes) {
+      let idlest: SessionLog | undefined;
+      for (const other of this.#logs.values()) {
+        if (other !== log && (idlest === undefined || other.lastWrite < idlest.lastWrite)) idlest = other;
+      }
+      if (idlest === undefined) break;
+      this.forget(idlest.sessionId);
+    }
+  }
+
+  #evict(record: EntryRecord): void {
+    record.evicted = true;
+    record.log.bytes -= record.bytes;
+    this.#totalBytes -= record.bytes;
+  }
+}
+
+function toEntry(record: EntryRecord): TrajectoryEntry {
+  const entry: TrajectoryEntry = {
+    kind: record.kind,
+    toolCallId: record.toolCallId,
+    tool: record.tool,
+    status: record.status,
+    startedAt: new Date(record.startedAt).toISOString(),
+  };
+  if (record.parentToolCallId !== undefined) entry.parentToolCallId = record.parentToolCallId;
+  if (record.codeModeRunId !== undefined) entry.codeModeRunId = record.codeModeRunId;
+  if (record.via !== undefined) entry.via = record.via;
+  if (record.inputJson !== undefined) entry.input = JSON.parse(record.inputJson) as JsonValue;
+  if (record.yieldReason !== undefined) entry.yieldReason = record.yieldReason;
+  if (record.code !== undefined) entry.code = record.code;
+  if (record.error !== undefined) entry.error = record.error;
+  if (record.notes !== undefined) entry.notes = [...record.notes];
+  if (record.endedAt !== undefined) {
+    entry.endedAt = new Date(record.endedAt).toISOString();
+    entry.durationMs = record.endedAt - record.startedAt;
+  }
+  return entry;
 }
 
 /** Reads back an exported trajectory (from a transcript store), refusing anything malformed. */

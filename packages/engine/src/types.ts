@@ -8,7 +8,7 @@ import type {
 import type { McpServerDescription } from "@codecell/mcp-declarations";
 import type { SandboxPool } from "@codecell/sandbox";
 import type { SnapshotStore } from "@codecell/snapshot-store";
-import type { TrajectoryEntry } from "./trajectory.js";
+import type { TrajectoryEntry, TrajectoryLimits } from "./trajectory.js";
 
 /** Who a run belongs to and what it may do: handed to every nested call unchanged. */
 export type RunContext = {
@@ -145,8 +145,14 @@ export type CodeModeEngineOptions = {
   redactInput?: (toolId: string, input: JsonValue) => JsonValue;
   /** Debug lines (activation, surface, counts) go here; default stderr when CODECELL_DEBUG_CODE_MODE=1. */
   debug?: (line: string) => void;
-  /** Largest number of trajectory entries kept per engine (oldest dropped first). Default 10,000. */
+  /** Largest number of trajectory entries kept per session (oldest dropped first). Default 10,000. */
   maxTrajectoryEntries?: number;
+  /**
+   * Bounds of the trajectory, kept per session: bytes per session (default 2 MiB), bytes of one input or
+   * exec cell (default 32 KiB; longer ones become a `$truncated` marker with a preview), entries per
+   * session, and bytes over all sessions (default 64 MiB; the sessions idle longest are freed first).
+   */
+  trajectory?: Partial<TrajectoryLimits>;
 };
 
 export type EngineStats = {
@@ -163,4 +169,4 @@ export type EngineStats = {
   snapshotEvents: Record<SnapshotEvent, number>;
 };
 
-export type { ResolvedCodeModeConfig, TrajectoryEntry };
+export type { ResolvedCodeModeConfig, TrajectoryEntry, TrajectoryLimits };

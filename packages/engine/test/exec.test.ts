@@ -411,11 +411,16 @@ describe("trajectory and debugging", () => {
     await annotating.close();
   });
 
-  it("redacts nested inputs in the trajectory with the host's hook", async () => {
+  it("redacts nested inputs and the exec cell in the trajectory with the host's hook", async () => {
     const redacting = createCodeModeEngine({
       config: { enabled: true },
       pool: engine.pool,
-      redactInput: (toolId, input) => (toolId.endsWith(":exec") ? { command: "[redacted]" } : input),
+      redactInput: (toolId, input) =>
+        toolId === "exec"
+          ? { ...(input as object), code: "[redacted cell]" }
+          : toolId.endsWith(":exec")
+            ? { command: "[redacted]" }
+            : input,
     });
     const run = redacting.prepareRun({ tools: hostTools, context: context(), executor: new TestExecutor() });
     await run.exec(
@@ -424,6 +429,8 @@ describe("trajectory and debugging", () => {
     );
     const nested = redacting.exportTrajectory().entries.find((entry) => entry.kind === "nested");
     expect(nested?.input).toEqual({ command: "[redacted]" });
+    const control = redacting.exportTrajectory().entries.find((entry) => entry.kind === "control");
+    expect(control?.input).toEqual({ language: "javascript", code: "[redacted cell]" });
     expect(JSON.stringify(redacting.exportTrajectory())).not.toContain("SECRET");
     await redacting.close();
   });

@@ -293,6 +293,139 @@ describe('spec "Tool catalog": the catalog omits code mode\'s control tools, not
   });
 });
 
+describe('spec "Nested tool execution": the trajectory shows nested calls under the run the model was given', () => {
+  // Spec, "Nested tool execution": "Nested calls are projected into the transcript as real tool calls
+  // ... The projection identifies the parent code-mode tool call and the nested tool id." And "E2E test
+  // plan": "Export the trajectory and ensure nested calls are visible under the parent code-mode call."
+  it("records exec's and wait's nested calls under the runId of the waiting result; the executor sees that id in both", async () => {
+    const engine = newEngine({ timeoutMs: 400 });
+    const { exec, wait, executor } = setup(engine);
+    const first = await exec(`
+      const fast = await tools.read_file({ path: "a" });
+      const slow = await tools.slow_echo({ ms: 1200, value: "late" });
+      return [fast.path, slow, (await tools.read_file({ path: "b" })).path];`);
+    const runId = runIdOf(first);
+    let result = await wait(runId);
+    while (result.status === "waiting") result = await wait(runId);
+    expect(result).toMatchObject({ status: "completed", value: ["a", "late", "b"] });
+
+    expect(new Set(executor.calls.map((call) => call.parent.codeModeRunId))).toEqual(new Set([runId]));
+    const { entries } = engine.exportTrajectory({ codeModeRunId: runId });
+    const execEntry = entries.find((entry) => entry.tool === "exec")!;
+    expect(execEntry).toMatchObject({ kind: "control", codeModeRunId: runId, status: "waiting" });
+    const nested = entries.filter((entry) => entry.kind === "nested");
+    expect(nested.map((entry) => entry.tool)).toEqual([
+      "core:host:read_file",
+      "core:host:slow_echo",
+      "core:host:read_file",
+    ]);
+    // The first two ran during exec, the last during a wait: each under its own parent call.
+    expect(nested[0]!.parentToolCallId).toBe(execEntry.toolCallId);
+    const waits = entries.filter((entry) => entry.tool === "wait");
+    expect(waits.length).toBeGreaterThan(0);
+    expect(waits.map((entry) => entry.toolCallId)).toContain(nested[2]!.parentToolCallId);
+  });
+
+  // Issue 14 item 5: the exec control entry records the cell, so a transcript can be replayed.
+  it("records the cell's code on the exec entry, through the same redaction hook as inputs", async () => {
+    const seen: string[] = [];
+    const engine = newEngine(
+      {},
+      {
+        redactInput: (toolId: string, input: Record<string, unknown>) => {
+          seen.push(toolId);
+          return toolId === "exec" ? { ...input, code: String(input.code).replace("hunter2", "***") } : input;
+        },
+      },
+    );
+    const { exec } = setup(engine);
+    const code = 'const password = "hunter2"; return (await tools.read_file({ path: "a" })).path;';
+    await exec(code);
+    const control = engine.exportTrajectory().entries.find((entry) => entry.kind === "control")!;
+    expect(control.input).toEqual({ language: "javascript", code: code.replace("hunter2", "***") });
+    expect(seen).toEqual(["exec", "core:host:read_file"]);
+  });
+});
+
+describe("trajectory bounds (issue 16 item 6): per session, capped in bytes, freed with the session", () => {
+  it("keeps many large inputs under the session's byte cap, each truncated with a marker", async () => {
+    const engine = newEngine(
+      { timeoutMs: 30_000 },
+      { trajectory: { maxBytesPerSession: 256 * 1024, maxInputBytes: 8 * 1024 } },
+    );
+    const { exec } = setup(engine);
+    // 40 inputs of 200 KB: 8 MB that an unbounded trajectory would keep.
+    const result = await exec(`
+      const big = "x".repeat(200000);
+      for (let i = 0; i < 40; i++) await tools.call("core:host:slow_echo", { ms: 0, value: i, path: big });
+      return "done";`);
+    expect(result).toMatchObject({ status: "completed", value: "done" });
+    const exported = engine.exportTrajectory({ sessionId: "session-1" });
+    expect(JSON.stringify(exported).length).toBeLessThan(256 * 1024);
+    expect(engine.trajectoryStats.bytes).toBeLessThanOrEqual(256 * 1024);
+    const nested = exported.entries.filter((entry) => entry.kind === "nested");
+    expect(nested.length).toBe(40);
+    for (const entry of nested) {
+      const marker = (entry.input as { $truncated: { bytes: number; preview: string } }).$truncated;
+      expect(marker.bytes).toBeGreaterThan(200_000);
+      expect(marker.preview).toMatch(/^\{"ms":0,"value":\d+,"path":"xxx/);
+      expect(marker.preview.length).toBeLessThanOrEqual(512);
+    }
+  });
+
+  it("drops a session's oldest entries first when its log is full", async () => {
+    const engine = newEngine({}, { trajectory: { maxBytesPerSession: 16 * 1024, maxInputBytes: 1024 } });
+    const { exec } = setup(engine);
+    await exec(`for (let i = 0; i < 200; i++) await tools.read_file({ path: "f" + i }); return 1;`);
+    const nested = engine.exportTrajectory({ sessionId: "session-1" }).entries;
+    expect(nested.length).toBeLessThan(200);
+    expect(nested.at(-1)).toMatchObject({ tool: "core:host:read_file", input: { path: "f199" } });
+    expect(engine.trajectoryStats.bytes).toBeLessThanOrEqual(16 * 1024);
+  });
+
+  it("never shows one session another's entries, and frees a session's entries when it ends", async () => {
+    const engine = newEngine();
+    const executor = new TestExecutor();
+    const runFor = (sessionId: string) =>
+      engine.prepareRun({ tools: hostTools, context: context({ sessionId }), executor });
+    await runFor("A").exec({ code: 'return tools.read_file({ path: "secret-of-A" })' }, { toolCallId: "a1" });
+    await runFor("B").exec({ code: 'return tools.read_file({ path: "of-B" })' }, { toolCallId: "b1" });
+    const ofB = JSON.stringify(engine.exportTrajectory({ sessionId: "B" }));
+    expect(ofB).toContain("of-B");
+    expect(ofB).not.toContain("secret-of-A");
+    expect(engine.trajectoryStats.sessions).toBe(2);
+    const before = engine.trajectoryStats.bytes;
+
+    await engine.endSession("A");
+    expect(engine.exportTrajectory({ sessionId: "A" }).entries).toEqual([]);
+    expect(JSON.stringify(engine.exportTrajectory())).not.toContain("secret-of-A");
+    expect(engine.trajectoryStats.sessions).toBe(1);
+    expect(engine.trajectoryStats.bytes).toBeLessThan(before);
+    expect(engine.forgetTrajectory("B")).toBe(true);
+    expect(engine.trajectoryStats).toEqual({ sessions: 0, bytes: 0 });
+  });
+
+  it("frees the sessions idle longest when all sessions together pass the total cap", async () => {
+    const engine = newEngine(
+      {},
+      { trajectory: { maxBytesPerSession: 64 * 1024, maxInputBytes: 16 * 1024, maxTotalBytes: 100 * 1024 } },
+    );
+    const executor = new TestExecutor();
+    for (const sessionId of ["S1", "S2", "S3"]) {
+      const run = engine.prepareRun({ tools: hostTools, context: context({ sessionId }), executor });
+      await run.exec(
+        {
+          code: `for (let i = 0; i < 5; i++) await tools.read_file({ path: "y".repeat(9000) + i }); return 1;`,
+        },
+        { toolCallId: `${sessionId}-1` },
+      );
+    }
+    expect(engine.trajectoryStats.bytes).toBeLessThanOrEqual(100 * 1024);
+    expect(engine.exportTrajectory({ sessionId: "S1" }).entries).toEqual([]);
+    expect(engine.exportTrajectory({ sessionId: "S3" }).entries.length).toBe(6);
+  });
+});
+
 describe('spec "Virtual API": API.list rejects unknown prefixes and ./.. segments like API.read', () => {
   // Spec, section "Virtual API files": "Guest code sees only the API object: API.list(prefix?) returns file
   // metadata and API.read(path) returns the selected declaration content. Unknown paths and . / ..

@@ -29,7 +29,7 @@ export interface SnapshotBackend {
     record: BackendRecord,
     maxLiveRuns: number,
     tombstoneMs?: number,
-  ): Promise<{ status: "ok" } | { status: "full"; live: number }>;
+  ): Promise<{ status: "ok" } | { status: "full"; live: number } | { status: "taken" }>;
 
   /** Records a pending call's outcome on a live record, first outcome wins. */
   settle(request: SettleRequest): Promise<BackendSettleAnswer>;

@@ -58,6 +58,7 @@ export class MemorySnapshotBackend implements SnapshotBackend {
   }
 
   async insert(record: BackendRecord, maxLiveRuns: number) {
+    if (this.#entries.has(record.runId)) return { status: "taken" as const };
     if (this.#live >= maxLiveRuns) return { status: "full" as const, live: this.#live };
     this.#entries.set(record.runId, {
       state: "waiting",

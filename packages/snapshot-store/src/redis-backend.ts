@@ -372,6 +372,7 @@ export class RedisSnapshotBackend implements SnapshotBackend {
         ...fields,
       )) as [string, number?];
       if (answer[0] === "full") return { status: "full" as const, live: Number(answer[1]) };
+      if (answer[0] === "taken") return { status: "taken" as const };
       return { status: "ok" as const };
     });
   }

@@ -45,6 +45,7 @@ end
 
 /** KEYS: run, live. ARGV: maxLive, expiresAt, keyTtlMs, runId, then field/value pairs. */
 export const INSERT = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return {'taken'} end
 local live = redis.call('ZCARD', KEYS[2])
 if live >= tonumber(ARGV[1]) then return {'full', live} end
 redis.call('HSET', KEYS[1], unpack(ARGV, 5))

@@ -95,6 +95,19 @@ describe.each([memoryFactory(), sqliteFactory(), ...(redisSkipReason ? [] : [red
       expect(ids.size).toBe(200);
     });
 
+    it("stores a run under the id its caller chose with newRunId(), refusing a malformed or taken one", async () => {
+      const store = await open();
+      const chosen = newRunId();
+      expect((await store.suspend({ ...suspendInput(), runId: chosen })).runId).toBe(chosen);
+      expect((await store.claim(chosen, scopeFor())).runId).toBe(chosen);
+      expect((await thrown(() => store.suspend({ ...suspendInput(), runId: chosen }))).code).toBe(
+        "internal_error",
+      );
+      expect((await thrown(() => store.suspend({ ...suspendInput(), runId: "run-1" }))).code).toBe(
+        "invalid_input",
+      );
+    });
+
     it.each([
       ["Uint8Array", (bytes: Uint8Array) => bytes],
       ["Buffer", (bytes: Uint8Array) => Buffer.from(bytes)],

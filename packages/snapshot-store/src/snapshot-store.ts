@@ -165,7 +165,13 @@ export class SnapshotStore {
     const scope = checkScope(input?.scope, where);
     const parts = this.#serialize(input, where);
     const now = this.#clock();
-    const runId = newRunId();
+    if (input.runId !== undefined && (typeof input.runId !== "string" || !looksLikeRunId(input.runId))) {
+      throw new CodeModeError(
+        "invalid_input",
+        `${where}: runId must be a run id from newRunId() (24 base64url characters), got ${preview(String(input.runId))}`,
+      );
+    }
+    const runId = input.runId ?? newRunId();
     if (parts.bytes > this.maxSnapshotBytes) {
       this.#emit("refused", runId, "too_large", parts.bytes);
       throw this.#tooLarge(parts.bytes, parts.snapshot.byteLength);
@@ -188,6 +194,12 @@ export class SnapshotStore {
       this.maxLiveRuns,
       this.tombstoneSeconds * 1000,
     );
+    if (answer.status === "taken") {
+      throw new CodeModeError(
+        "internal_error",
+        `${where}: run id ${runId} is already in the store; suspend a new run under a fresh newRunId().`,
+      );
+    }
     if (answer.status === "full") {
       this.#emit("refused", runId, "store_full", parts.bytes);
       throw new CodeModeError(

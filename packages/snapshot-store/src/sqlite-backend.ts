@@ -193,6 +193,7 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
     const db = this.#db;
     return {
       countLive: db.prepare<[], { n: number }>("SELECT count(*) AS n FROM runs WHERE live = 1"),
+      runExists: db.prepare<[string], { one: number }>("SELECT 1 AS one FROM runs WHERE run_id = ?"),
       insertRun: db.prepare(
         `INSERT INTO runs (run_id, agent_id, session_key, session_id, parent_run_id, tool_call_id, state, live,
            snapshot, output_json, telemetry_json, host_state_json, created_at, updated_at, expires_at, bytes, resume_count)
@@ -290,6 +291,7 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
   async insert(record: BackendRecord, maxLiveRuns: number) {
     const statements = this.#statements;
     return this.#db.transaction(() => {
+      if (statements.runExists.get(record.runId)) return { status: "taken" as const };
       const live = statements.countLive.get()!.n;
       if (live >= maxLiveRuns) return { status: "full" as const, live };
       statements.insertRun.run({

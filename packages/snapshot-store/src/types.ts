@@ -68,7 +68,16 @@ export type SuspendPayload = {
   ttlSeconds?: number;
 };
 
-export type SuspendInput = SuspendPayload & { scope: RunScope };
+export type SuspendInput = SuspendPayload & {
+  scope: RunScope;
+  /**
+   * The run id to store the run under, when the caller chose it before the run suspended (the engine
+   * does, so nested calls made before suspension carry the id the model will get). It must come from
+   * `newRunId()`; a malformed one is `invalid_input`, one already in the store `internal_error`.
+   * Default: a fresh one.
+   */
+  runId?: string;
+};
 
 /** What `suspend` and `resuspend` return. */
 export type StoredRun = {
