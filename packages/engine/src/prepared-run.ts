@@ -207,7 +207,8 @@ export class ActiveRun implements PreparedRun {
           call,
           telemetry,
           startedAt,
-          control,
+          control.toolCallId,
+          runId,
         );
       }
     } catch (error) {
@@ -255,7 +256,8 @@ export class ActiveRun implements PreparedRun {
     call: ControlCall,
     telemetry: CodeModeTelemetry,
     startedAt: number,
-    control: ReturnType<TrajectoryRecorder["start"]>,
+    toolCallId: string,
+    runId: string,
   ): Promise<CodeModeResult> {
     const { isTypeScriptOnly } = await import("@codecell/transpile");
     if (!(await isTypeScriptOnly(code).catch(() => false))) return failed;
@@ -266,13 +268,7 @@ export class ActiveRun implements PreparedRun {
       };
     }
     telemetry.detectedLanguage = "typescript";
-    const recorded = control.input;
-    control.input = {
-      ...(typeof recorded === "object" && recorded !== null && !Array.isArray(recorded) ? recorded : {}),
-      language: "typescript",
-      detectedLanguage: "typescript",
-    };
-    return this.#runExec(code, "typescript", call, telemetry, startedAt, control.toolCallId);
+    return this.#runExec(code, "typescript", call, telemetry, startedAt, toolCallId, runId);
   }
 
   #failure(error: unknown, telemetry: CodeModeTelemetry, startedAt: number): CodeModeResult {
