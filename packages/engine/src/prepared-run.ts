@@ -13,7 +13,7 @@ import {
   type ResolvedCodeModeConfig,
 } from "@codecell/contract";
 import type { McpDeclarations } from "@codecell/mcp-declarations";
-import type { NamespaceRuntime } from "@codecell/namespaces";
+import { createCodeModeNamespaceRuntime, type NamespaceRuntime } from "@codecell/namespaces";
 import type { SandboxPool, SandboxRun, SettleOutcome } from "@codecell/sandbox";
 import { type ClaimedRun, newRunId, type RunScope, type SnapshotStore } from "@codecell/snapshot-store";
 import { driveSegment, ReadyQueue, type SegmentEnd } from "./drive-segment.js";
@@ -100,8 +100,11 @@ type Segment = {
 export class ActiveRun implements PreparedRun {
   readonly active = true;
   readonly reason = "active" as const;
-  readonly #surface: GuestSurface;
-  readonly #scope: RequestScope;
+  /** The guest surface and request scope of the latest segment; namespaces are rebuilt for each one. */
+  #surface: GuestSurface;
+  #scope: RequestScope;
+  #namespacesKey: string;
+  readonly #declarations: McpDeclarations;
   readonly #runScope: Omit<RunScope, "toolCallId">;
   readonly #abort = new AbortController();
 
@@ -113,7 +116,9 @@ export class ActiveRun implements PreparedRun {
     namespaces: NamespaceRuntime,
     readonly modelTools: readonly ModelTool[],
   ) {
+    this.#declarations = declarations;
     this.#surface = buildGuestSurface(catalog, declarations, namespaces);
+    this.#namespacesKey = JSON.stringify(namespaces.namespaces);
     this.#scope = {
       catalog,
       declarations,
@@ -140,6 +145,34 @@ export class ActiveRun implements PreparedRun {
 
   hookMetadata(input: unknown): ExecHookMetadata {
     return hookMetadataOf(input);
+  }
+
+  /**
+   * Namespace scopes are built for each exec and wait, from the registry as it is now: a plugin cleared
+   * with `clearCodeModeNamespacesForPlugin` after this run was prepared leaves no global in the next
+   * exec, and a resumed VM that still holds its global gets `invalid_input` for any call through it.
+   * The surface is rebuilt only when the namespaces changed, so a run without changes reuses it.
+   */
+  #refreshNamespaces(): RequestScope {
+    const { context } = this.options;
+    const namespaces = createCodeModeNamespaceRuntime(
+      {
+        runId: context.runId,
+        agentId: context.agentId,
+        sessionKey: context.sessionKey,
+        sessionId: context.sessionId,
+        config: context.config,
+        signal: context.signal,
+      },
+      this.catalog,
+    );
+    const key = JSON.stringify(namespaces.namespaces);
+    if (key !== this.#namespacesKey) {
+      this.#namespacesKey = key;
+      this.#surface = buildGuestSurface(this.catalog, this.#declarations, namespaces);
+    }
+    this.#scope = { ...this.#scope, namespaces };
+    return this.#scope;
   }
 
   #telemetryBase(): CodeModeTelemetry {
@@ -207,7 +240,7 @@ export class ActiveRun implements PreparedRun {
           call,
           telemetry,
           startedAt,
-          control.toolCallId,
+          control,
           runId,
         );
       }
@@ -256,7 +289,7 @@ export class ActiveRun implements PreparedRun {
     call: ControlCall,
     telemetry: CodeModeTelemetry,
     startedAt: number,
-    toolCallId: string,
+    control: TrajectoryHandle,
     runId: string,
   ): Promise<CodeModeResult> {
     const { isTypeScriptOnly } = await import("@codecell/transpile");
@@ -268,7 +301,12 @@ export class ActiveRun implements PreparedRun {
       };
     }
     telemetry.detectedLanguage = "typescript";
-    return this.#runExec(code, "typescript", call, telemetry, startedAt, toolCallId, runId);
+    this.engine.trajectory.updateInput(control, (recorded) => ({
+      ...(typeof recorded === "object" && recorded !== null && !Array.isArray(recorded) ? recorded : {}),
+      language: "typescript",
+      detectedLanguage: "typescript",
+    }));
+    return this.#runExec(code, "typescript", call, telemetry, startedAt, control.toolCallId, runId);
   }
 
   #failure(error: unknown, telemetry: CodeModeTelemetry, startedAt: number): CodeModeResult {
@@ -316,19 +354,21 @@ export class ActiveRun implements PreparedRun {
     const parent = { toolCallId, tool: "exec" as const, codeModeRunId: runId, progress: segment.progress };
     // What this exec's nested calls returned, so a failure can say what a name holds.
     const shapes = new ResultShapes();
+    const scope = this.#refreshNamespaces();
+    const surface = this.#surface;
     let run: SandboxRun;
     try {
       run = engine.pool.run({
         code,
         language,
-        surface: this.#surface,
+        surface,
         limits: this.#limits(),
         // The cell's own wall-clock budget: the sandbox starts it when the VM is ready, so a
         // worker's cold start does not count (it has its own bound, reported runtime_unavailable).
         timeoutMs: engine.config.timeoutMs,
         signal,
         onRequest: (request) =>
-          this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry, segment, shapes),
+          this.#onRequest(request, scope, inflight, ready, yieldIds, parent, telemetry, segment, shapes),
       });
     } catch (error) {
       segment.release();
@@ -339,18 +379,18 @@ export class ActiveRun implements PreparedRun {
     const end = await driveSegment(run, ready, signal).finally(segment.release);
     // A bare QuickJS TypeError gets the expression it is about (the JavaScript cell is what ran as is).
     if (end.type === "failed" && end.code === undefined && language === "javascript") {
-      end.message = await explainGuestFailure(end.message, code, this.#surface, {
+      end.message = await explainGuestFailure(end.message, code, surface, {
         shapes,
         resolveTarget: (target) => {
           try {
-            return this.#scope.catalog.resolve(target).id;
+            return scope.catalog.resolve(target).id;
           } catch {
             return null;
           }
         },
         namespaceToolId: (namespaceId, path) => {
           try {
-            return this.#scope.namespaces.resolveCall(namespaceId, path, []).toolId;
+            return scope.namespaces.resolveCall(namespaceId, path, []).toolId;
           } catch {
             return null;
           }
@@ -431,6 +471,7 @@ export class ActiveRun implements PreparedRun {
       codeModeRunId: claim.runId,
       progress: segment.progress,
     };
+    const scope = this.#refreshNamespaces();
     let run: SandboxRun;
     try {
       run = engine.pool.restore({
@@ -441,7 +482,7 @@ export class ActiveRun implements PreparedRun {
         timeoutMs: engine.config.timeoutMs,
         signal,
         onRequest: (request) =>
-          this.#onRequest(request, inflight, ready, yieldIds, parent, telemetry, segment),
+          this.#onRequest(request, scope, inflight, ready, yieldIds, parent, telemetry, segment),
       });
     } catch (error) {
       segment.release();
@@ -528,6 +569,7 @@ export class ActiveRun implements PreparedRun {
 
   #onRequest(
     request: HostRequest,
+    scope: RequestScope,
     inflight: InflightCalls,
     ready: ReadyQueue,
     yieldIds: Set<string>,
@@ -543,7 +585,7 @@ export class ActiveRun implements PreparedRun {
     const controller = new AbortController();
     if (segment.signal.aborted) controller.abort(new Error("The code-mode run was aborted."));
     else segment.calls.add(controller);
-    const started = startHostRequest(request, this.#scope, parent, telemetry);
+    const started = startHostRequest(request, scope, parent, telemetry);
     const { stats } = this.engine;
     if (request.kind === "search") stats.nestedSearches++;
     else if (request.kind === "describe") stats.nestedDescribes++;

@@ -222,6 +222,17 @@ export class TrajectoryRecorder {
     this.#grow(record, utf8Bytes(line));
   }
 
+  /** Replaces an entry's input (already bounded and redacted by the caller) from what was recorded. */
+  updateInput(handle: TrajectoryHandle, update: (recorded: JsonValue | undefined) => JsonValue): void {
+    const record = handle as EntryRecord;
+    const before = record.inputJson;
+    const next = this.#boundedJson(
+      update(before === undefined ? undefined : (JSON.parse(before) as JsonValue)),
+    );
+    record.inputJson = next;
+    this.#grow(record, utf8Bytes(next) - (before === undefined ? 0 : utf8Bytes(before)));
+  }
+
   /** Frees a session's log; entries still running are no longer kept or counted. */
   forget(sessionId: string): boolean {
     const log = this.#logs.get(sessionId);

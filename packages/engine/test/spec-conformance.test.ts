@@ -1,9 +1,15 @@
 // Points of the spec (shared seeds, "Code mode", German and Portuguese pages) that a first round
 // missed or bent, one describe per point. Each quotes the spec line it proves, translated.
 import { CodeModeError, type CodeModeResult } from "@codecell/contract";
-import { afterAll, describe, expect, it } from "vitest";
+import {
+  clearCodeModeNamespacesForPlugin,
+  clearCodeModeNamespacesForTest,
+  createCodeModeNamespaceTool,
+  registerCodeModeNamespaceForPlugin,
+} from "@codecell/namespaces";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { type CodeModeEngine, createCodeModeEngine } from "../src/index.js";
-import { context, hostTools, TestExecutor } from "./support.js";
+import { context, hostTools, registerNotesNamespace, TestExecutor } from "./support.js";
 
 const engines: CodeModeEngine[] = [];
 afterAll(async () => {
@@ -462,5 +468,58 @@ describe('spec "Virtual API": API.list rejects unknown prefixes and ./.. segment
     );
     const all = ["mcp/index.d.ts"];
     expect(result).toMatchObject({ status: "completed", value: [all, all, all, all, all] });
+  });
+});
+
+describe('spec "Internal namespaces": scopes per exec, and a cleared plugin leaves no stale globals', () => {
+  // Spec, "Registry lifecycle": "Each visible namespace calls createScope(ctx) for the current run" and
+  // "Plugin rollback or uninstall calls clearCodeModeNamespacesForPlugin(pluginId) so stale globals do not
+  // outlive a failed plugin load." A run is prepared once per session by hosts such as the gateway, so
+  // scopes are built for each exec (and wait), never only once per prepareRun.
+  afterEach(() => clearCodeModeNamespacesForTest());
+
+  it("builds the scope for each exec, and drops the namespace from runs prepared before the plugin was cleared", async () => {
+    let scopes = 0;
+    registerCodeModeNamespaceForPlugin("notes", {
+      id: "notes",
+      globalName: "Notes",
+      description: "Personal notes.",
+      requiredToolNames: ["notes_list"],
+      createScope: () => {
+        scopes++;
+        return { list: createCodeModeNamespaceTool("notes_list"), built: scopes };
+      },
+    });
+    const engine = newEngine();
+    const { exec, executor } = setup(engine);
+    const before = scopes;
+    const first = await exec("return [Notes.built, (await Notes.list({})).length]");
+    const second = await exec("return [Notes.built, (await namespaces.Notes.list({})).length]");
+    expect(first).toMatchObject({ status: "completed", value: [before + 1, 1] });
+    expect(second).toMatchObject({ status: "completed", value: [before + 2, 1] });
+
+    clearCodeModeNamespacesForPlugin("notes");
+    const after = await exec(
+      'return [typeof Notes, typeof namespaces.Notes, ALL_TOOLS.some((t) => t.id === "plugin:notes:notes_list")]',
+    );
+    // The namespace is gone; the plugin's tool itself is still in the catalog the run was prepared with.
+    expect(after).toMatchObject({ status: "completed", value: ["undefined", "undefined", true] });
+    expect(executor.calls.filter((call) => call.via === "namespace")).toHaveLength(2);
+  });
+
+  it("refuses a call through the global a suspended VM still holds once the plugin is cleared", async () => {
+    registerNotesNamespace();
+    const engine = newEngine({ timeoutMs: 300 });
+    const { exec, wait, executor } = setup(engine);
+    const first = await exec(`
+      await tools.slow_echo({ ms: 900, value: 1 });
+      try { return await Notes.list(); } catch (error) { return { code: error.code, message: error.message }; }`);
+    const runId = runIdOf(first);
+    clearCodeModeNamespacesForPlugin("notes");
+    let result = await wait(runId);
+    while (result.status === "waiting") result = await wait(runId);
+    expect(result).toMatchObject({ status: "completed", value: { code: "invalid_input" } });
+    expect((result as { value: { message: string } }).value.message).toMatch(/Unknown namespace "notes"/);
+    expect(executor.calls.filter((call) => call.via === "namespace")).toEqual([]);
   });
 });

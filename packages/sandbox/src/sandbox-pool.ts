@@ -17,6 +17,15 @@ const DEFAULT_MAX_BRIDGE_VALUE_BYTES = 8 * 1024 * 1024;
 const DEFAULT_WATCHDOG_GRACE_MS = 100;
 const DEFAULT_STARTUP_TIMEOUT_MS = 30_000;
 
+/**
+ * Diagnostics only: with CODECELL_WORKER_CPU_PROF_DIR set, every worker writes a V8 CPU profile there
+ * when it exits (the gateway's `bench:profile` reads them). Nothing else of the host's flags is passed.
+ */
+function workerExecArgv(): string[] {
+  const profileDir = process.env.CODECELL_WORKER_CPU_PROF_DIR;
+  return profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`, "--cpu-prof-interval=100"] : [];
+}
+
 /** One warm worker thread and the runs it hosts. */
 class WorkerSlot implements RunHost {
   /** Null until spawned: every worker but a pool's first waits for the first to be ready. */
@@ -52,7 +61,7 @@ class WorkerSlot implements RunHost {
     if (!this.alive) return;
     // A clean execArgv: the worker resolves packages to their built files whatever flags the host runs
     // with (a test runner's source conditions would point it at TypeScript it cannot load).
-    const worker = new Worker(WORKER_URL, { execArgv: [] });
+    const worker = new Worker(WORKER_URL, { execArgv: workerExecArgv() });
     this.worker = worker;
     if (this.runs.size === 0) worker.unref();
     worker.on("message", (raw: unknown) => {
