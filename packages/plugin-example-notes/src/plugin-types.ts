@@ -52,9 +52,7 @@ export type BeforeToolCallEvent = {
 export type BeforeToolCallDecision = { block: true; reason: string } | { input: JsonValue } | undefined;
 
 export type PluginHooks = {
-  before_tool_call?(
-    event: BeforeToolCallEvent,
-  ): BeforeToolCallDecision | void | Promise<BeforeToolCallDecision | void>;
+  before_tool_call?(event: BeforeToolCallEvent): BeforeToolCallDecision | Promise<BeforeToolCallDecision>;
 };
 
 /**

@@ -53,9 +53,7 @@ export type BeforeToolCallEvent = {
 export type BeforeToolCallDecision = { block: true; reason: string } | { input: JsonValue } | undefined;
 
 export type GatewayPluginHooks = {
-  before_tool_call?(
-    event: BeforeToolCallEvent,
-  ): BeforeToolCallDecision | void | Promise<BeforeToolCallDecision | void>;
+  before_tool_call?(event: BeforeToolCallEvent): BeforeToolCallDecision | Promise<BeforeToolCallDecision>;
 };
 
 export type GatewayPlugin = {
