@@ -1,3 +1,4 @@
+import type { CodeModeOutput } from "@codecell/contract";
 import type { RunProgress } from "@codecell/engine";
 import type { LoggingLevel, ServerNotification } from "@modelcontextprotocol/sdk/types.js";
 
@@ -112,4 +113,34 @@ export class ClientLog {
 /** A downstream server's level, mapped onto MCP's (servers may send anything). */
 export function loggingLevelOf(level: string): LoggingLevel {
   return (SEVERITY as string[]).includes(level) ? (level as LoggingLevel) : "info";
+}
+
+/** `console.<level>` in a cell, as an MCP logging level. */
+const CONSOLE_SEVERITY: Record<string, LoggingLevel> = {
+  log: "info",
+  info: "info",
+  warn: "warning",
+  error: "error",
+  debug: "debug",
+};
+
+/**
+ * A cell's output items as log messages (`logging.cellOutput` in the config), one per item, with a
+ * logger per source: `codecell.cell.console` (level from `console.<level>`), `codecell.cell.text` for
+ * `text()`, `codecell.cell.json` for `json()`.
+ */
+export function cellOutputMessages(
+  output: ReadonlyArray<CodeModeOutput>,
+): Array<{ level: LoggingLevel; logger: string; data: unknown }> {
+  return output.map((item) => {
+    if (item.type === "json") return { level: "info", logger: "codecell.cell.json", data: item.value };
+    if (item.level !== undefined) {
+      return {
+        level: CONSOLE_SEVERITY[item.level] ?? "info",
+        logger: "codecell.cell.console",
+        data: item.text,
+      };
+    }
+    return { level: "info", logger: "codecell.cell.text", data: item.text };
+  });
 }

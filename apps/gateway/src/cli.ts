@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { CodeModeError, type CodeModeResult } from "@codecell/contract";
+import { killSpawnedServers } from "@codecell/mcp-connector";
 import { NO_APPROVAL_CLIENT } from "./approvals.js";
 import { connectBanner } from "./banner.js";
 import { formatProblem } from "./config/config-problem.js";
@@ -45,8 +46,9 @@ result is continued with wait until it completes (at most ${MAX_AUTO_WAITS} time
 Calls that need approval are refused (there is no client to ask). Exit 0 completed, 4 failed, 5 waiting.`,
   catalog: `Usage: codecell catalog [--config <file>] [--search <query>]
 
-Prints ALL_TOOLS as a cell sees it and the MCP servers behind MCP.<server>, as JSON. With --search,
-the ranked results of tools.search(query) instead (MCP tools included).`,
+Prints, as JSON, ALL_TOOLS as a cell sees it and, apart, the MCP tools as a cell calls them
+(MCP.<server>.<tool>). With --search, what a cell's tools.search(query) finds (never MCP tools) and, apart,
+what its API.search(query) finds (MCP tools only).`,
   check: `Usage: codecell check [--config <file>] [--connect]
 
 Validates the config file and loads its plugins; prints every problem, one line each, on stderr, and
@@ -72,29 +74,38 @@ function loadConfigOrExit(path: string | undefined): GatewayConfig {
   return loaded.config;
 }
 
-async function startGateway(config: GatewayConfig, connectMcp = true): Promise<Gateway> {
+async function startGateway(config: GatewayConfig, connectMcp = true, mcpWaitMs?: number): Promise<Gateway> {
   try {
-    return await Gateway.start(config, { connectMcp });
+    return await Gateway.start(config, { connectMcp, ...(mcpWaitMs !== undefined ? { mcpWaitMs } : {}) });
   } catch (error) {
     if (CodeModeError.is(error) && error.code === "invalid_config") fail(EXIT.config, error.message);
     throw error;
   }
 }
 
-/** Stops on SIGINT/SIGTERM: transports first, then downstream servers, plugins and the store. */
-function onStopSignal(stop: () => Promise<void>): void {
+/**
+ * Stops on SIGINT/SIGTERM: transports first, then downstream servers, plugins and the store. Installed
+ * before anything starts; a signal that arrives while the gateway is still starting exits at once (the
+ * exit hook below stops any server already spawned).
+ */
+function onStopSignal(): (stop: () => Promise<void>) => void {
   let stopping = false;
+  let stopWith: (() => Promise<void>) | null = null;
   const handler = (signal: NodeJS.Signals) => {
     if (stopping) return;
     stopping = true;
     process.stderr.write(`codecell: ${signal} received, shutting down\n`);
-    stop().then(
+    if (!stopWith) process.exit(EXIT.ok);
+    stopWith().then(
       () => process.exit(EXIT.ok),
       (error) => fail(EXIT.internal, `shutdown failed: ${String(error)}`),
     );
   };
   process.once("SIGINT", handler);
   process.once("SIGTERM", handler);
+  return (stop) => {
+    stopWith = stop;
+  };
 }
 
 function parsePort(value: string): number {
@@ -128,7 +139,9 @@ async function serve(args: string[]): Promise<number | undefined> {
   httpTransport?.checkHttpExposure(values.host, config.http);
   // The port is bound before any downstream server starts, so a taken port costs a second, not a startup.
   const bound = httpPort === undefined ? undefined : await listenHttp(parsePort(httpPort), values.host);
-  const gateway = await startGateway(config).catch((error: unknown) => {
+  const stopWith = onStopSignal();
+  // Serving starts once the servers are in or the startup wait is over; late ones come with list_changed.
+  const gateway = await startGateway(config, true, config.mcpStartupWaitMs).catch((error: unknown) => {
     bound?.server.close();
     throw error;
   });
@@ -136,7 +149,7 @@ async function serve(args: string[]): Promise<number | undefined> {
     process.stderr.write(
       `codecell: serving MCP over stdio (config: ${config.file}, session "${values.session}")\n`,
     );
-    onStopSignal(() => gateway.close());
+    stopWith(() => gateway.close());
     const end = await serveStdio(gateway, values.session);
     await gateway.close();
     if (!end.expected) {
@@ -151,7 +164,7 @@ async function serve(args: string[]): Promise<number | undefined> {
     host: values.host,
     bound,
   });
-  onStopSignal(async () => {
+  stopWith(async () => {
     await http.close();
     await gateway.close();
   });
@@ -304,6 +317,9 @@ function unexpected(error: unknown): never {
     `unexpected error: ${message.split("\n")[0]} (run again with CODECELL_DEBUG_CODE_MODE=1 to see where it happened)`,
   );
 }
+
+// Whatever way the process ends (a crash included), no downstream server it spawned outlives it.
+process.on("exit", () => killSpawnedServers());
 
 // A failure after startup (a server callback, a late rejection) goes the same way as one during it.
 process.on("uncaughtException", (error) => unexpected(error));

@@ -23,6 +23,7 @@ import {
 import { type ApprovalClient, requireApproval } from "./approvals.js";
 import type { GatewayConfig } from "./config/load-config.js";
 import { type CoreTool, createCoreTools, SHELL_TOOL_ID } from "./core-tools/core-tools.js";
+import { debugLine, debugSwitches } from "./debug-switches.js";
 import { type LoadedPlugin, loadPlugin } from "./plugins/load-plugins.js";
 import { LOCAL_PRINCIPAL, ownerContext, type RunOwner } from "./run-owner.js";
 import { GatewaySession } from "./session.js";
@@ -34,6 +35,11 @@ export type GatewayOptions = {
   log?: (line: string) => void;
   /** Start downstream MCP servers; `check`-style callers may skip it. Default true. */
   connectMcp?: boolean;
+  /**
+   * How long start waits for the MCP servers; those still starting are added later (tools/list_changed
+   * to every session). Default: wait until each has connected or failed within its deadline.
+   */
+  mcpWaitMs?: number;
 };
 
 export type { ToolCallRequest } from "./session-host.js";
@@ -115,11 +121,18 @@ export class Gateway implements SessionHost {
       snapshotSecret: parts.snapshotSecret,
     });
     this.connector.onChange(({ server, reason }) => {
-      this.#toolsVersion++;
-      for (const listener of this.#toolListeners) listener();
-      this.#log(
-        `MCP server "${server}": ${reason === "tools_changed" ? "tool list changed" : "disconnected"}`,
-      );
+      // A server that failed to start was never declared: the model's tools did not change.
+      if (reason !== "failed") {
+        this.#toolsVersion++;
+        for (const listener of this.#toolListeners) listener();
+      }
+      const what = {
+        tools_changed: "tool list changed",
+        disconnected: "disconnected",
+        connected: "connected after the gateway started serving; its tools are added",
+        failed: `failed to start: ${this.connector.status().find((s) => s.server === server)?.lastError ?? "see above"}`,
+      }[reason];
+      this.#log(`${reason === "failed" ? "warning: " : ""}MCP server "${server}": ${what}`);
     });
   }
 
@@ -155,7 +168,7 @@ export class Gateway implements SessionHost {
         plugins.push(loaded);
       }
       if (options.connectMcp !== false) {
-        await connector.start();
+        await connector.start(options.mcpWaitMs !== undefined ? { waitMs: options.mcpWaitMs } : {});
         for (const diagnostic of connector.diagnostics) log(`warning: ${diagnostic.message}`);
       }
     } catch (error) {
@@ -271,7 +284,7 @@ export class Gateway implements SessionHost {
   executorFor(sessionId: string, approvals: ApprovalClient): ToolExecutor {
     return {
       callTool: (call) =>
-        this.runTool({
+        this.#traced(call.toolId, call.parent.codeModeRunId, {
           tool: call.tool,
           toolId: call.toolId,
           input: call.input,
@@ -294,6 +307,24 @@ export class Gateway implements SessionHost {
         }),
       mcpRequest: (request) => this.#mcpRequest(request),
     };
+  }
+
+  /** `CODECELL_DEBUG_CODE_MODE=1`: one stderr line per nested call, with its outcome and time. */
+  async #traced(toolId: string, runId: string, request: ToolCallRequest): Promise<unknown> {
+    if (!debugSwitches().codeMode) return this.runTool(request);
+    const started = Date.now();
+    try {
+      const value = await this.runTool(request);
+      debugLine("code-mode", `nested call ${toolId} (run ${runId}): ok in ${Date.now() - started} ms`);
+      return value;
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      debugLine(
+        "code-mode",
+        `nested call ${toolId} (run ${runId}): failed${typeof code === "string" ? ` (${code})` : ""} in ${Date.now() - started} ms`,
+      );
+      throw error;
+    }
   }
 
   /**

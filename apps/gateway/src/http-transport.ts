@@ -5,6 +5,7 @@ import { CodeModeError } from "@codecell/contract";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import { DEFAULT_HTTP_SETTINGS, type HttpSettings } from "./config/load-config.js";
+import { traceSse, traceTransport } from "./debug-switches.js";
 import { BoundedEventStore } from "./event-store.js";
 import type { Gateway } from "./gateway.js";
 import { HostCheck, isLoopbackHost } from "./host-check.js";
@@ -101,6 +102,44 @@ function cancelRequests(transport: StreamableHTTPServerTransport, body: unknown,
 }
 
 /**
+ * Requests whose HTTP stream dropped before their answer. The client may come back with
+ * `Last-Event-ID` (the SDK clients do within seconds) and get the answer from the event store, so the
+ * cancellation waits `graceMs`; a resume on the session calls it off. With a grace of 0 it is at once.
+ */
+class DroppedStreams {
+  readonly #graceMs: number;
+  readonly #pending = new Map<string, Set<NodeJS.Timeout>>();
+
+  constructor(graceMs: number) {
+    this.#graceMs = graceMs;
+  }
+
+  add(sessionId: string, cancel: () => void): void {
+    if (this.#graceMs <= 0) {
+      cancel();
+      return;
+    }
+    const timers = this.#pending.get(sessionId) ?? new Set();
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      cancel();
+    }, this.#graceMs);
+    timer.unref();
+    timers.add(timer);
+    this.#pending.set(sessionId, timers);
+  }
+
+  resumed(sessionId: string): void {
+    this.forget(sessionId);
+  }
+
+  forget(sessionId: string): void {
+    for (const timer of this.#pending.get(sessionId) ?? []) clearTimeout(timer);
+    this.#pending.delete(sessionId);
+  }
+}
+
+/**
  * Refuses a bind that others can reach when nobody has to authenticate: a gateway runs code and writes
  * files, so beyond loopback it needs `http.tokens`.
  */
@@ -124,6 +163,7 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
     holdingIdleMs: Math.max(settings.sessionIdleMs, gateway.config.codeMode.snapshotTtlSeconds * 1000),
   });
   let base = "";
+  const dropped = new DroppedStreams(settings.streamResumeMs);
 
   async function handleMcp(req: IncomingMessage, res: ServerResponse, principal: string): Promise<void> {
     const sessionId = headerValue(req, "mcp-session-id");
@@ -149,13 +189,21 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
       }
       entry.open++;
       entry.lastSeen = Date.now();
+      // A client resuming its streams (Last-Event-ID) is back: what it left running goes on.
+      if (req.method === "GET" && headerValue(req, "last-event-id")) dropped.resumed(sessionId);
       res.once("close", () => {
         entry.open--;
         entry.lastSeen = Date.now();
-        // The client went away before its answer: cancel what it asked for, as if it had sent
-        // notifications/cancelled, so its runs and their nested calls stop.
-        if (!res.writableEnded) cancelRequests(entry.transport, body, "The HTTP client went away.");
+        // The client went away before its answer: unless it resumes the stream within the grace
+        // period, cancel what it asked for, as if it had sent notifications/cancelled, so its runs and
+        // their nested calls stop.
+        if (!res.writableEnded && requestIds(body).length > 0) {
+          dropped.add(sessionId, () =>
+            cancelRequests(entry.transport, body, "The HTTP client went away and did not resume."),
+          );
+        }
       });
+      traceSse(res, `http ${sessionId}`);
       await entry.transport.handleRequest(req, res, body);
       return;
     }
@@ -225,10 +273,15 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
       },
     });
     transport.onclose = () => {
-      if (id) sessions.delete(id);
+      if (id) {
+        sessions.delete(id);
+        dropped.forget(id);
+      }
       front.peekSession()?.end();
     };
     await front.server.connect(transport);
+    traceTransport(transport, () => `http ${id || "(initializing)"}`);
+    traceSse(res, "http (initialize)");
     await transport.handleRequest(req, res, body);
   }
 

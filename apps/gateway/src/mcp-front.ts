@@ -4,8 +4,11 @@ import {
   codeModeResultText,
   type JsonValue,
 } from "@codecell/contract";
+import { mcpCellView } from "@codecell/engine";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import {
+  type CallToolRequest,
   CallToolRequestSchema,
   type CallToolResult,
   ListResourcesRequestSchema,
@@ -13,11 +16,14 @@ import {
   McpError,
   ReadResourceRequestSchema,
   type RequestId,
+  type ServerNotification,
+  type ServerRequest,
   SetLevelRequestSchema,
   type ToolAnnotations,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { ApprovalClient } from "./approvals.js";
-import { CallProgress, ClientLog, loggingLevelOf } from "./call-feedback.js";
+import { CallProgress, ClientLog, cellOutputMessages, loggingLevelOf } from "./call-feedback.js";
+import { debugLine, debugSwitches, redact } from "./debug-switches.js";
 import type { Gateway } from "./gateway.js";
 import type { RunOwner } from "./run-owner.js";
 import type { GatewaySession } from "./session.js";
@@ -171,6 +177,15 @@ export function createSessionServer(
   };
 
   server.setRequestHandler(ListToolsRequestSchema, () => {
+    const listed = listTools();
+    if (debugSwitches().payload) {
+      // The whole list, uncut: what the model is shown is the point of this switch.
+      debugLine("payload", `session ${sessionIdOf()} tools/list ${JSON.stringify(listed)}`, Infinity);
+    }
+    return listed;
+  });
+
+  const listTools = () => {
     const active = current().run.active;
     return {
       tools: current()
@@ -184,9 +199,23 @@ export function createSessionServer(
             : {}),
         })),
     };
-  });
+  };
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const result = await callTool(request, extra);
+    if (debugSwitches().payload === "full-redacted") {
+      debugLine(
+        "payload",
+        `session ${sessionIdOf()} ${request.params.name} result ${JSON.stringify(redact(result))}`,
+      );
+    }
+    return result;
+  });
+
+  const callTool = async (
+    request: CallToolRequest,
+    extra: RequestHandlerExtra<ServerRequest, ServerNotification>,
+  ): Promise<CallToolResult> => {
     const { name, arguments: input = {} } = request.params;
     const session = current();
     inFlight.push(extra.requestId);
@@ -209,6 +238,12 @@ export function createSessionServer(
                   signal: extra.signal,
                   ...(progress ? { onProgress: progress.onProgress } : {}),
                 });
+          // Cell output as log messages, before the result on the same stream (when the config asks).
+          if (gateway.config.logCellOutput) {
+            for (const message of cellOutputMessages(result.output ?? [])) {
+              log.log(send, message.level, message.logger, message.data);
+            }
+          }
           log.log(send, result.status === "failed" ? "warning" : "info", "codecell.run", {
             event: `${name} ${result.status}`,
             ...(result.status === "waiting" ? { runId: result.runId } : {}),
@@ -238,7 +273,7 @@ export function createSessionServer(
       const index = inFlight.indexOf(extra.requestId);
       if (index >= 0) inFlight.splice(index, 1);
     }
-  });
+  };
 
   server.setRequestHandler(ListResourcesRequestSchema, () => ({
     resources: [
@@ -280,18 +315,15 @@ export function createSessionServer(
 /** The catalog as a guest sees it: `ALL_TOOLS`, and per MCP server its tool names. */
 export function catalogView(gateway: Gateway, query?: string) {
   const catalog = gateway.catalog();
-  const servers = gateway.connector.describeServers().map((server) => ({
-    name: server.name,
-    tools: catalog.entries
-      .filter((entry) => entry.source === "mcp" && entry.sourceName === server.name)
-      .map((entry) => entry.name),
-  }));
+  // MCP tools apart, the way a cell sees them: MCP.<server>.<tool>, found with API.search (never with
+  // tools.search or ALL_TOOLS, which leave them out).
+  const mcp = mcpCellView(catalog, gateway.connector.describeServers());
   return {
     codeMode: gateway.config.codeMode.enabled,
     ...(query === undefined
       ? { allTools: catalog.guestEntries }
-      : { query, results: catalog.search(query, { includeMcp: true }) }),
-    mcpServers: servers,
+      : { query, "tools.search": catalog.search(query), "API.search": mcp.search(query) }),
+    mcpServers: mcp.servers,
     bySource: catalog.countsBySource,
   };
 }

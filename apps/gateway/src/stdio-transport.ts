@@ -1,6 +1,7 @@
 import { idAtEnd, scanJsonLine } from "@codecell/mcp-connector";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { type JSONRPCMessage, JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js";
+import { traceTransport } from "./debug-switches.js";
 import type { Gateway } from "./gateway.js";
 import { createSessionServer } from "./mcp-front.js";
 
@@ -192,6 +193,7 @@ export async function serveStdio(gateway: Gateway, sessionId: string): Promise<S
     transport.onclose = () => resolvePromise();
   });
   await front.server.connect(transport);
+  traceTransport(transport, () => `stdio ${sessionId}`);
   await closed;
   await front.server.close().catch(() => {});
   return transport.end ?? { expected: true };

@@ -6,6 +6,8 @@ export type McpStdioServerConfig = {
   args?: string[];
   env?: Record<string, string>;
   cwd?: string;
+  /** Deadline for `initialize` and the first tool listing, in ms; default the connector's (30000). */
+  connectTimeoutMs?: number;
 };
 
 /** A remote server: Streamable HTTP, falling back to the legacy SSE transport. */
@@ -14,6 +16,8 @@ export type McpHttpServerConfig = {
   headers?: Record<string, string>;
   /** Force one transport instead of trying Streamable HTTP first. */
   transport?: "streamable-http" | "sse";
+  /** Deadline for `initialize` and the first tool listing, in ms; default the connector's (30000). */
+  connectTimeoutMs?: number;
 };
 
 /** One entry of the `mcpServers` object MCP clients already use. */
@@ -41,6 +45,12 @@ export function validateServerConfig(id: string, config: unknown): McpServerConf
     return fail('expected an object with "command" (stdio) or "url" (HTTP).');
   }
   const entry = config as Record<string, unknown>;
+  if (
+    entry.connectTimeoutMs !== undefined &&
+    !(Number.isInteger(entry.connectTimeoutMs) && (entry.connectTimeoutMs as number) > 0)
+  ) {
+    fail('"connectTimeoutMs" must be a positive whole number of milliseconds.');
+  }
   if (typeof entry.command === "string") {
     if (entry.command.trim() === "") fail('"command" is empty.');
     if (

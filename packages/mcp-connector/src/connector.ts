@@ -54,11 +54,30 @@ export type McpResourceListing = {
 
 export type McpPromptListing = { prompts: Array<{ name: string; [key: string]: unknown }> };
 
-export type McpChangeEvent = { server: string; reason: "tools_changed" | "disconnected" };
+/**
+ * `connected` and `failed` are a late server's start settling after `start()` returned (it stopped
+ * waiting at `waitMs`); `tools_changed` is a server's own list_changed; `disconnected` an exit.
+ */
+export type McpChangeEvent = {
+  server: string;
+  reason: "tools_changed" | "disconnected" | "connected" | "failed";
+};
+
+export type McpStartOptions = {
+  /**
+   * How long `start()` waits for the servers; those still starting then go on in the background, each
+   * within its own deadline, and report with an `onChange` event (`connected` or `failed`). Default:
+   * wait until every server has connected or failed.
+   */
+  waitMs?: number;
+};
 
 export interface McpConnector {
-  /** Connects every server at once; one that fails becomes a diagnostic and the others stay usable. */
-  start(): Promise<void>;
+  /**
+   * Connects every server at once, each within its deadline (`connectTimeoutMs`); one that fails
+   * becomes a diagnostic (its process stopped) and the others stay usable.
+   */
+  start(options?: McpStartOptions): Promise<void>;
   readonly diagnostics: McpConnectorDiagnostic[];
   status(): McpServerStatus[];
   /** The connected servers, as `renderMcpDeclarations` takes them. */
@@ -235,19 +254,31 @@ export function createMcpConnector(
   }
 
   return {
-    async start() {
-      await Promise.all(
+    async start(startOptions = {}) {
+      let returned = false;
+      const all = Promise.all(
         [...connections.values()].map(async (target) => {
           try {
             await target.connect();
+            if (returned) emit({ server: target.id, reason: "connected" });
           } catch (error) {
+            if (target.state === "closed") return;
             diagnostics.push({
               server: target.id,
               message: error instanceof Error ? error.message : String(error),
             });
+            if (returned) emit({ server: target.id, reason: "failed" });
           }
         }),
       );
+      const waitMs = startOptions.waitMs;
+      if (waitMs === undefined) await all;
+      else {
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([all, new Promise((resolve) => (timer = setTimeout(resolve, waitMs)))]);
+        clearTimeout(timer);
+      }
+      returned = true;
     },
 
     get diagnostics() {
@@ -268,8 +299,11 @@ export function createMcpConnector(
     describeServers() {
       const described: McpServerDescription[] = [];
       for (const target of connections.values()) {
-        // A server that never listed anything has nothing to declare; its diagnostic says why.
-        if (target.state === "idle" || (target.state === "failed" && target.tools.length === 0)) continue;
+        // A server that never listed anything has nothing to declare; its diagnostic says why (or, while
+        // it is still starting, the change event when it is ready).
+        if (target.state === "idle") continue;
+        if ((target.state === "failed" || target.state === "connecting") && target.tools.length === 0)
+          continue;
         if (target.state === "closed") continue;
         described.push({
           name: target.id,

@@ -10,10 +10,13 @@ export {
   type McpPromptListing,
   type McpResourceListing,
   type McpServerStatus,
+  type McpStartOptions,
 } from "./connector.js";
+export { guardedFetch } from "./guarded-fetch.js";
 export {
   idAtEnd,
   MAX_DOWNSTREAM_DEPTH,
   MAX_DOWNSTREAM_MESSAGE_BYTES,
   scanJsonLine,
 } from "./guarded-read-buffer.js";
+export { killSpawnedServers, spawnedServerPids } from "./spawned-processes.js";

@@ -11,7 +11,9 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { isStdioConfig, type McpServerConfig } from "./config.js";
 import type { McpLogMessage } from "./connector.js";
+import { guardedFetch } from "./guarded-fetch.js";
 import { guardStdioTransport } from "./guarded-read-buffer.js";
+import { trackSpawnedProcess } from "./spawned-processes.js";
 
 export type ConnectionSettings = {
   clientName: string;
@@ -94,11 +96,27 @@ export class ServerConnection {
     throw this.unavailable(this.lastError ?? "not connected");
   }
 
+  /** Read through a getter so narrowing of `state` in an async method cannot hide a concurrent close. */
+  private get isClosed(): boolean {
+    return this.state === "closed";
+  }
+
+  /** The deadline for `initialize` and the first tool listing: the server's own, else the connector's. */
+  get connectTimeoutMs(): number {
+    return this.config.connectTimeoutMs ?? this.settings.connectTimeoutMs;
+  }
+
+  /**
+   * Closes the connection and stops the process, also while it is still connecting: a server that
+   * never answered `initialize` is killed here too, not left running.
+   */
   async close(): Promise<void> {
     this.state = "closed";
     const client = this.client;
+    const transport = this.transport;
     this.client = undefined;
-    await client?.close().catch(() => undefined);
+    this.transport = undefined;
+    await Promise.all([client?.close().catch(() => undefined), transport?.close().catch(() => undefined)]);
   }
 
   /** A `nested_tool_failed` error about this server, with its stderr tail when it has one. */
@@ -116,12 +134,52 @@ export class ServerConnection {
     return this.failure(`MCP server "${this.id}" is unavailable: ${reason}`);
   }
 
+  /**
+   * Opens the client and lists its tools within the server's deadline. Past it the transport is
+   * closed (which stops a stdio server's process) and the start fails naming the deadline.
+   */
+  private async openWithinDeadline(): Promise<Client> {
+    const deadline = this.connectTimeoutMs;
+    const opening = this.openClient().then(async (client) => {
+      if (this.state === "closed") {
+        await client.close().catch(() => undefined);
+        throw new Error("the connector was closed while the server was starting");
+      }
+      this.client = client;
+      return client;
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new Error(
+              `no answer to initialize within ${deadline} ms (connectTimeoutMs); the server is stopped`,
+            ),
+          ),
+        deadline,
+      );
+    });
+    opening.catch(() => undefined);
+    try {
+      return await Promise.race([opening, timedOut]);
+    } catch (error) {
+      // Whatever was spawned goes, even if the SDK is still waiting for the server's answer.
+      const transport = this.transport;
+      this.transport = undefined;
+      void transport?.close().catch(() => undefined);
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   private async open(): Promise<void> {
     this.state = "connecting";
     this.stderrTail = "";
+    const started = Date.now();
     try {
-      const client = await this.openClient();
-      this.client = client;
+      const client = await this.openWithinDeadline();
       const capabilities = client.getServerCapabilities() ?? {};
       const info = client.getServerVersion();
       this.serverTitle = info?.title ?? info?.name;
@@ -141,7 +199,8 @@ export class ServerConnection {
           this.lastError = `tools/list after list_changed failed: ${describeError(error)}`;
         });
       });
-      this.tools = await this.listTools(client);
+      this.tools = await this.listTools(client, Math.max(1, this.connectTimeoutMs - (Date.now() - started)));
+      if (this.isClosed) throw new Error("the connector was closed while the server was starting");
       this.state = "ready";
       this.failures = 0;
       this.lastError = undefined;
@@ -150,10 +209,12 @@ export class ServerConnection {
       if (this.transportKind === "stdio") await new Promise((resolve) => setTimeout(resolve, 50));
       const reason = describeError(error);
       this.lastError = this.stderr ? `${reason} (stderr: ${this.stderr})` : reason;
-      this.state = "failed";
-      this.scheduleRetry();
       const client = this.client;
       this.client = undefined;
+      if (!this.isClosed) {
+        this.state = "failed";
+        this.scheduleRetry();
+      }
       await client?.close().catch(() => undefined);
       throw this.failure(`MCP server "${this.id}" failed to start: ${reason}`);
     }
@@ -175,6 +236,7 @@ export class ServerConnection {
         stderr: "pipe",
       });
       guardStdioTransport(transport);
+      trackSpawnedProcess(transport);
       transport.stderr?.on("data", (chunk: Buffer) => {
         this.stderrTail = (this.stderrTail + chunk.toString("utf8")).slice(-this.settings.stderrTailChars);
       });
@@ -183,13 +245,17 @@ export class ServerConnection {
     }
     const url = new URL(config.url);
     const requestInit = config.headers ? { headers: config.headers } : undefined;
+    // Answers too large or too deep fail their call at once, as over stdio (see guarded-fetch.ts).
+    const fetch = guardedFetch();
     if (config.transport !== "sse") {
       try {
         this.transportKind = "streamable-http";
         const { StreamableHTTPClientTransport } = await import(
           "@modelcontextprotocol/sdk/client/streamableHttp.js"
         );
-        return await this.attach(new StreamableHTTPClientTransport(url, requestInit ? { requestInit } : {}));
+        return await this.attach(
+          new StreamableHTTPClientTransport(url, { fetch, ...(requestInit ? { requestInit } : {}) }),
+        );
       } catch (error) {
         if (config.transport === "streamable-http") throw error;
         // Servers from before Streamable HTTP answer the POST with 4xx; they speak SSE instead.
@@ -197,7 +263,7 @@ export class ServerConnection {
     }
     this.transportKind = "sse";
     const { SSEClientTransport } = await import("@modelcontextprotocol/sdk/client/sse.js");
-    return this.attach(new SSEClientTransport(url, requestInit ? { requestInit } : {}));
+    return this.attach(new SSEClientTransport(url, { fetch, ...(requestInit ? { requestInit } : {}) }));
   }
 
   private async attach(transport: Transport): Promise<Client> {
@@ -212,7 +278,8 @@ export class ServerConnection {
     };
     this.transport = transport;
     try {
-      await client.connect(transport, { timeout: this.settings.connectTimeoutMs });
+      // The deadline in openWithinDeadline decides; the SDK's own timeout is only a backstop behind it.
+      await client.connect(transport, { timeout: this.connectTimeoutMs + 1000 });
     } catch (error) {
       await client.close().catch(() => undefined);
       throw error;
@@ -236,12 +303,15 @@ export class ServerConnection {
     this.onToolsChanged(this);
   }
 
-  private async listTools(client: Client): Promise<McpToolDefinition[]> {
+  private async listTools(client: Client, timeout?: number): Promise<McpToolDefinition[]> {
     if (client.getServerCapabilities()?.tools === undefined) return [];
     const tools: McpToolDefinition[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < MAX_PAGES; page++) {
-      const result = await client.listTools(cursor === undefined ? {} : { cursor });
+      const result = await client.listTools(
+        cursor === undefined ? {} : { cursor },
+        timeout !== undefined ? { timeout } : undefined,
+      );
       tools.push(...(result.tools as McpToolDefinition[]));
       cursor = result.nextCursor;
       if (cursor === undefined) break;

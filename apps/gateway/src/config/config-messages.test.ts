@@ -49,15 +49,15 @@ describe("config messages, one line each, in our words", () => {
         { mcpServers: { memory: { package: "@modelcontextprotocol/server-memory", arg: [] } } },
         "mcpServers.memory.arg",
       ),
-    ).toBe('unknown key. Did you mean "args"? Known keys: package, bin, args, env, cwd.');
+    ).toBe('unknown key. Did you mean "args"? Known keys: package, bin, args, env, cwd, connectTimeoutMs.');
     expect(
       messageAt(
         { mcpServers: { remote: { url: "http://127.0.0.1:9/mcp", header: {} } } },
         "mcpServers.remote.header",
       ),
-    ).toBe('unknown key. Did you mean "headers"? Known keys: url, headers, transport.');
+    ).toBe('unknown key. Did you mean "headers"? Known keys: url, headers, transport, connectTimeoutMs.');
     expect(messageAt({ mcpServers: { local: { command: "node", agrs: [] } } }, "mcpServers.local.agrs")).toBe(
-      'unknown key. Did you mean "args"? Known keys: command, args, env, cwd.',
+      'unknown key. Did you mean "args"? Known keys: command, args, env, cwd, connectTimeoutMs.',
     );
   });
 

@@ -10,6 +10,7 @@ export const stdioServerSchema = z.strictObject({
   args: z.array(z.string()).optional(),
   env: z.record(z.string(), z.string()).optional(),
   cwd: z.string().min(1).optional(),
+  connectTimeoutMs: z.number().int().min(100).max(600_000).optional(),
 });
 
 export const packageServerSchema = z.strictObject({
@@ -18,12 +19,14 @@ export const packageServerSchema = z.strictObject({
   args: z.array(z.string()).optional(),
   env: z.record(z.string(), z.string()).optional(),
   cwd: z.string().min(1).optional(),
+  connectTimeoutMs: z.number().int().min(100).max(600_000).optional(),
 });
 
 export const httpServerSchema = z.strictObject({
   url: z.url({ protocol: /^https?$/ }),
   headers: z.record(z.string(), z.string()).optional(),
   transport: z.enum(["streamable-http", "sse"]).optional(),
+  connectTimeoutMs: z.number().int().min(100).max(600_000).optional(),
 });
 
 const patternList = z.array(z.string().trim().min(1));
@@ -70,6 +73,7 @@ export const httpSettingsSchema = z.strictObject({
     .min(5)
     .max(7 * 24 * 3600)
     .optional(),
+  streamResumeSeconds: z.number().min(0).max(3600).optional(),
 });
 
 export const gatewayConfigSchema = z.strictObject({
@@ -83,6 +87,7 @@ export const gatewayConfigSchema = z.strictObject({
     })
     .optional(),
   mcpServers: z.record(z.string().regex(/^[A-Za-z0-9_-]+$/), z.unknown()).optional(),
+  mcpStartupWaitMs: z.number().int().min(0).max(600_000).optional(),
   plugins: z.array(pluginEntrySchema).optional(),
   snapshotStore: snapshotStoreSchema.optional(),
   workspace: z
@@ -96,6 +101,7 @@ export const gatewayConfigSchema = z.strictObject({
     ])
     .optional(),
   http: httpSettingsSchema.optional(),
+  logging: z.strictObject({ cellOutput: z.boolean().optional() }).optional(),
 });
 
 /** What each field takes, for "expected ..." in error messages. */
@@ -107,6 +113,13 @@ export const FIELD_HINTS: Record<string, string> = {
     'an array of tool ids or names that need the user\'s approval, e.g. ["core:codecell:write_file"]',
   mcpServers: 'an object of server id (letters, digits, "_" or "-") to { "command", "args" } or { "url" }',
   "mcpServers.<name>": 'a server id made of letters, digits, "_" and "-", such as "memory" or "my-server"',
+  logging: '{ "cellOutput": true } sends what cells print to the client as log messages',
+  "logging.cellOutput":
+    "true or false (default false): send console/text/json output of cells as notifications/message",
+  mcpStartupWaitMs:
+    "milliseconds (0 to 600000, default 10000) serve waits for MCP servers before answering; later ones are added with tools/list_changed",
+  connectTimeoutMs:
+    "milliseconds (100 to 600000, default 30000) the server has to answer initialize and list its tools before it is stopped and reported",
   plugins: 'an array of module paths or package names, or { "module": "...", "options": {...} }',
   snapshotStore:
     '{ "kind": "memory" }, { "kind": "sqlite", "path": "runs.db" } or { "kind": "redis", "url": "redis://...", "secret": "${CODECELL_SNAPSHOT_SECRET}" }',
@@ -144,6 +157,8 @@ export const FIELD_HINTS: Record<string, string> = {
   "http.maxSessionsPerPrincipal":
     "a whole number of MCP sessions one principal may hold at once (default 64)",
   "http.sessionIdleSeconds": "seconds without a request after which an MCP session is closed (default 600)",
+  "http.streamResumeSeconds":
+    "seconds (0 to 3600, default 5) a client whose response stream dropped has to resume it with Last-Event-ID before its request is cancelled",
 };
 
 export type GatewayConfigFile = z.infer<typeof gatewayConfigSchema>;

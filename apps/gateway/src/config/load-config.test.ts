@@ -179,6 +179,7 @@ describe("resolveGatewayConfig", () => {
       allowedHosts: ["codecell.example.com"],
       maxSessionsPerPrincipal: 8,
       sessionIdleMs: 60_000,
+      streamResumeMs: 5_000,
     });
     expect(resolve({}).config?.http).toMatchObject({ tokens: [], maxSessionsPerPrincipal: 64 });
   });

@@ -46,6 +46,8 @@ export type HttpSettings = {
   allowedHosts: string[];
   maxSessionsPerPrincipal: number;
   sessionIdleMs: number;
+  /** How long a request whose stream dropped may be resumed (Last-Event-ID) before it is cancelled. */
+  streamResumeMs: number;
 };
 
 export const DEFAULT_HTTP_SETTINGS: HttpSettings = {
@@ -53,7 +55,14 @@ export const DEFAULT_HTTP_SETTINGS: HttpSettings = {
   allowedHosts: [],
   maxSessionsPerPrincipal: 64,
   sessionIdleMs: 600_000,
+  streamResumeMs: 5_000,
 };
+
+/**
+ * How long `serve` waits for downstream servers before it answers: local servers are in by then, and a
+ * server that hangs costs at most this, not its whole deadline.
+ */
+export const DEFAULT_MCP_STARTUP_WAIT_MS = 10_000;
 
 /** A checked config with every path made absolute: what the gateway runs on. */
 export type GatewayConfig = {
@@ -64,6 +73,10 @@ export type GatewayConfig = {
   deny: string[] | undefined;
   approval: string[];
   mcpServers: Record<string, McpServerConfig>;
+  /** How long `serve` waits for MCP servers before answering; later ones arrive with list_changed. */
+  mcpStartupWaitMs: number;
+  /** Send a cell's output items to the client as `notifications/message` (`logging.cellOutput`). */
+  logCellOutput: boolean;
   plugins: PluginSpec[];
   snapshotStore: SnapshotStoreSpec;
   /** Real path of the folder the core file tools may touch; null turns those tools off. */
@@ -277,6 +290,8 @@ function checkServer(
   if ("url" in value) return value as McpServerConfig;
   const env = value.env as Record<string, string> | undefined;
   const args = (value.args as string[] | undefined) ?? [];
+  const deadline =
+    typeof value.connectTimeoutMs === "number" ? { connectTimeoutMs: value.connectTimeoutMs } : {};
   if ("package" in value) {
     try {
       const bin = packageBin(String(value.package), value.bin as string | undefined, configDir);
@@ -285,13 +300,20 @@ function checkServer(
         args: [bin, ...args],
         ...(env ? { env } : {}),
         ...(cwd ? { cwd } : {}),
+        ...deadline,
       };
     } catch (error) {
       problems.push({ file, path: [...base, "package"].join("."), message: (error as Error).message });
       return null;
     }
   }
-  return { command: String(value.command), args, ...(env ? { env } : {}), ...(cwd ? { cwd } : {}) };
+  return {
+    command: String(value.command),
+    args,
+    ...(env ? { env } : {}),
+    ...(cwd ? { cwd } : {}),
+    ...deadline,
+  };
 }
 
 /**
@@ -480,6 +502,7 @@ export function resolveGatewayConfig(
     if (rawHttp.maxSessionsPerPrincipal !== undefined)
       http.maxSessionsPerPrincipal = rawHttp.maxSessionsPerPrincipal;
     if (rawHttp.sessionIdleSeconds !== undefined) http.sessionIdleMs = rawHttp.sessionIdleSeconds * 1000;
+    if (rawHttp.streamResumeSeconds !== undefined) http.streamResumeMs = rawHttp.streamResumeSeconds * 1000;
   }
 
   if (problems.length > 0 || !codeMode) return { config: null, problems, warnings };
@@ -492,6 +515,9 @@ export function resolveGatewayConfig(
       deny: tools.deny,
       approval: tools.approval ?? [],
       mcpServers,
+      mcpStartupWaitMs:
+        (parsed.success ? parsed.data.mcpStartupWaitMs : undefined) ?? DEFAULT_MCP_STARTUP_WAIT_MS,
+      logCellOutput: (parsed.success ? parsed.data.logging?.cellOutput : undefined) ?? false,
       plugins,
       snapshotStore,
       workspace,
