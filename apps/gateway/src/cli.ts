@@ -46,8 +46,9 @@ result is continued with wait until it completes (at most ${MAX_AUTO_WAITS} time
 Calls that need approval are refused (there is no client to ask). Exit 0 completed, 4 failed, 5 waiting.`,
   catalog: `Usage: codecell catalog [--config <file>] [--search <query>]
 
-Prints ALL_TOOLS as a cell sees it and the MCP servers behind MCP.<server>, as JSON. With --search,
-the ranked results of tools.search(query) instead (MCP tools included).`,
+Prints, as JSON, ALL_TOOLS as a cell sees it and, apart, the MCP tools as a cell calls them
+(MCP.<server>.<tool>). With --search, what a cell's tools.search(query) finds (never MCP tools) and, apart,
+what its API.search(query) finds (MCP tools only).`,
   check: `Usage: codecell check [--config <file>] [--connect]
 
 Validates the config file and loads its plugins; prints every problem, one line each, on stderr, and

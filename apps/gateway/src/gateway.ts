@@ -1,5 +1,5 @@
 import { buildToolCatalog, type ToolCatalog } from "@codecell/catalog";
-import { CodeModeError, type HostTool } from "@codecell/contract";
+import { CodeModeError, type HostTool, type JsonValue } from "@codecell/contract";
 import {
   type CodeModeEngine,
   createCodeModeEngine,
@@ -61,6 +61,21 @@ function snapshotBackend(spec: GatewayConfig["snapshotStore"], snapshotSecret: s
     case "memory":
       return new MemorySnapshotBackend();
   }
+}
+
+/** A hook's rewritten input, as JSON (a copy, so the hook keeps no handle on what the tool receives). */
+function toJsonInput(value: unknown, pluginId: string): JsonValue {
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(value);
+  } catch {}
+  if (json === undefined) {
+    throw new CodeModeError(
+      "nested_tool_failed",
+      `The before_tool_call hook of plugin "${pluginId}" rewrote the input to something that is not JSON.`,
+    );
+  }
+  return JSON.parse(json) as JsonValue;
 }
 
 function toolIdOf(tool: HostTool): string {
@@ -282,6 +297,15 @@ export class Gateway implements SessionHost {
           progress: call.progress,
           // The run belongs to its owner (context.sessionId), whichever MCP session continues it.
           runKey: `${call.context.sessionId}/${call.parent.codeModeRunId}`,
+          via: call.via,
+          run: {
+            agentId: call.context.agentId,
+            sessionKey: call.context.sessionKey,
+            sessionId: call.context.sessionId,
+            runId: call.context.runId,
+            codeModeRunId: call.parent.codeModeRunId,
+            parentToolCallId: call.parent.toolCallId,
+          },
         }),
       mcpRequest: (request) => this.#mcpRequest(request),
     };
@@ -305,9 +329,16 @@ export class Gateway implements SessionHost {
     }
   }
 
-  /** Runs one tool from any source, after policy (the caller's) and approval (here). */
+  /**
+   * Runs one tool from any source. The order, for nested and direct calls alike: policy (the caller's
+   * catalog), then the plugins' `before_tool_call` hooks in plugin load order (each sees the input the
+   * previous one left, and may block the call or rewrite its input), then approval (here, of the input
+   * that will actually run), then the tool. Hook decisions and approvals are noted on the call's
+   * trajectory entry.
+   */
   async runTool(request: ToolCallRequest): Promise<unknown> {
-    const { tool, toolId, input, signal } = request;
+    const { tool, toolId, signal } = request;
+    const input = await this.#beforeToolCall(request);
     if (this.#needsApproval(toolId, tool.name)) {
       await requireApproval(request.approvals, toolId, input, signal);
       request.note?.("approved by the user");
@@ -339,6 +370,52 @@ export class Gateway implements SessionHost {
         break;
     }
     throw new CodeModeError("invalid_input", `The gateway has no tool ${toolId}.`);
+  }
+
+  /** Runs every plugin's `before_tool_call` hook; returns the input to run with, or throws a block. */
+  async #beforeToolCall(request: ToolCallRequest): Promise<JsonValue> {
+    let input = request.input;
+    for (const loaded of this.plugins) {
+      const hook = loaded.plugin.hooks?.before_tool_call;
+      if (!hook) continue;
+      const pluginId = loaded.plugin.id;
+      let decision: unknown;
+      try {
+        decision = await hook.call(loaded.plugin.hooks, {
+          toolId: request.toolId,
+          toolName: request.tool.name,
+          source: request.tool.source,
+          owner: request.tool.owner,
+          input: structuredClone(input),
+          via: request.via ?? "direct",
+          sessionId: request.sessionId,
+          run: request.run ?? {
+            ...ownerContext({ principal: LOCAL_PRINCIPAL, conversation: request.sessionId }),
+          },
+        });
+      } catch (error) {
+        // Fail closed: a hook that breaks cannot wave a call through.
+        request.note?.(`blocked: the before_tool_call hook of plugin "${pluginId}" failed`);
+        throw new CodeModeError(
+          "nested_tool_failed",
+          `The before_tool_call hook of plugin "${pluginId}" failed (${(error as Error).message}), so ${request.toolId} was not called.`,
+        );
+      }
+      if (decision === undefined || decision === null) continue;
+      const answer = decision as { block?: unknown; reason?: unknown; input?: unknown };
+      if (answer.block === true) {
+        const reason = typeof answer.reason === "string" && answer.reason ? answer.reason : "no reason given";
+        request.note?.(
+          `blocked by the before_tool_call hook of plugin "${pluginId}": ${reason.slice(0, 300)}`,
+        );
+        throw new CodeModeError("nested_tool_failed", `Blocked by plugin "${pluginId}": ${reason}`);
+      }
+      if ("input" in answer) {
+        input = toJsonInput(answer.input, pluginId);
+        request.note?.(`input rewritten by the before_tool_call hook of plugin "${pluginId}"`);
+      }
+    }
+    return input;
   }
 
   async #mcpRequest(request: McpServerRequest): Promise<unknown> {

@@ -4,6 +4,7 @@ import {
   codeModeResultText,
   type JsonValue,
 } from "@codecell/contract";
+import { mcpCellView } from "@codecell/engine";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import {
@@ -314,18 +315,15 @@ export function createSessionServer(
 /** The catalog as a guest sees it: `ALL_TOOLS`, and per MCP server its tool names. */
 export function catalogView(gateway: Gateway, query?: string) {
   const catalog = gateway.catalog();
-  const servers = gateway.connector.describeServers().map((server) => ({
-    name: server.name,
-    tools: catalog.entries
-      .filter((entry) => entry.source === "mcp" && entry.sourceName === server.name)
-      .map((entry) => entry.name),
-  }));
+  // MCP tools apart, the way a cell sees them: MCP.<server>.<tool>, found with API.search (never with
+  // tools.search or ALL_TOOLS, which leave them out).
+  const mcp = mcpCellView(catalog, gateway.connector.describeServers());
   return {
     codeMode: gateway.config.codeMode.enabled,
     ...(query === undefined
       ? { allTools: catalog.guestEntries }
-      : { query, results: catalog.search(query, { includeMcp: true }) }),
-    mcpServers: servers,
+      : { query, "tools.search": catalog.search(query), "API.search": mcp.search(query) }),
+    mcpServers: mcp.servers,
     bySource: catalog.countsBySource,
   };
 }

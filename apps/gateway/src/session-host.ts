@@ -16,6 +16,16 @@ export type ToolCallRequest = {
   progress?: (update: ToolProgress) => void;
   /** The code-mode run a nested call belongs to (its write budget); absent for direct calls. */
   runKey?: string;
+  /** How the call was reached, and the run it belongs to: what `before_tool_call` hooks see. */
+  via?: "tools.call" | "mcp" | "namespace" | "direct";
+  run?: {
+    agentId: string;
+    sessionKey: string;
+    sessionId: string;
+    runId: string;
+    codeModeRunId?: string;
+    parentToolCallId?: string;
+  };
 };
 
 /**

@@ -122,6 +122,8 @@ export class GatewaySession {
       approvals: this.#approvals,
       signal: this.#signal(signal),
       ...(progress ? { progress } : {}),
+      via: "direct",
+      run: ownerContext(this.owner),
     });
     return { tool, value };
   }

@@ -142,13 +142,16 @@ describe("codecell exec, catalog and the command line", () => {
     expect(all.code, all.stderr).toBe(0);
     const catalog = JSON.parse(all.stdout) as {
       allTools: Array<{ id: string }>;
-      mcpServers: Array<{ name: string; tools: string[] }>;
+      mcpServers: Array<{ name: string; call: string; tools: string[] }>;
     };
     expect(catalog.allTools.map((tool) => tool.id)).toContain("plugin:notes:notes_search");
     expect(catalog.allTools.map((tool) => tool.id)).not.toContain("core:codecell:exec");
+    expect(catalog.allTools.some((tool) => tool.id.startsWith("mcp:"))).toBe(false);
+    // MCP tools apart, named the way a cell calls them.
     expect(catalog.mcpServers[0]).toMatchObject({
       name: "memory",
-      tools: expect.arrayContaining(["read_graph"]),
+      call: "MCP.memory",
+      tools: expect.arrayContaining(["MCP.memory.readGraph", "MCP.memory.createEntities"]),
     });
     const search = await runCli([
       "catalog",
@@ -157,8 +160,14 @@ describe("codecell exec, catalog and the command line", () => {
       "--search",
       "knowledge graph entities",
     ]);
-    const ranked = JSON.parse(search.stdout) as { results: Array<{ id: string }> };
-    expect(ranked.results[0]!.id).toMatch(/^mcp:memory:/);
+    const ranked = JSON.parse(search.stdout) as {
+      "tools.search": Array<{ id: string }>;
+      "API.search": Array<{ call: string; signature: string }>;
+    };
+    // What a cell's tools.search finds (never an MCP tool), and apart what its API.search finds.
+    expect(ranked["tools.search"].some((entry) => entry.id.startsWith("mcp:"))).toBe(false);
+    expect(ranked["API.search"][0]!.call).toMatch(/^MCP\.memory\./);
+    expect(ranked["API.search"][0]!.signature).toMatch(/^MCP\.memory\.\w+\(/);
   });
 });
 

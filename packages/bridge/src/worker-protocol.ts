@@ -33,7 +33,8 @@ export type McpOperation = (typeof MCP_OPERATIONS)[number];
 
 /** What a guest call asks of the host. */
 export type HostRequestBody =
-  | { kind: "search"; query: string; options?: { limit?: number } }
+  /** `tools.search` (the catalog without MCP), or with `scope: "mcp"` `API.search` (MCP tools only). */
+  | { kind: "search"; query: string; options?: { limit?: number }; scope?: "mcp" }
   | { kind: "describe"; target: string }
   | { kind: "call"; target: string; input: JsonValue }
   | { kind: "mcp"; server: string; op: McpOperation; toolId?: string; args: JsonValue[] }
@@ -157,6 +158,7 @@ const requestBodyChecks: Record<HostRequestKind, Record<string, Check>> = {
     query: isString,
     options: (value) =>
       value === undefined || (isRecord(value) && (value.limit === undefined || isNumber(value.limit))),
+    scope: (value) => value === undefined || value === "mcp",
   },
   describe: { target: isString },
   call: { target: isString, input: isJson },

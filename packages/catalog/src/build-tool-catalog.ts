@@ -108,10 +108,18 @@ export function buildToolCatalog(tools: readonly HostTool[], options: ToolCatalo
       }
       const limit = resultLimit(searchOptions.limit, limits);
       const includeMcp = searchOptions.includeMcp === true;
+      const sources = searchOptions.sources;
+      const accept = (position: number) => {
+        const source = entries[position]!.source;
+        return sources ? sources.includes(source) : includeMcp || source !== "mcp";
+      };
       if (query.trim() === "") {
-        return (includeMcp ? compact : guestEntries).slice(0, limit).map(copyEntry);
+        if (!sources) return (includeMcp ? compact : guestEntries).slice(0, limit).map(copyEntry);
+        return compact
+          .filter((_, position) => accept(position))
+          .slice(0, limit)
+          .map(copyEntry);
       }
-      const accept = (position: number) => includeMcp || entries[position]!.source !== "mcp";
       return index.search(query, accept, limit).map((position) => copyEntry(compact[position]!));
     },
     describe(idOrName, viewOptions = {}): DescribedTool {

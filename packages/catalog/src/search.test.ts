@@ -32,6 +32,14 @@ describe("search", () => {
     );
   });
 
+  it("ranks only the sources asked for, MCP included (the engine's API.search)", () => {
+    const mcpOnly = catalog.search("create a github issue", { sources: ["mcp"], limit: 50 });
+    expect(mcpOnly[0]?.id).toBe("mcp:github:create_issue");
+    expect(mcpOnly.every((entry) => entry.source === "mcp")).toBe(true);
+    const empty = catalog.search("", { sources: ["mcp"], limit: 2 });
+    expect(ids(empty)).toEqual(ids(catalog.entries.filter((entry) => entry.source === "mcp").slice(0, 2)));
+  });
+
   it("answers an empty query with the first entries in catalog order", () => {
     expect(ids(catalog.search("   ", { limit: 3 }))).toEqual(ids(catalog.guestEntries.slice(0, 3)));
     expect(ids(catalog.search("", { limit: 2, includeMcp: true }))).toEqual(ids(catalog.entries.slice(0, 2)));

@@ -22,7 +22,11 @@ export type CatalogViewOptions = {
   includeMcp?: boolean;
 };
 
-export type CatalogSearchOptions = CatalogViewOptions & { limit?: number };
+export type CatalogSearchOptions = CatalogViewOptions & {
+  limit?: number;
+  /** Only entries of these sources (MCP included when listed, whatever `includeMcp` says). */
+  sources?: readonly ToolSource[];
+};
 
 /** The run-scoped hidden catalog: built once per run from the host's effective tools. */
 export interface ToolCatalog {

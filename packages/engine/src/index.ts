@@ -1,4 +1,5 @@
 export { CodeModeEngine, createCodeModeEngine } from "./engine.js";
+export { type McpCellView, type McpSearchHit, mcpCellView } from "./mcp-search.js";
 export {
   assertCodeModePayload,
   EXEC_TOOL_NAME,

@@ -28,7 +28,7 @@ export function execDescription(parts: ExecDescriptionParts): string {
   ];
   if (parts.mcpServers.length > 0) {
     lines.push(
-      `- MCP servers (${parts.mcpServers.join(", ")}): await MCP.<server>.<tool>({...}). Read their signatures with API.list("mcp") and API.read("mcp/<server>.d.ts").`,
+      `- MCP servers (${parts.mcpServers.join(", ")}): await MCP.<server>.<tool>({...}); await API.search(query) ranks MCP tools; API.read("mcp/<server>.d.ts") has their signatures.`,
     );
   }
   lines.push(

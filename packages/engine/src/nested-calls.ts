@@ -10,6 +10,7 @@ import {
 import { type McpDeclarations, renderApiHeader } from "@codecell/mcp-declarations";
 import type { NamespaceRuntime } from "@codecell/namespaces";
 import type { SettleOutcome } from "@codecell/sandbox";
+import { searchMcpTools } from "./mcp-search.js";
 import { recordNestedToolId } from "./run-telemetry.js";
 import type { TrajectoryRecorder } from "./trajectory.js";
 import type { NestedCallVia, RunContext, RunProgress, ToolExecutor } from "./types.js";
@@ -88,6 +89,11 @@ export function startHostRequest(
   switch (request.kind) {
     case "search":
       telemetry.nested.searches++;
+      if (request.scope === "mcp") {
+        return answered(() =>
+          searchMcpTools(catalog, scope.declarations, String(request.query ?? ""), request.options?.limit),
+        );
+      }
       return answered(() => catalog.search(String(request.query ?? ""), { limit: request.options?.limit }));
     case "describe":
       telemetry.nested.describes++;

@@ -365,3 +365,65 @@ return lines.length;`;
     }
   });
 });
+
+describe("finding an MCP tool by what it does: API.search", () => {
+  it("ranks the visible MCP servers' tools, each with its call expression, one-line signature and description", async () => {
+    const { value } = completed(
+      await exec('return await API.search("create entities in the knowledge graph", { limit: 3 })'),
+    );
+    const hits = value as Array<{
+      call: string;
+      signature: string;
+      description: string;
+      server: string;
+      tool: string;
+    }>;
+    expect(hits.length).toBeGreaterThan(0);
+    expect(hits.length).toBeLessThanOrEqual(3);
+    expect(hits[0]).toMatchObject({
+      call: "MCP.memory.createEntities",
+      server: "memory",
+      tool: "create_entities",
+      description: "Create multiple new entities in the knowledge graph",
+    });
+    expect(hits[0]!.signature).toMatch(
+      /^MCP\.memory\.createEntities\(input: \{ entities: .*\}\): Promise<McpToolResultOf<.*>>$/,
+    );
+    expect(hits[0]!.signature).not.toContain("\n");
+    for (const hit of hits) expect(hit.call).toMatch(/^MCP\.memory\.\w+$/);
+  });
+
+  it("lets a cell find a tool and call it by what API.search returned", async () => {
+    const { value } = completed(
+      await exec(`const [hit] = await API.search("read the whole graph");
+const [server, tool] = hit.call.split(".").slice(1);
+const graph = await MCP[server][tool]({});
+return { call: hit.call, isError: graph.isError ?? false };`),
+    );
+    expect(value).toEqual({ call: "MCP.memory.readGraph", isError: false });
+  });
+
+  it("leaves tools.search and ALL_TOOLS without MCP tools, as the spec says", async () => {
+    // Spec, "Tool catalog": ALL_TOOLS, tools.search, tools.describe and tools.call leave MCP entries out;
+    // MCP tools are reached under MCP.<server>.
+    const { value } = completed(
+      await exec(`const found = await tools.search("knowledge graph entities", { limit: 50 });
+return { search: found.filter((t) => t.source === "mcp").length, all: ALL_TOOLS.filter((t) => t.source === "mcp").length };`),
+    );
+    expect(value).toEqual({ search: 0, all: 0 });
+  });
+
+  it("says in one line of the exec description what finds MCP tools", () => {
+    const { run } = setup();
+    const description = run.modelTools[0]!.description;
+    expect(description).toContain("every tool except MCP tools");
+    expect(description).toContain(
+      'await API.search(query) ranks MCP tools; API.read("mcp/<server>.d.ts") has their signatures.',
+    );
+  });
+
+  it("refuses a query that is not a string with the fix", async () => {
+    const error = failedWith(await exec("return await API.search({ q: 'graph' })"));
+    expect(error).toContain("API.search(query): query");
+  });
+});

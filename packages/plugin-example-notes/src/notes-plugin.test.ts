@@ -113,3 +113,33 @@ describe("Notes namespace", () => {
     expect(createCodeModeNamespaceRuntime({ runId: "r" }, catalog).namespaces).toEqual([]);
   });
 });
+
+describe("readOnly: a before_tool_call hook", () => {
+  const event = (toolName: string, owner = NOTES_PLUGIN_ID) => ({
+    toolId: `plugin:${owner}:${toolName}`,
+    toolName,
+    source: "plugin",
+    owner,
+    input: {},
+    via: "tools.call" as const,
+    sessionId: "s1",
+    run: { agentId: "a", sessionKey: "k", sessionId: "s", runId: "r" },
+  });
+
+  it("blocks the notebook's writing tools with a reason and lets everything else through", async () => {
+    const plugin = await createPlugin({ options: { readOnly: true }, configDir: "." });
+    const hook = plugin.hooks?.before_tool_call;
+    expect(hook).toBeTypeOf("function");
+    expect(await hook!(event("notes_add"))).toEqual({
+      block: true,
+      reason: "the notebook is read-only (notes plugin option readOnly)",
+    });
+    expect(await hook!(event("notes_delete"))).toMatchObject({ block: true });
+    expect(await hook!(event("notes_list"))).toBeUndefined();
+    expect(await hook!(event("notes_add", "other-plugin"))).toBeUndefined();
+  });
+
+  it("has no hook without the option", async () => {
+    expect((await createPlugin({ options: null, configDir: "." })).hooks).toBeUndefined();
+  });
+});

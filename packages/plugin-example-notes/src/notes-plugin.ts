@@ -209,15 +209,37 @@ function parseSeed(options: JsonValue): NoteSeed[] {
   return seed as unknown as NoteSeed[];
 }
 
-/** Builds the notes plugin: five tools and the `Notes` namespace over one in-process notebook. */
-export const createPlugin: PluginFactory = ({ options }) => createNotesPlugin(parseSeed(options ?? null));
+/** The notebook's tools that change it; `readOnly` blocks them. */
+const WRITING_TOOLS = new Set(["notes_add", "notes_delete"]);
+
+/**
+ * Builds the notes plugin: five tools and the `Notes` namespace over one in-process notebook. Option
+ * `readOnly: true` adds a `before_tool_call` hook that blocks the notebook's writing tools.
+ */
+export const createPlugin: PluginFactory = ({ options }) =>
+  createNotesPlugin(parseSeed(options ?? null), {
+    readOnly:
+      options !== null && typeof options === "object" && !Array.isArray(options) && options.readOnly === true,
+  });
 
 export function createNotesPlugin(
   seed: ReadonlyArray<NoteSeed> = DEFAULT_SEED,
+  settings: { readOnly?: boolean } = {},
 ): CodecellPlugin & { store: NoteStore } {
   const store = new NoteStore(seed);
   return {
     id: NOTES_PLUGIN_ID,
+    ...(settings.readOnly
+      ? {
+          hooks: {
+            // Sees every tool call of the gateway; acts only on this plugin's own writing tools.
+            before_tool_call: (event) =>
+              event.owner === NOTES_PLUGIN_ID && WRITING_TOOLS.has(event.toolName)
+                ? { block: true, reason: "the notebook is read-only (notes plugin option readOnly)" }
+                : undefined,
+          },
+        }
+      : {}),
     description: "A small notebook: add, list, read, search and delete notes.",
     store,
     tools: notesTools(store),

@@ -21,6 +21,40 @@ export type PluginTool = {
   execute(input: JsonValue, context: PluginToolContext): unknown;
 };
 
+/** What a `before_tool_call` hook sees: every tool call the gateway runs, after policy, before approval. */
+export type BeforeToolCallEvent = {
+  /** Catalog id, e.g. `core:codecell:write_file`. */
+  toolId: string;
+  toolName: string;
+  source: string;
+  owner: string;
+  /** A copy: change it through the decision's `input`, not in place. */
+  input: JsonValue;
+  /** How the call was reached: from a cell (`tools.call`, `mcp`, `namespace`) or directly (code mode off). */
+  via: "tools.call" | "mcp" | "namespace" | "direct";
+  /** The MCP session the call came through. */
+  sessionId: string;
+  /** The run: its owner's session and, for nested calls, the runId the model was given and the parent call. */
+  run: {
+    agentId: string;
+    sessionKey: string;
+    sessionId: string;
+    runId: string;
+    codeModeRunId?: string;
+    parentToolCallId?: string;
+  };
+};
+
+/**
+ * Nothing: the call goes on. `{ block: true, reason }`: it is not made, and the cell sees
+ * `nested_tool_failed` with the reason. `{ input }`: it goes on with this input. Throwing blocks too.
+ */
+export type BeforeToolCallDecision = { block: true; reason: string } | { input: JsonValue } | undefined;
+
+export type PluginHooks = {
+  before_tool_call?(event: BeforeToolCallEvent): BeforeToolCallDecision | Promise<BeforeToolCallDecision>;
+};
+
 /**
  * The object a plugin module hands the gateway. The gateway registers `namespaces` under `id` with
  * `@codecell/namespaces` and clears them again when the plugin is unloaded or fails to load.
@@ -30,6 +64,8 @@ export type CodecellPlugin = {
   description?: string;
   tools: PluginTool[];
   namespaces?: CodeModeNamespaceRegistration[];
+  /** Hooks the gateway runs on every tool call, in plugin load order, before approval. */
+  hooks?: PluginHooks;
   /** Called when the gateway stops or unloads the plugin. */
   close?(): void | Promise<void>;
 };

@@ -22,11 +22,46 @@ export type GatewayPluginTool = {
   ): unknown;
 };
 
+/**
+ * What a `before_tool_call` hook sees: every tool call the gateway runs, nested in a cell or direct,
+ * after policy and before approval. `run` is the run context (`codeModeRunId` and `parentToolCallId`
+ * are there for nested calls: the runId the model was given and the exec/wait call the call ran under).
+ */
+export type BeforeToolCallEvent = {
+  toolId: string;
+  toolName: string;
+  source: string;
+  owner: string;
+  input: JsonValue;
+  via: "tools.call" | "mcp" | "namespace" | "direct";
+  /** The MCP session the call came through. */
+  sessionId: string;
+  run: {
+    agentId: string;
+    sessionKey: string;
+    sessionId: string;
+    runId: string;
+    codeModeRunId?: string;
+    parentToolCallId?: string;
+  };
+};
+
+/**
+ * A hook's answer: nothing (go on), `{ block: true, reason }` (the call is not made; the cell sees
+ * `nested_tool_failed` with the reason), or `{ input }` (the call goes on with this input instead).
+ */
+export type BeforeToolCallDecision = { block: true; reason: string } | { input: JsonValue } | undefined;
+
+export type GatewayPluginHooks = {
+  before_tool_call?(event: BeforeToolCallEvent): BeforeToolCallDecision | Promise<BeforeToolCallDecision>;
+};
+
 export type GatewayPlugin = {
   id: string;
   description?: string;
   tools: GatewayPluginTool[];
   namespaces?: CodeModeNamespaceRegistration[];
+  hooks?: GatewayPluginHooks;
   close?(): void | Promise<void>;
 };
 
@@ -67,6 +102,18 @@ export function pluginShapeProblems(value: unknown): string[] {
   }
   if (plugin.namespaces !== undefined && !Array.isArray(plugin.namespaces)) {
     problems.push('"namespaces" must be an array of namespace registrations');
+  }
+  if (plugin.hooks !== undefined) {
+    const hooks = plugin.hooks as Record<string, unknown> | null;
+    if (hooks === null || typeof hooks !== "object")
+      problems.push('"hooks" must be an object of hook functions');
+    else {
+      for (const [name, hook] of Object.entries(hooks)) {
+        if (name !== "before_tool_call")
+          problems.push(`hooks.${name} is not a hook the gateway knows (before_tool_call)`);
+        else if (typeof hook !== "function") problems.push(`hooks.${name} must be a function`);
+      }
+    }
   }
   if (plugin.close !== undefined && typeof plugin.close !== "function")
     problems.push('"close" must be a function');

@@ -296,16 +296,17 @@ export function guestPrelude(host, surfaceText) {
 
   // tools: search, describe, call, and one convenience function per unambiguous safe name.
   const tools = {};
-  define(tools, "search", function search(query, options) {
+  // tools.search ranks the catalog without MCP tools; API.search (scope "mcp") ranks only MCP tools.
+  function searchRequest(query, options, what, scope) {
     try {
-      const body = { kind: "search", query: requireString(query, "tools.search(query): query") };
+      const body = { kind: "search", query: requireString(query, `${what}(query): query`) };
+      if (scope !== undefined) body.scope = scope;
       if (options !== undefined && options !== null) {
         if (typeof options !== "object")
-          throw new TypeErrorCtor("tools.search(query, options): options must be an object");
+          throw new TypeErrorCtor(`${what}(query, options): options must be an object`);
         const limit = options.limit;
         if (limit !== undefined) {
-          if (typeof limit !== "number")
-            throw new TypeErrorCtor("tools.search options.limit must be a number");
+          if (typeof limit !== "number") throw new TypeErrorCtor(`${what} options.limit must be a number`);
           body.options = { limit };
         }
       }
@@ -313,6 +314,9 @@ export function guestPrelude(host, surfaceText) {
     } catch (error) {
       return rejected(error);
     }
+  }
+  define(tools, "search", function search(query, options) {
+    return searchRequest(query, options, "tools.search", undefined);
   });
   define(tools, "describe", function describe(idOrName) {
     try {
@@ -450,6 +454,9 @@ export function guestPrelude(host, surfaceText) {
     } catch (error) {
       return rejected(error);
     }
+  });
+  define(api, "search", function search(query, options) {
+    return searchRequest(query, options, "API.search", "mcp");
   });
   define(api, "read", function read(path) {
     try {

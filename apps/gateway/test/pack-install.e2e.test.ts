@@ -1,0 +1,110 @@
+import { execFile } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { promisify } from "node:util";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { describe, expect, it } from "vitest";
+import { APP_DIR } from "./harness.js";
+
+// Issue 15 item 9: "a test packs every package, installs the tarballs into an empty folder with npm, and
+// runs `npx codecell exec` and `npx codecell serve` from there." The packages are packed with pnpm, which
+// rewrites `workspace:` ranges to versions as `pnpm publish` does. npm installs the third-party
+// dependencies from the registry (from its cache when warm). Install scripts are skipped: the one that
+// matters, better-sqlite3's, compiles from source for minutes when no prebuilt binary can be fetched,
+// and the embedded default (memory store) does not load it.
+
+const run = promisify(execFile);
+const ROOT = resolve(APP_DIR, "..", "..");
+const PNPM = ["--yes", "pnpm@10.34.8"];
+
+function publishable(): string[] {
+  const dirs = [...readdirSync(join(ROOT, "packages")).map((name) => join(ROOT, "packages", name)), APP_DIR];
+  return dirs.flatMap((dir) => {
+    try {
+      const manifest = JSON.parse(readFileSync(join(dir, "package.json"), "utf8"));
+      return manifest.private ? [] : [manifest.name as string];
+    } catch {
+      return [];
+    }
+  });
+}
+
+describe("the packed packages, installed with npm into an empty folder", () => {
+  it("run `npx codecell exec` and `npx codecell serve`", { timeout: 600_000 }, async () => {
+    const started = Date.now();
+    const work = mkdtempSync(join(tmpdir(), "codecell-pack-"));
+    const tarballs = join(work, "tarballs");
+    const install = join(work, "install");
+    mkdirSync(tarballs);
+    mkdirSync(install);
+    const names = publishable();
+    expect(names).toContain("@codecell/gateway");
+    await run(
+      "npx",
+      [...PNPM, "-r", ...names.flatMap((name) => ["--filter", name]), "pack", "--pack-destination", tarballs],
+      {
+        cwd: ROOT,
+        maxBuffer: 64 * 1024 * 1024,
+      },
+    );
+    const files = readdirSync(tarballs).filter((file) => file.endsWith(".tgz"));
+    expect(files).toHaveLength(names.length);
+    for (const file of files) {
+      const { stdout } = await run("tar", ["-xzOf", join(tarballs, file), "package/package.json"]);
+      expect(stdout, `${file} still has a workspace: range`).not.toContain("workspace:");
+    }
+    const { stdout: bin } = await run("tar", [
+      "-xzOf",
+      join(tarballs, files.find((file) => file.startsWith("codecell-gateway-"))!),
+      "package/bin/codecell.js",
+    ]);
+    expect(bin.startsWith("#!/usr/bin/env node\n")).toBe(true);
+
+    writeFileSync(join(install, "package.json"), JSON.stringify({ name: "empty", private: true }));
+    await run(
+      "npm",
+      [
+        "install",
+        "--no-audit",
+        "--no-fund",
+        "--ignore-scripts",
+        "--prefer-offline",
+        "--loglevel=error",
+        ...files.map((file) => join(tarballs, file)),
+      ],
+      { cwd: install, maxBuffer: 64 * 1024 * 1024 },
+    );
+    const installedMs = Date.now() - started;
+
+    // One cell, headless, with the embedded default (its memory server resolved from the install).
+    writeFileSync(join(install, "cell.js"), "return { sum: 1 + 1, servers: Object.keys(MCP) };");
+    const { stdout } = await run("npx", ["--no-install", "codecell", "exec", "cell.js"], {
+      cwd: install,
+      env: process.env,
+    });
+    expect(JSON.parse(stdout)).toMatchObject({ status: "completed", value: { sum: 2, servers: ["memory"] } });
+
+    // MCP over stdio from the same folder: initialize and tools/list.
+    const transport = new StdioClientTransport({
+      command: "npx",
+      args: ["--no-install", "codecell", "serve"],
+      cwd: install,
+      env: process.env as Record<string, string>,
+      stderr: "pipe",
+    });
+    const client = new Client({ name: "pack-test", version: "1.0.0" });
+    try {
+      await client.connect(transport);
+      expect(client.getServerVersion()?.name).toBe("codecell");
+      const { tools } = await client.listTools();
+      expect(tools.map((tool) => tool.name)).toEqual(["exec", "wait"]);
+    } finally {
+      await client.close();
+    }
+    process.stderr.write(
+      `pack-install: packed and installed ${names.length} packages in ${installedMs} ms; whole test ${Date.now() - started} ms\n`,
+    );
+  });
+});
