@@ -19,6 +19,7 @@ describe("host request bodies", () => {
   const valid = [
     { kind: "search", query: "files" },
     { kind: "search", query: "files", options: { limit: 3 } },
+    { kind: "search", query: "graph", scope: "mcp" },
     { kind: "describe", target: "core:host:read" },
     { kind: "call", target: "core:host:read", input: { path: "a" } },
     { kind: "mcp", server: "github", op: "call", toolId: "mcp:github:x", args: [{}] },
@@ -34,6 +35,7 @@ describe("host request bodies", () => {
   const invalid = [
     { kind: "exec", code: "1" },
     { kind: "search" },
+    { kind: "search", query: "graph", scope: "everything" },
     { kind: "call", target: 1, input: {} },
     { kind: "mcp", server: "s", op: "delete", args: [] },
     { kind: "namespace", namespaceId: "n", path: "p", args: "x" },
