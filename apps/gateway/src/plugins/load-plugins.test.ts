@@ -112,4 +112,14 @@ describe("loadPlugin", () => {
       /already uses the id "dup"/,
     );
   });
+
+  it("refuses hooks it does not know and a before_tool_call that is not a function, naming each", async () => {
+    const module = pluginFile(
+      "bad-hooks.mjs",
+      `export const plugin = { id: "hooks", tools: [${tool("t")}], hooks: { before_tool_call: 5, after_tool_call() {} } };`,
+    );
+    await expect(loadPlugin({ entry: "h", module, options: null }, dir, new Set())).rejects.toThrow(
+      /hooks\.before_tool_call must be a function.*hooks\.after_tool_call is not a hook the gateway knows/,
+    );
+  });
 });
