@@ -7,7 +7,8 @@ import { runToEnd, surface } from "./helpers.js";
  * Property-based fuzzing of values crossing the bridge both ways. CI runs a bounded number of cases;
  * `pnpm fuzz` (FUZZ_RUNS, default there 300) runs many more. Properties: nothing the guest or a host
  * result contains makes the host throw; every failure carries a code from the closed set (or is the
- * guest's own error); plain JSON survives the trip unchanged.
+ * guest's own error); plain JSON survives the trip unchanged; time and the host's memory stay bounded
+ * whatever the guest allocates.
  */
 
 const runs = Number(process.env.FUZZ_RUNS ?? 20);
@@ -166,4 +167,39 @@ describe("bridge fuzz", () => {
       { numRuns: runs },
     );
   }, 180_000);
+
+  it("keeps the host's memory bounded whatever the guest allocates, and names the limit", async () => {
+    // Allocation patterns a cell can use to grow memory: arrays of strings, doubling strings, typed
+    // buffers, wide objects, closures kept alive. Each is sized from nothing to far past the 32 MiB limit.
+    const pieces = fc.constantFrom(
+      "let a = []; for (let i = 0; i < N; i++) a.push('x'.repeat(200) + i);",
+      "let a = 'xy'; for (let i = 0; i < Math.min(N, 40); i++) a = a + a;",
+      "let a = []; for (let i = 0; i < N; i++) a.push(new ArrayBuffer(4096));",
+      "let a = {}; for (let i = 0; i < N; i++) a['k' + i] = { i, s: 'v' + i };",
+      "let a = []; for (let i = 0; i < N; i++) { const big = new Array(64).fill(i); a.push(() => big); }",
+    );
+    const rssLimit = process.memoryUsage().rss + 768 * 1024 * 1024;
+    let peakRss = 0;
+    await fc.assert(
+      fc.asyncProperty(pieces, fc.integer({ min: 0, max: 400_000 }), async (piece, size) => {
+        const started = Date.now();
+        const { event } = await runToEnd(pool, `${piece.replaceAll("N", String(size))} return 1;`, {
+          deadlineAt: started + 5_000,
+        });
+        expect(Date.now() - started).toBeLessThan(15_000);
+        if (event.type === "failed") {
+          // Running out of memory (or out of time while allocating) is named as such; never another code.
+          expect(["memory_limit_exceeded", "timeout"]).toContain(event.code);
+        } else {
+          expect(event).toMatchObject({ type: "completed", value: 1 });
+        }
+        // The guest's memory lives in its worker's bounded heap: the host process never balloons.
+        const { rss } = process.memoryUsage();
+        peakRss = Math.max(peakRss, rss);
+        expect(rss).toBeLessThan(rssLimit);
+      }),
+      { numRuns: runs },
+    );
+    expect(peakRss).toBeGreaterThan(0);
+  }, 240_000);
 });
