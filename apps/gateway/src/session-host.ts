@@ -1,6 +1,7 @@
 import type { HostTool, JsonValue } from "@codecell/contract";
 import type { PreparedRun, RunContext, ToolProgress, TrajectoryExport } from "@codecell/engine";
 import type { ApprovalClient } from "./approvals.js";
+import type { BeforeToolCallEvent } from "./plugins/plugin-shape.js";
 
 /** Where one tool call runs, whichever way it was reached (nested in a cell, or directly). */
 export type ToolCallRequest = {
@@ -17,15 +18,8 @@ export type ToolCallRequest = {
   /** The code-mode run a nested call belongs to (its write budget); absent for direct calls. */
   runKey?: string;
   /** How the call was reached, and the run it belongs to: what `before_tool_call` hooks see. */
-  via?: "tools.call" | "mcp" | "namespace" | "direct";
-  run?: {
-    agentId: string;
-    sessionKey: string;
-    sessionId: string;
-    runId: string;
-    codeModeRunId?: string;
-    parentToolCallId?: string;
-  };
+  via?: BeforeToolCallEvent["via"];
+  run?: BeforeToolCallEvent["run"];
 };
 
 /**
