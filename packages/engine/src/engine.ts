@@ -62,8 +62,10 @@ export class CodeModeEngine {
 
   constructor(options: CodeModeEngineOptions) {
     this.config = isResolvedConfig(options.config) ? options.config : resolveCodeModeConfig(options.config);
-    this.#pool = options.pool;
     this.#ownsPool = !options.pool;
+    // An engine that may run cells starts its pool now: the first worker boots (and gets its module)
+    // while the host prepares its first run, not when the first cell arrives.
+    this.#pool = options.pool ?? (this.config.enabled ? this.#createPool(options.snapshotSecret) : undefined);
     this.#ownsStore = !options.store;
     this.store = options.store
       ? Promise.resolve(options.store)
@@ -87,8 +89,12 @@ export class CodeModeEngine {
   }
 
   get pool(): SandboxPool {
-    this.#pool ??= createSandboxPool(this.#snapshotSecret ? { snapshotSecret: this.#snapshotSecret } : {});
+    this.#pool ??= this.#createPool(this.#snapshotSecret);
     return this.#pool;
+  }
+
+  #createPool(snapshotSecret: string | undefined): SandboxPool {
+    return createSandboxPool(snapshotSecret ? { snapshotSecret } : {});
   }
 
   /** Decides code mode for one agent run (the spec's activation order) and returns its surface. */

@@ -1,3 +1,7 @@
+// First, so the sandbox package is evaluated before the rest of the engine: it starts compiling
+// quickjs.wasm and booting a worker as it loads, which then overlaps the rest of this import.
+import "@codecell/sandbox";
+
 export { CodeModeEngine, createCodeModeEngine } from "./engine.js";
 export { type McpCellView, type McpSearchHit, mcpCellView } from "./mcp-search.js";
 export {

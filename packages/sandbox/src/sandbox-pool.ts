@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { availableParallelism } from "node:os";
-import { Worker } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
 import {
   type HostToWorkerMessage,
   type ProtocolError,
@@ -11,8 +11,8 @@ import { CodeModeError, type CodeModeErrorCode } from "@codecell/contract/errors
 import { RunHandle, type RunHost, type RunSettings } from "./sandbox-run.js";
 import type { RestoreOptions, RunOptions, SandboxPool, SandboxPoolOptions, SandboxRun } from "./types.js";
 import { type CompiledModule, loadQuickJsModule } from "./wasm-module.js";
+import { startSandboxWorker } from "./worker-start.js";
 
-const WORKER_URL = new URL("./worker/sandbox-worker.js", import.meta.url);
 const DEFAULT_MAX_BRIDGE_VALUE_BYTES = 8 * 1024 * 1024;
 const DEFAULT_WATCHDOG_GRACE_MS = 100;
 /** A worker busy this long on one command is held by a long or spinning cell: the last choice. */
@@ -22,15 +22,6 @@ const EXTRA_WORKER_IDLE_MS = 10_000;
 /** While the pool grows, how often a waiting run looks again at the workers it could take. */
 const GROWTH_POLL_MS = 5;
 const DEFAULT_STARTUP_TIMEOUT_MS = 30_000;
-
-/**
- * Diagnostics only: with CODECELL_WORKER_CPU_PROF_DIR set, every worker writes a V8 CPU profile there
- * when it exits (the gateway's `bench:profile` reads them). Nothing else of the host's flags is passed.
- */
-function workerExecArgv(): string[] {
-  const profileDir = process.env.CODECELL_WORKER_CPU_PROF_DIR;
-  return profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`, "--cpu-prof-interval=100"] : [];
-}
 
 /** One warm worker thread and the runs it hosts. */
 class WorkerSlot implements RunHost {
@@ -64,9 +55,7 @@ class WorkerSlot implements RunHost {
 
   private spawn(module: Promise<CompiledModule>, snapshotSecret: string | null): void {
     if (!this.alive) return;
-    // A clean execArgv: the worker resolves packages to their built files whatever flags the host runs
-    // with (a test runner's source conditions would point it at TypeScript it cannot load).
-    const worker = new Worker(WORKER_URL, { execArgv: workerExecArgv() });
+    const worker = startSandboxWorker(this.pool.defaultWasm);
     this.worker = worker;
     if (this.runs.size === 0) worker.unref();
     worker.on("message", (raw: unknown) => {
@@ -166,6 +155,8 @@ class WorkerSlot implements RunHost {
 
 class Pool implements SandboxPool {
   private readonly module: Promise<CompiledModule>;
+  /** The pool runs the default quickjs.wasm: it may take the worker started as this package loaded. */
+  readonly defaultWasm: boolean;
   private readonly slots: WorkerSlot[] = [];
   private readonly snapshotSecret: string | null;
   private readonly maxBridgeValueBytes: number;
@@ -187,6 +178,7 @@ class Pool implements SandboxPool {
     this.maxBridgeValueBytes = options.maxBridgeValueBytes ?? DEFAULT_MAX_BRIDGE_VALUE_BYTES;
     this.watchdogGraceMs = options.watchdogGraceMs ?? DEFAULT_WATCHDOG_GRACE_MS;
     this.startupTimeoutMs = options.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS;
+    this.defaultWasm = options.wasm === undefined;
     this.module = loadQuickJsModule(options.wasm);
     this.module.catch(() => {});
     // One worker starts at once; the pool grows toward `size` only when a run has to wait for a busy

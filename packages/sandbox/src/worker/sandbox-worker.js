@@ -908,29 +908,55 @@ function dispatch(raw) {
   });
 }
 
+/**
+ * The VM set-up of the first `init`: null when it worked, else why not. A worker started early (as the
+ * sandbox package loads) is sent the module as soon as it is compiled, with no secret, and its pool's
+ * own `init` later: the set-up runs once, and the secret is always the latest init's.
+ * @type {Promise<string | null> | null}
+ */
+let initialized = null;
+/** The throwaway VM of `init`, kept until the prelude is compiled in it. @type {QuickJS | null} */
+let initVm = null;
+
+/** @param {import("quickjs-wasi").QuickJSOptions["wasm"]} module @returns {Promise<string | null>} */
+async function initialize(module) {
+  try {
+    wasmModule = module;
+    // One throwaway VM proves the module instantiates here.
+    initVm = await throwawayVm();
+    return null;
+  } catch (error) {
+    return String(/** @type {Error} */ (error)?.message ?? error);
+  }
+}
+
+/** Compile the prelude in init's throwaway VM, once the host knows the worker is ready. */
+function compilePreludeAtInit() {
+  const vm = initVm;
+  initVm = null;
+  if (vm === null) return;
+  try {
+    compilePrelude(vm);
+  } catch {
+    // The first run compiles it aside and reports what went wrong.
+  } finally {
+    vm.dispose();
+  }
+}
+
 /** @param {unknown} raw */
 async function onMessage(raw) {
   const message = parseHostToWorkerMessage(raw);
   switch (message.type) {
     case "init": {
-      try {
-        wasmModule = /** @type {import("quickjs-wasi").QuickJSOptions["wasm"]} */ (message.module);
-        void loadTranspile().catch(() => {});
-        snapshotSecret = message.snapshotSecret;
-        // One throwaway VM proves the module instantiates here, then compiles the prelude once the
-        // host knows the worker is ready (a first cell sent meanwhile waits for it either way).
-        const vm = await throwawayVm();
-        post({ type: "ready" });
-        try {
-          compilePrelude(vm);
-        } catch {
-          // The first run compiles it aside and reports what went wrong.
-        } finally {
-          vm.dispose();
-        }
-      } catch (error) {
-        post({ type: "init-failed", message: String(/** @type {Error} */ (error)?.message ?? error) });
-      }
+      snapshotSecret = message.snapshotSecret;
+      initialized ??= initialize(
+        /** @type {import("quickjs-wasi").QuickJSOptions["wasm"]} */ (message.module),
+      );
+      const failure = await initialized;
+      post(failure === null ? { type: "ready" } : { type: "init-failed", message: failure });
+      // A first cell sent meanwhile waits for this either way.
+      compilePreludeAtInit();
       return;
     }
     case "start": {
@@ -966,6 +992,9 @@ async function onMessage(raw) {
 }
 
 port.on("message", dispatch);
+// The cell checker loads while the worker waits for its pool's `init` (a worker can start as the
+// sandbox package loads, long before the first cell), not after it.
+void loadTranspile().catch(() => {});
 // A host message this thread cannot read leaves a run waiting for a command that never comes: exit, so
 // the host's exit handler fails this worker's runs at once and replaces it.
 port.on("messageerror", (error) => {

@@ -1,0 +1,96 @@
+import { Worker } from "node:worker_threads";
+import { loadQuickJsModule } from "./wasm-module.js";
+
+const WORKER_URL = new URL("./worker/sandbox-worker.js", import.meta.url);
+/** The worker started as this module loads is stopped if no pool has taken it by then. */
+const EARLY_WORKER_UNCLAIMED_MS = 10_000;
+
+/**
+ * Diagnostics only: with CODECELL_WORKER_CPU_PROF_DIR set, every worker writes a V8 CPU profile there
+ * when it exits (the gateway's `bench:profile` reads them). Nothing else of the host's flags is passed.
+ */
+function workerExecArgv(): string[] {
+  const profileDir = process.env.CODECELL_WORKER_CPU_PROF_DIR;
+  return profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`, "--cpu-prof-interval=100"] : [];
+}
+
+function spawnWorker(): Worker {
+  // A clean execArgv: the worker resolves packages to their built files whatever flags the host runs
+  // with (a test runner's source conditions would point it at TypeScript it cannot load).
+  return new Worker(WORKER_URL, { execArgv: workerExecArgv() });
+}
+
+type EarlyWorker = { worker: Worker; timer: NodeJS.Timeout; drop: () => void; ignore: () => void };
+let early: EarlyWorker | null = null;
+
+/**
+ * Start compiling the default `quickjs.wasm` and booting one worker thread now, while the host is still
+ * loading the rest of its modules (the engine's import), so the first cell does not wait for a thread
+ * to start, its modules to load, its first VM or the prelude's compilation: the worker gets the module
+ * as soon as it is compiled (with no snapshot secret; the pool that takes it sends its own `init`).
+ * It is unref'd and stopped after EARLY_WORKER_UNCLAIMED_MS if no pool takes it.
+ * `CODECELL_SANDBOX_EARLY_START=0` turns this off (for a process that imports the sandbox without
+ * running cells).
+ */
+function startEarly(): void {
+  if (process.env.CODECELL_SANDBOX_EARLY_START === "0") return;
+  const module = loadQuickJsModule();
+  module.catch(() => {});
+  let worker: Worker;
+  try {
+    worker = spawnWorker();
+  } catch {
+    return;
+  }
+  worker.unref();
+  // Until a pool takes it, a crash or exit only means there is no early worker to take.
+  const drop = () => {
+    if (early?.worker !== worker) return;
+    clearTimeout(early.timer);
+    early = null;
+  };
+  // Its `ready` (or `init-failed`) before a pool takes it is for no one: the pool's own init gets the
+  // same answer again.
+  const ignore = () => {};
+  worker.on("error", drop);
+  worker.on("exit", drop);
+  worker.on("message", ignore);
+  const timer = setTimeout(() => {
+    drop();
+    void worker.terminate();
+  }, EARLY_WORKER_UNCLAIMED_MS);
+  timer.unref();
+  early = { worker, timer, drop, ignore };
+  module.then(
+    (compiled) => {
+      if (early?.worker === worker)
+        worker.postMessage({ type: "init", module: compiled, snapshotSecret: null });
+    },
+    () => {},
+  );
+}
+
+/**
+ * A new sandbox worker thread: the one started early when there is one and the pool uses the default
+ * `quickjs.wasm` (the module it may already have been sent), else a fresh one. The caller sends `init`
+ * either way.
+ */
+export function startSandboxWorker(defaultWasm: boolean): Worker {
+  if (defaultWasm && early !== null) {
+    const { worker, timer, drop, ignore } = early;
+    early = null;
+    clearTimeout(timer);
+    worker.off("error", drop);
+    worker.off("exit", drop);
+    worker.off("message", ignore);
+    return worker;
+  }
+  return spawnWorker();
+}
+
+/** Whether the worker started as this package loaded is still waiting for a pool (tests). */
+export function earlyWorkerWaiting(): boolean {
+  return early !== null;
+}
+
+startEarly();
