@@ -46,3 +46,39 @@ export const benchToolDefinitions = [
     parameters: { type: "object", properties: { count: { type: "number" } } },
   },
 ];
+
+/**
+ * The cells of issue 18, run by every subject of performance.bench.mjs and by the side-by-side run
+ * against other code-mode runtimes (bench/peers), so all measure the same programs. `repeat` is how many
+ * samples a round takes of the cell.
+ */
+export const CELLS = {
+  C1: { label: "C1 warm `return 1 + 1`", code: "return 1 + 1", expect: 2, repeat: 5 },
+  C2: {
+    label: "C2 100 sequential awaited host calls",
+    code: "let s = 0; for (let i = 0; i < 100; i++) s += await tools.inc({ value: 1 }); return s;",
+    expect: 100,
+    repeat: 2,
+  },
+  C2k: {
+    label: "C2k 1,000 sequential nested calls",
+    code: "let s = 0; for (let i = 0; i < 1000; i++) s += await tools.inc({ value: 1 }); return s;",
+    expect: 1000,
+    repeat: 1,
+  },
+  C3: {
+    label: "C3 16 parallel 50 ms calls",
+    code: "return (await Promise.all(Array.from({ length: 16 }, () => tools.sleep50({})))).length;",
+    expect: 16,
+    repeat: 1,
+  },
+  C4: {
+    label: "C4 10,000 objects in, filtered in the guest",
+    code: "const items = await tools.items({ count: 10000 }); return items.filter((item) => item.active && item.score > 50).length;",
+    // A getter, so importing this file (the gateway's bench plugin does) builds no list.
+    get expect() {
+      return items(10000).filter((item) => item.active && item.score > 50).length;
+    },
+    repeat: 1,
+  },
+};

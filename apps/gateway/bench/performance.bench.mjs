@@ -16,7 +16,7 @@ import { fileURLToPath } from "node:url";
 import { createCodeModeEngine } from "@codecell/engine";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { benchToolDefinitions, benchTools } from "./bench-tools.mjs";
+import { benchToolDefinitions, benchTools, CELLS } from "./bench-tools.mjs";
 import { floorRun, loadFloor } from "./floor.mjs";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
@@ -25,35 +25,6 @@ const cli = join(appDir, "dist", "cli.js");
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const STARTS = Number(process.env.BENCH_STARTS ?? 5);
 const C5_CELLS = Number(process.env.BENCH_C5_CELLS ?? 80);
-
-const CELLS = {
-  C1: { label: "C1 warm `return 1 + 1`", code: "return 1 + 1", expect: 2, repeat: 5 },
-  C2: {
-    label: "C2 100 sequential awaited host calls",
-    code: "let s = 0; for (let i = 0; i < 100; i++) s += await tools.inc({ value: 1 }); return s;",
-    expect: 100,
-    repeat: 2,
-  },
-  C2k: {
-    label: "C2k 1,000 sequential nested calls",
-    code: "let s = 0; for (let i = 0; i < 1000; i++) s += await tools.inc({ value: 1 }); return s;",
-    expect: 1000,
-    repeat: 1,
-  },
-  C3: {
-    label: "C3 16 parallel 50 ms calls",
-    code: "return (await Promise.all(Array.from({ length: 16 }, () => tools.sleep50({})))).length;",
-    expect: 16,
-    repeat: 1,
-  },
-  C4: {
-    label: "C4 10,000 objects in, filtered in the guest",
-    code: "const items = await tools.items({ count: 10000 }); return items.filter((item) => item.active && item.score > 50).length;",
-    expect: (await benchTools.items({ count: 10000 })).filter((item) => item.active && item.score > 50)
-      .length,
-    repeat: 1,
-  },
-};
 
 const median = (values) => {
   const sorted = [...values].sort((a, b) => a - b);

@@ -19,6 +19,8 @@ const DEFAULT_WATCHDOG_GRACE_MS = 100;
 const BLOCKED_AFTER_MS = 50;
 /** An extra worker (beyond `size`) with no runs this long is stopped. */
 const EXTRA_WORKER_IDLE_MS = 10_000;
+/** While the pool grows, how often a waiting run looks again at the workers it could take. */
+const GROWTH_POLL_MS = 5;
 const DEFAULT_STARTUP_TIMEOUT_MS = 30_000;
 
 /**
@@ -32,7 +34,7 @@ function workerExecArgv(): string[] {
 
 /** One warm worker thread and the runs it hosts. */
 class WorkerSlot implements RunHost {
-  /** Null until spawned: every worker but a pool's first waits for the first to be ready. */
+  /** Set at construction; a slot is created exactly when its worker should start. */
   private worker: Worker | null = null;
   readonly runs = new Map<string, RunHandle>();
   readonly ready: Promise<void>;
@@ -42,28 +44,27 @@ class WorkerSlot implements RunHost {
    */
   private readonly doorbell = new Int32Array(new SharedArrayBuffer(4));
   isReady = false;
+  /** Its start failed (init-failed, crash): it will never be ready. */
+  startFailed = false;
   alive = true;
   private readonly pool: Pool;
   private markReady: () => void = () => {};
   private markFailed: (error: Error) => void = () => {};
 
-  constructor(
-    pool: Pool,
-    module: Promise<CompiledModule>,
-    snapshotSecret: string | null,
-    after: Promise<unknown> | null,
-  ) {
+  constructor(pool: Pool, module: Promise<CompiledModule>, snapshotSecret: string | null) {
     this.pool = pool;
     this.ready = new Promise<void>((resolve, reject) => {
       this.markReady = () => {
         this.isReady = true;
         resolve();
       };
-      this.markFailed = reject;
+      this.markFailed = (error) => {
+        if (!this.isReady) this.startFailed = true;
+        reject(error);
+      };
     });
     this.ready.catch(() => {});
-    if (after === null) this.spawn(module, snapshotSecret);
-    else void after.then(() => this.spawn(module, snapshotSecret));
+    this.spawn(module, snapshotSecret);
   }
 
   private spawn(module: Promise<CompiledModule>, snapshotSecret: string | null): void {
@@ -158,6 +159,7 @@ class WorkerSlot implements RunHost {
     if (this.runs.get(run.runId) === run) this.runs.delete(run.runId);
     if (this.runs.size === 0 && this.alive) this.worker?.unref();
     if (this.runs.size === 0) this.pool.workerIdle(this);
+    this.pool.runReleased();
   }
 
   unresponsive(run: RunHandle, code: CodeModeErrorCode): void {
@@ -180,13 +182,11 @@ class Pool implements SandboxPool {
   private readonly startupTimeoutMs: number;
   private closed = false;
   private replaced = 0;
-  private startRest: () => void = () => {};
-  /** Runs between launch and adoption by a worker. */
-  private launching = 0;
-  /** Warm workers kept at all times, and the most the pool grows to while workers are held. */
+  /** Warm workers the pool grows to under concurrent runs (and keeps), and its cap while workers are held. */
   private readonly baseSize: number;
   private readonly maxWorkers: number;
   private readonly retireTimers = new Map<WorkerSlot, NodeJS.Timeout>();
+  private readonly releaseWaiters: (() => void)[] = [];
 
   constructor(options: SandboxPoolOptions) {
     const size = Math.max(1, Math.floor(options.size ?? availableParallelism()));
@@ -198,21 +198,10 @@ class Pool implements SandboxPool {
     this.startupTimeoutMs = options.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS;
     this.module = loadQuickJsModule(options.wasm);
     this.module.catch(() => {});
-    // One worker starts at once. The rest start when it has failed, when it is ready with nothing to
-    // do, when its first run is over, or when a second run is waiting: booting them (tens of ms of CPU
-    // each) while the first cell runs would slow that cell down on a small machine.
-    const first = new WorkerSlot(this, this.module, this.snapshotSecret, null);
-    this.slots.push(first);
-    const rest = new Promise<void>((resolve) => {
-      // After the current turn: a run that just ended gets its result to its caller first.
-      this.startRest = () => setImmediate(resolve);
-    });
-    first.ready.then(
-      () => setImmediate(() => this.workerIdle(null)),
-      () => this.startRest(),
-    );
-    for (let index = 1; index < size; index++)
-      this.slots.push(new WorkerSlot(this, this.module, this.snapshotSecret, rest));
+    // One worker starts at once; the pool grows toward `size` only when a run has to wait for a busy
+    // worker (see pickSlot). A process that runs one cell at a time keeps one worker and one set of
+    // VMs, and no second worker boots beside a running cell on a small machine.
+    this.slots.push(new WorkerSlot(this, this.module, this.snapshotSecret));
   }
 
   run(options: RunOptions): SandboxRun {
@@ -282,10 +271,25 @@ class Pool implements SandboxPool {
     );
   }
 
-  /** A worker has no runs (or has just become ready): the workers not yet started may start now. */
-  workerIdle(slot: WorkerSlot | null): void {
-    if (this.launching === 0 && this.stats().liveRuns === 0) this.startRest();
-    if (slot !== null) this.scheduleRetire(slot);
+  /** A worker has no runs: an extra one (beyond `size`) retires if it stays that way. */
+  workerIdle(slot: WorkerSlot): void {
+    this.scheduleRetire(slot);
+  }
+
+  /** A run left its worker: runs waiting while the pool grows look again. */
+  runReleased(): void {
+    for (const waiter of this.releaseWaiters.splice(0)) waiter();
+  }
+
+  /**
+   * A run is about to wait behind a busy worker: start one more worker, up to `size`, unless one is
+   * already starting (workers boot one at a time; each costs tens of ms of CPU and a V8 heap).
+   */
+  private growForWaitingRun(): void {
+    if (this.closed) return;
+    const alive = this.slots.filter((slot) => slot.alive);
+    if (alive.length >= this.baseSize || alive.some((slot) => !slot.isReady && !slot.startFailed)) return;
+    this.slots.push(new WorkerSlot(this, this.module, this.snapshotSecret));
   }
 
   /** An extra worker that stays without runs for a while is stopped; the pool shrinks back to size. */
@@ -322,7 +326,7 @@ class Pool implements SandboxPool {
     slot.runs.clear();
     const index = this.slots.indexOf(slot);
     if (index !== -1 && !this.closed)
-      this.slots[index] = new WorkerSlot(this, this.module, this.snapshotSecret, null);
+      this.slots[index] = new WorkerSlot(this, this.module, this.snapshotSecret);
   }
 
   private createRun(options: RunOptions | RestoreOptions, restored: boolean): RunHandle {
@@ -360,15 +364,11 @@ class Pool implements SandboxPool {
         `No sandbox worker could take the cell within ${this.startupTimeoutMs} ms (workers still starting or all busy on an overloaded machine); nothing of the cell ran. Try again.`,
       );
     }, this.startupTimeoutMs);
-    this.launching += 1;
-    if (this.launching > 1 || this.stats().liveRuns > 0) this.startRest();
     try {
       await this.launchRun(run, firstMessage);
     } finally {
       clearTimeout(startup);
       clearInterval(keepAlive);
-      this.launching -= 1;
-      this.workerIdle(null);
     }
   }
 
@@ -416,7 +416,9 @@ class Pool implements SandboxPool {
 
   private async pickSlot(run: RunHandle): Promise<WorkerSlot> {
     const owner = run.owner;
-    for (let attempt = 0; attempt < 6; attempt++) {
+    let failedStarts = 0;
+    for (;;) {
+      if (run.ended) throw new Error("the run ended before a worker took it");
       const candidates = this.slots.filter((slot) => slot.alive);
       if (candidates.length === 0) throw new Error("no sandbox worker is available");
       const now = performance.now();
@@ -428,13 +430,23 @@ class Pool implements SandboxPool {
       }
       const idle = ready.filter((slot) => slot.blockedFor(now) === 0);
       if (idle.length > 0) return this.place(run, fewestRuns(idle));
-      // Busy for a moment only: a quick command ends sooner than a worker starts.
+      // Busy for a moment only: a quick command ends sooner than a worker starts, so the run queues
+      // there, unless the pool is still growing toward `size`: then it takes whichever comes first,
+      // the busy worker freeing or the new one being ready. (Queued behind a cell that turns out to
+      // spin, it would wait for that cell's deadline.)
       const brief = ready.filter((slot) => slot.blockedFor(now) < BLOCKED_AFTER_MS);
-      if (brief.length > 0) return this.place(run, fewestRuns(brief));
+      if (brief.length > 0) {
+        this.growForWaitingRun();
+        const growing = this.slots.filter((slot) => slot.alive && !slot.isReady && !slot.startFailed);
+        if (growing.length === 0 || this.slots.length > this.baseSize)
+          return this.place(run, fewestRuns(brief));
+        await this.somethingChanged(growing);
+        continue;
+      }
       // Every ready worker is held by a long cell: wait for one starting, or start one.
       const starting = candidates.filter((slot) => !slot.isReady);
       if (starting.length === 0 && candidates.length < this.maxWorkers && !this.closed) {
-        const extra = new WorkerSlot(this, this.module, this.snapshotSecret, null);
+        const extra = new WorkerSlot(this, this.module, this.snapshotSecret);
         this.slots.push(extra);
         starting.push(extra);
       }
@@ -443,12 +455,25 @@ class Pool implements SandboxPool {
         await Promise.any(starting.map((slot) => slot.ready));
       } catch (error) {
         if (ready.length > 0) return this.place(run, leastBlocked(ready, now));
-        if (attempt >= 2) throw (error as AggregateError).errors?.[0] ?? error;
+        if (++failedStarts >= 3) throw (error as AggregateError).errors?.[0] ?? error;
       }
     }
-    const ready = this.slots.filter((slot) => slot.alive && slot.isReady);
-    if (ready.length > 0) return this.place(run, leastBlocked(ready, performance.now()));
-    throw new Error("no sandbox worker became ready");
+  }
+
+  /**
+   * Resolves when a starting worker is ready (or failed), a run leaves its worker, or after a short
+   * poll (a run waiting on the host frees its worker without leaving it).
+   */
+  private somethingChanged(starting: WorkerSlot[]): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(done, GROWTH_POLL_MS);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.releaseWaiters.push(done);
+      for (const slot of starting) slot.ready.then(done, done);
+    });
   }
 }
 

@@ -10,7 +10,11 @@ import type {
 export type { GuestSurface, HostRequest, SandboxLimits };
 
 export type SandboxPoolOptions = {
-  /** Warm workers. Default: `os.availableParallelism()`. */
+  /**
+   * Warm workers under concurrent runs. The pool starts one worker and adds one (up to `size`) when a
+   * run would have to wait for a busy worker; workers up to `size` stay once started. Cells run one at
+   * a time keep a single worker. Default: `os.availableParallelism()`.
+   */
   size?: number;
   /**
    * The most workers the pool grows to while every worker is held by a cell that keeps running (a
