@@ -93,29 +93,26 @@ function abortedEnd(output: CodeModeOutput[]): SegmentEnd {
   return { type: "failed", code: "aborted", message: "The run was aborted.", output };
 }
 
-/** The run's next event, or null as soon as the segment's signal aborts. */
-class EventWaiter {
-  #abortWake: (() => void) | null = null;
-  readonly #onAbort = () => this.#abortWake?.();
+/**
+ * While the driver waits for the run's next event, an abort of the segment disposes the run: its
+ * terminal event (failed, aborted) then wakes the driver at once. One listener serves the whole
+ * segment, and no promise of ours is wrapped around the run's own for each event.
+ */
+class DisposeOnAbort {
+  waiting = false;
+  readonly #onAbort = () => {
+    if (this.waiting) this.run.dispose();
+  };
 
   constructor(
     private readonly run: SandboxRun,
     private readonly signal: AbortSignal,
   ) {
-    // One listener for the whole segment rather than one per event.
     signal.addEventListener("abort", this.#onAbort, { once: true });
   }
 
-  next(): Promise<Awaited<ReturnType<SandboxRun["next"]>> | null> {
-    if (this.signal.aborted) return Promise.resolve(null);
-    return new Promise((resolve, reject) => {
-      this.#abortWake = () => resolve(null);
-      this.run.next().then(resolve, reject);
-    });
-  }
-
   close(): void {
-    this.#abortWake = null;
+    this.waiting = false;
     this.signal.removeEventListener("abort", this.#onAbort);
   }
 }
@@ -131,11 +128,11 @@ export async function driveSegment(
   ready: ReadyQueue,
   signal: AbortSignal,
 ): Promise<SegmentEnd> {
-  const events = new EventWaiter(run, signal);
+  const abortWatch = new DisposeOnAbort(run, signal);
   try {
-    return await drive(run, ready, signal, events);
+    return await drive(run, ready, signal, abortWatch);
   } finally {
-    events.close();
+    abortWatch.close();
     ready.close();
   }
 }
@@ -144,12 +141,19 @@ async function drive(
   run: SandboxRun,
   ready: ReadyQueue,
   signal: AbortSignal,
-  events: EventWaiter,
+  abortWatch: DisposeOnAbort,
 ): Promise<SegmentEnd> {
   const output: CodeModeOutput[] = [];
   for (;;) {
-    const event = await events.next();
-    if (event === null) {
+    if (signal.aborted) {
+      run.dispose();
+      return abortedEnd(output);
+    }
+    abortWatch.waiting = true;
+    const event = await run.next();
+    abortWatch.waiting = false;
+    // The run ended because the segment aborted (disposed above, or by its own listener): an abort.
+    if (signal.aborted && event.type === "failed" && event.code === "aborted") {
       run.dispose();
       return abortedEnd(output);
     }

@@ -1,21 +1,28 @@
 import type { SettleOutcome } from "@codecell/sandbox";
 import type { SnapshotStore } from "@codecell/snapshot-store";
+import type { CallCancellation } from "./call-cancellation.js";
+
+/**
+ * Starts one call on the host and hands its outcome to `settle` exactly once, synchronously when the
+ * executor answered at once (no promise is made for it), or later. A throw counts as a failure.
+ */
+export type CallStart = (cancel: CallCancellation, settle: (outcome: SettleOutcome) => void) => void;
 
 type InflightCall = {
   toolId: string;
-  /** When the call started running; for a queued call, when the cell made it. */
-  startedAt: string;
+  /** When the call started running (epoch ms); for a queued call, when the cell made it. */
+  startedAtMs: number;
   /** Waiting for one of the run's `maxPendingToolCalls` slots. */
   queued: boolean;
-  controller: AbortController;
+  cancel: CallCancellation;
   outcome?: SettleOutcome;
 };
 
 type QueuedStart = {
   requestId: string;
   call: InflightCall;
-  start: (signal: AbortSignal) => Promise<SettleOutcome>;
-  settle: (outcome: SettleOutcome) => void;
+  start: CallStart;
+  settled: (outcome: SettleOutcome) => void;
 };
 
 /**
@@ -30,6 +37,8 @@ export class InflightCalls {
   readonly #queue: QueuedStart[] = [];
   #queueHead = 0;
   #running = 0;
+  /** A call that settles while the queue is being pumped frees its slot for that same pump. */
+  #pumping = false;
   #sink: ((requestId: string, outcome: SettleOutcome, toolId: string) => void) | null = null;
   #stored: { store: SnapshotStore; runId: string; forget: () => void } | null = null;
 
@@ -53,29 +62,42 @@ export class InflightCalls {
   }
 
   /**
-   * Runs the call now if a slot is free, else queues it. The returned promise settles with its
-   * outcome either way; a call whose signal aborts while queued never starts.
+   * Runs the call now if a slot is free, else queues it. `settled` hears its outcome either way (after
+   * the table has it; synchronously when the executor answered at once); a call cancelled while queued
+   * never starts.
    */
   add(
     requestId: string,
     toolId: string,
-    controller: AbortController,
-    start: (signal: AbortSignal) => Promise<SettleOutcome>,
-  ): Promise<SettleOutcome> {
-    const call: InflightCall = { toolId, startedAt: new Date().toISOString(), queued: true, controller };
+    cancel: CallCancellation,
+    start: CallStart,
+    settled: (outcome: SettleOutcome) => void,
+  ): void {
+    const call: InflightCall = { toolId, startedAtMs: Date.now(), queued: true, cancel };
     this.#calls.set(requestId, call);
-    return new Promise<SettleOutcome>((settle) => {
-      this.#queue.push({ requestId, call, start, settle });
-      this.#pump();
-    });
+    const entry: QueuedStart = { requestId, call, start, settled };
+    // The common case, a free slot and nobody ahead: no trip through the queue.
+    if (!this.#pumping && this.#running < this.maxRunning && this.#queueHead === this.#queue.length) {
+      this.#run(entry);
+      return;
+    }
+    this.#queue.push(entry);
+    this.#pump();
   }
 
   #pump(): void {
-    while (this.#running < this.maxRunning && this.#queueHead < this.#queue.length) {
-      const next = this.#queue[this.#queueHead]!;
-      this.#queue[this.#queueHead] = undefined as never;
-      this.#queueHead++;
-      this.#run(next);
+    // Re-entered when a call settles synchronously inside #run: the loop below sees the freed slot.
+    if (this.#pumping) return;
+    this.#pumping = true;
+    try {
+      while (this.#running < this.maxRunning && this.#queueHead < this.#queue.length) {
+        const next = this.#queue[this.#queueHead]!;
+        this.#queue[this.#queueHead] = undefined as never;
+        this.#queueHead++;
+        this.#run(next);
+      }
+    } finally {
+      this.#pumping = false;
     }
     // Drop the consumed head now and then, so a long run's queue does not keep every entry.
     if (this.#queueHead > 1024 && this.#queueHead * 2 > this.#queue.length) {
@@ -84,10 +106,10 @@ export class InflightCalls {
     }
   }
 
-  #run({ requestId, call, start, settle }: QueuedStart): void {
-    const { signal } = call.controller;
-    if (signal.aborted) {
-      const reason = signal.reason instanceof Error ? signal.reason.message : "the run ended";
+  #run({ requestId, call, start, settled }: QueuedStart): void {
+    const { cancel } = call;
+    if (cancel.aborted) {
+      const reason = cancel.reason?.message ?? "the run ended";
       this.#settled(requestId, call, {
         ok: false,
         error: {
@@ -96,27 +118,34 @@ export class InflightCalls {
           code: "aborted",
         },
       });
-      settle(call.outcome!);
+      settled(call.outcome!);
       return;
     }
     call.queued = false;
-    call.startedAt = new Date().toISOString();
+    call.startedAtMs = Date.now();
     this.#running++;
-    let outcome: Promise<SettleOutcome>;
+    let done = false;
+    const finish = (outcome: SettleOutcome): void => {
+      // A start that settles and then throws, or a thenable that answers twice, counts once.
+      if (done) return;
+      done = true;
+      this.#running--;
+      this.#settled(requestId, call, outcome);
+      settled(outcome);
+      this.#pump();
+    };
     try {
-      outcome = start(signal);
+      start(cancel, finish);
     } catch (error) {
-      outcome = Promise.resolve({
+      finish({
         ok: false,
-        error: { name: "Error", message: String(error), code: "nested_tool_failed" },
+        error: {
+          name: "Error",
+          message: `Tool ${call.toolId} could not be started: ${error instanceof Error ? error.message : String(error)}`,
+          code: "nested_tool_failed",
+        },
       });
     }
-    void outcome.then((settledOutcome) => {
-      this.#running--;
-      this.#settled(requestId, call, settledOutcome);
-      settle(settledOutcome);
-      this.#pump();
-    });
   }
 
   #settled(requestId: string, call: InflightCall, settled: SettleOutcome): void {
@@ -199,7 +228,7 @@ export class InflightCalls {
   }
 
   abortAll(reason: string): void {
-    for (const call of this.#calls.values()) call.controller.abort(new Error(reason));
+    for (const call of this.#calls.values()) call.cancel.abort(new Error(reason));
     this.#calls.clear();
     // Queued calls never start: each settles as cancelled for whoever still awaits it.
     this.#pumpAborted();

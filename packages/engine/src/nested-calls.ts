@@ -1,6 +1,6 @@
 import type { HostRequest } from "@codecell/bridge";
 import { toErrorData } from "@codecell/bridge";
-import type { ToolCatalog } from "@codecell/catalog";
+import type { CatalogTool, ToolCatalog } from "@codecell/catalog";
 import {
   CodeModeError,
   type CodeModeErrorData,
@@ -10,10 +10,12 @@ import {
 import { type McpDeclarations, renderApiHeader } from "@codecell/mcp-declarations";
 import type { NamespaceRuntime } from "@codecell/namespaces";
 import type { SettleOutcome } from "@codecell/sandbox";
+import type { CallCancellation } from "./call-cancellation.js";
+import type { CallStart } from "./inflight-calls.js";
 import { searchMcpTools } from "./mcp-search.js";
 import { recordNestedToolId } from "./run-telemetry.js";
 import type { TrajectoryRecorder } from "./trajectory.js";
-import type { NestedCallVia, RunContext, RunProgress, ToolExecutor } from "./types.js";
+import type { NestedCallVia, NestedToolCall, RunContext, RunProgress, ToolExecutor } from "./types.js";
 
 /** What a host request needs from the prepared run that is answering it. */
 export type RequestScope = {
@@ -32,16 +34,32 @@ export type RequestParent = {
   codeModeRunId: string;
   /** Where nested tools' progress goes while the parent call runs. */
   progress?: (event: RunProgress) => void;
+  /** What every nested call of this parent shows its executor as `parent` (frozen, so it is shared). */
+  readonly forExecutor: NestedToolCall["parent"];
 };
+
+/** A parent for the nested calls of one exec or wait call. */
+export function requestParent(
+  toolCallId: string,
+  tool: "exec" | "wait",
+  codeModeRunId: string,
+  progress: ((event: RunProgress) => void) | undefined,
+): RequestParent {
+  return {
+    toolCallId,
+    tool,
+    codeModeRunId,
+    ...(progress ? { progress } : {}),
+    forExecutor: Object.freeze({ toolCallId, tool, codeModeRunId }),
+  };
+}
 
 /**
  * A request that became work on the host: either answered at once from the catalog (search, describe,
  * $api, or a refusal) or a call through the host's executor, which starts when the run has a free
  * `maxPendingToolCalls` slot for it (see InflightCalls).
  */
-export type StartedRequest =
-  | { toolId: null; outcome: Promise<SettleOutcome> }
-  | { toolId: string; start: (signal: AbortSignal) => Promise<SettleOutcome> };
+export type StartedRequest = { toolId: null; outcome: SettleOutcome } | { toolId: string; start: CallStart };
 
 function failure(error: unknown, fallbackCode: "nested_tool_failed" | "invalid_input"): SettleOutcome {
   if (CodeModeError.is(error)) return { ok: false, error: error.toData() };
@@ -57,10 +75,10 @@ function failure(error: unknown, fallbackCode: "nested_tool_failed" | "invalid_i
 function toolFailure(
   what: string,
   error: unknown,
-  signal: AbortSignal,
+  cancel: CallCancellation,
 ): Extract<SettleOutcome, { ok: false }> {
   const { name, message } = toErrorData(error);
-  if (signal.aborted) {
+  if (cancel.aborted) {
     return { ok: false, error: { name, message: `${what} was cancelled: ${message}`, code: "aborted" } };
   }
   return { ok: false, error: { name, message: `${what} failed: ${message}`, code: "nested_tool_failed" } };
@@ -68,11 +86,50 @@ function toolFailure(
 
 const answered = (compute: () => unknown): StartedRequest => {
   try {
-    return { toolId: null, outcome: Promise.resolve({ ok: true, value: compute() }) };
+    return { toolId: null, outcome: { ok: true, value: compute() } };
   } catch (error) {
-    return { toolId: null, outcome: Promise.resolve(failure(error, "invalid_input")) };
+    return { toolId: null, outcome: failure(error, "invalid_input") };
   }
 };
+
+const promiseThen = Promise.prototype.then;
+
+/**
+ * Hands what an executor returned to `completed` or `failed`, once: a promise when it settles, a plain
+ * value at once. Nothing is awaited, so a quick call makes no promise of ours beyond one `then`.
+ */
+function whenSettled(
+  result: unknown,
+  completed: (value: unknown) => void,
+  failed: (error: unknown) => void,
+): void {
+  let then: unknown;
+  try {
+    then =
+      result !== null && (typeof result === "object" || typeof result === "function")
+        ? (result as { then?: unknown }).then
+        : undefined;
+  } catch (error) {
+    // A `then` getter that throws rejects, as `await` would.
+    failed(error);
+    return;
+  }
+  if (typeof then !== "function") {
+    completed(result);
+    return;
+  }
+  if (then === promiseThen) {
+    try {
+      promiseThen.call(result, completed, failed);
+    } catch (error) {
+      // Not a real promise after all (it only inherits `then`): the call throws before calling either.
+      failed(error);
+    }
+    return;
+  }
+  // Any other thenable is settled the way `await` settles it: once, whatever it calls or throws.
+  new Promise((resolve, reject) => then.call(result, resolve, reject)).then(completed, failed);
+}
 
 /**
  * Turns one guest request into host work. Catalog lookups are answered here; calls go through the
@@ -99,13 +156,22 @@ export function startHostRequest(
       telemetry.nested.describes++;
       return answered(() => catalog.describe(request.target));
     case "call": {
-      let toolId: string;
+      let tool: CatalogTool;
       try {
-        toolId = catalog.resolve(request.target).id;
+        tool = catalog.resolve(request.target);
       } catch (error) {
-        return { toolId: null, outcome: Promise.resolve(failure(error, "invalid_input")) };
+        return { toolId: null, outcome: failure(error, "invalid_input") };
       }
-      return runNestedCall(toolId, request.input, "tools.call", request.requestId, scope, parent, telemetry);
+      return runNestedCall(
+        tool.id,
+        request.input,
+        "tools.call",
+        request.requestId,
+        scope,
+        parent,
+        telemetry,
+        tool,
+      );
     }
     case "mcp":
       return startMcpRequest(request, scope, parent, telemetry);
@@ -114,7 +180,7 @@ export function startHostRequest(
       try {
         call = scope.namespaces.resolveCall(request.namespaceId, request.path, request.args);
       } catch (error) {
-        return { toolId: null, outcome: Promise.resolve(failure(error, "invalid_input")) };
+        return { toolId: null, outcome: failure(error, "invalid_input") };
       }
       return runNestedCall(call.toolId, call.input, "namespace", request.requestId, scope, parent, telemetry);
     }
@@ -164,7 +230,8 @@ function startMcpRequest(
     });
   }
   const tool = `mcp:${server.name}:${op}`;
-  const start = (signal: AbortSignal): Promise<SettleOutcome> => {
+  const start: CallStart = (cancel, settle) => {
+    const { signal } = cancel;
     const entry = scope.trajectory.start(scope.context.sessionId, {
       kind: "nested",
       toolCallId: `${parent.toolCallId}/${request.requestId}`,
@@ -174,22 +241,25 @@ function startMcpRequest(
       via: "mcp",
       input: request.args,
     });
-    return mcpRequest({
-      server: server.name,
-      op,
-      args: request.args,
-      context: scope.context,
-      signal,
-    }).then(
-      (value): SettleOutcome => {
+    const failed = (error: unknown): void => {
+      const settled = toolFailure(`MCP ${op} of "${server.name}"`, error, cancel);
+      scope.trajectory.end(entry, "failed", { code: settled.error.code, error: settled.error.message });
+      settle(settled);
+    };
+    let result: unknown;
+    try {
+      result = mcpRequest({ server: server.name, op, args: request.args, context: scope.context, signal });
+    } catch (error) {
+      failed(error);
+      return;
+    }
+    whenSettled(
+      result,
+      (value) => {
         scope.trajectory.end(entry, "completed");
-        return { ok: true, value };
+        settle({ ok: true, value });
       },
-      (error): SettleOutcome => {
-        const settled = toolFailure(`MCP ${op} of "${server.name}"`, error, signal);
-        scope.trajectory.end(entry, "failed", { code: settled.error.code, error: settled.error.message });
-        return settled;
-      },
+      failed,
     );
   };
   return { toolId: tool, start };
@@ -203,8 +273,9 @@ function runNestedCall(
   scope: RequestScope,
   parent: RequestParent,
   telemetry: CodeModeTelemetry,
+  resolved?: CatalogTool,
 ): StartedRequest {
-  const catalogTool = scope.catalog.get(toolId);
+  const catalogTool = resolved ?? scope.catalog.get(toolId);
   if (!catalogTool) {
     return answered(() => {
       throw new CodeModeError("invalid_input", `Unknown tool id "${toolId}".`);
@@ -213,7 +284,7 @@ function runNestedCall(
   // Counted when the cell makes the call, so a run suspended with calls queued reports them.
   telemetry.nested.calls++;
   recordNestedToolId(telemetry, toolId);
-  const start = async (signal: AbortSignal): Promise<SettleOutcome> => {
+  const start: CallStart = (cancel, settle) => {
     const entry = scope.trajectory.start(scope.context.sessionId, {
       kind: "nested",
       toolCallId: `${parent.toolCallId}/${requestId}`,
@@ -223,26 +294,40 @@ function runNestedCall(
       via,
       input: scope.redactInput(toolId, input),
     });
+    const failed = (error: unknown): void => {
+      telemetry.nested.failedCalls++;
+      const settled = toolFailure(`Tool ${toolId}`, error, cancel);
+      scope.trajectory.end(entry, "failed", { code: settled.error.code, error: settled.error.message });
+      settle(settled);
+    };
+    let result: unknown;
     try {
-      const value = await scope.executor.callTool({
+      result = scope.executor.callTool({
         toolId,
         tool: catalogTool.tool,
         input,
         via,
-        parent: { toolCallId: parent.toolCallId, tool: parent.tool, codeModeRunId: parent.codeModeRunId },
+        parent: parent.forExecutor,
         context: scope.context,
-        signal,
+        // Made when the executor first reads it (see CallCancellation).
+        get signal() {
+          return cancel.signal;
+        },
         note: (text) => scope.trajectory.note(entry, text),
         progress: (update) => parent.progress?.({ kind: "tool", toolId, callId: requestId, ...update }),
       });
-      scope.trajectory.end(entry, "completed");
-      return { ok: true, value };
     } catch (error) {
-      telemetry.nested.failedCalls++;
-      const settled = toolFailure(`Tool ${toolId}`, error, signal);
-      scope.trajectory.end(entry, "failed", { code: settled.error.code, error: settled.error.message });
-      return settled;
+      failed(error);
+      return;
     }
+    whenSettled(
+      result,
+      (value) => {
+        scope.trajectory.end(entry, "completed");
+        settle({ ok: true, value });
+      },
+      failed,
+    );
   };
   return { toolId, start };
 }

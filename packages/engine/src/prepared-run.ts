@@ -16,12 +16,13 @@ import type { McpDeclarations } from "@codecell/mcp-declarations";
 import { createCodeModeNamespaceRuntime, type NamespaceRuntime } from "@codecell/namespaces";
 import type { SandboxPool, SandboxRun, SettleOutcome } from "@codecell/sandbox";
 import { type ClaimedRun, newRunId, type RunScope, type SnapshotStore } from "@codecell/snapshot-store";
+import { CallCancellation } from "./call-cancellation.js";
 import { driveSegment, ReadyQueue, type SegmentEnd } from "./drive-segment.js";
 import { explainGuestFailure } from "./guest-failure-hints.js";
 import { buildGuestSurface } from "./guest-surface.js";
 import { InflightCalls } from "./inflight-calls.js";
 import { EXEC_TOOL_NAME, WAIT_TOOL_NAME } from "./model-surface.js";
-import { type RequestParent, type RequestScope, startHostRequest } from "./nested-calls.js";
+import { type RequestParent, type RequestScope, requestParent, startHostRequest } from "./nested-calls.js";
 import { ResultShapes } from "./result-shapes.js";
 import { countLimitFailure, newRunTelemetry } from "./run-telemetry.js";
 import type { TrajectoryHandle, TrajectoryRecorder } from "./trajectory.js";
@@ -91,7 +92,7 @@ function cellOf(input: unknown): JsonValue {
  */
 type Segment = {
   signal: AbortSignal;
-  calls: Set<AbortController>;
+  calls: Set<CallCancellation>;
   release(): void;
   progress?: (event: RunProgress) => void;
   counts: { started: number; settled: number };
@@ -351,7 +352,7 @@ export class ActiveRun implements PreparedRun {
     const yieldIds = new Set<string>();
     const segment = this.#segment(call);
     const { signal } = segment;
-    const parent = { toolCallId, tool: "exec" as const, codeModeRunId: runId, progress: segment.progress };
+    const parent = requestParent(toolCallId, "exec", runId, segment.progress);
     // What this exec's nested calls returned, so a failure can say what a name holds.
     const shapes = new ResultShapes();
     const scope = this.#refreshNamespaces();
@@ -467,12 +468,7 @@ export class ActiveRun implements PreparedRun {
     }
     const segment = this.#segment(call);
     const { signal } = segment;
-    const parent = {
-      toolCallId: call.toolCallId,
-      tool: "wait" as const,
-      codeModeRunId: claim.runId,
-      progress: segment.progress,
-    };
+    const parent = requestParent(call.toolCallId, "wait", claim.runId, segment.progress);
     const scope = this.#refreshNamespaces();
     let run: SandboxRun;
     try {
@@ -521,7 +517,7 @@ export class ActiveRun implements PreparedRun {
     setMaxListeners(0, controller.signal);
     // One listener aborts every nested call the segment started (a listener per call cost more than
     // the call itself in a loop of quick calls).
-    const calls = new Set<AbortController>();
+    const calls = new Set<CallCancellation>();
     controller.signal.addEventListener(
       "abort",
       () => {
@@ -586,38 +582,37 @@ export class ActiveRun implements PreparedRun {
       yieldIds.add(request.requestId);
       return;
     }
-    const controller = new AbortController();
-    if (segment.signal.aborted) controller.abort(new Error("The code-mode run was aborted."));
-    else segment.calls.add(controller);
     const started = startHostRequest(request, scope, parent, telemetry);
     const { stats } = this.engine;
     if (request.kind === "search") stats.nestedSearches++;
     else if (request.kind === "describe") stats.nestedDescribes++;
     else if (started.toolId && (request.kind !== "mcp" || request.op === "call")) stats.nestedCalls++;
     if (started.toolId === null) {
-      segment.calls.delete(controller);
-      void started.outcome.then((settled) => ready.push(request.requestId, settled));
+      // Answered from the catalog; the driver delivers it (never from inside the sandbox's callback).
+      ready.push(request.requestId, started.outcome);
       return;
     }
-    // Runs now, or waits in order for one of the run's maxPendingToolCalls slots.
-    const outcome = inflight
-      .add(request.requestId, started.toolId, controller, started.start)
-      .finally(() => segment.calls.delete(controller));
+    const cancel = new CallCancellation();
+    if (segment.signal.aborted) cancel.abort(new Error("The code-mode run was aborted."));
+    else segment.calls.add(cancel);
     const toolId = started.toolId;
-    if (shapes) {
-      void outcome.then((settled) => {
-        if (settled.ok) shapes.record(toolId, settled.value);
-      });
-    }
-    if (segment.progress) {
+    const { progress } = segment;
+    if (progress) {
       const { counts } = segment;
       counts.started++;
-      segment.progress({ kind: "calls", ...counts, pending: counts.started - counts.settled });
-      void outcome.then(() => {
+      progress({ kind: "calls", ...counts, pending: counts.started - counts.settled });
+    }
+    // Runs now, or waits in order for one of the run's maxPendingToolCalls slots. The outcome reaches
+    // the segment through the in-flight table's sink; this only keeps the segment's books.
+    inflight.add(request.requestId, toolId, cancel, started.start, (settled) => {
+      segment.calls.delete(cancel);
+      if (shapes && settled.ok) shapes.record(toolId, settled.value);
+      if (progress) {
+        const { counts } = segment;
         counts.settled++;
         segment.progress?.({ kind: "calls", ...counts, pending: counts.started - counts.settled });
-      });
-    }
+      }
+    });
   }
 
   async #settleSegment(
@@ -676,7 +671,9 @@ export class ActiveRun implements PreparedRun {
         return {
           callId: request.requestId,
           toolId: call?.toolId ?? left?.toolId ?? owed?.toolId ?? request.kind,
-          startedAt: call?.startedAt ?? owed?.startedAt ?? new Date().toISOString(),
+          startedAt: call
+            ? new Date(call.startedAtMs).toISOString()
+            : (owed?.startedAt ?? new Date().toISOString()),
           ...(outcome ? { outcome: outcome as never } : {}),
         };
       });

@@ -52,8 +52,11 @@ export type NestedToolCall = {
   /** The code-mode control call this nested call runs under. */
   parent: { toolCallId: string; tool: "exec" | "wait"; codeModeRunId: string };
   context: RunContext;
-  /** Aborted when the run is aborted or ends before the call does. */
-  signal: AbortSignal;
+  /**
+   * Aborted when the run is aborted or ends before the call does. Made the first time it is read (an
+   * executor that never looks at it costs no AbortController), already aborted if the call was.
+   */
+  readonly signal: AbortSignal;
   /** Adds a line to this call's trajectory entry, e.g. "approved by the user". */
   note(text: string): void;
   /** Reports the tool's progress (a downstream server's notifications, a plugin's updates) to the host. */
@@ -75,7 +78,11 @@ export type McpServerRequest = {
  * own code: codes are the runtime's (`aborted` when the run cancelled the call).
  */
 export interface ToolExecutor {
-  callTool(call: NestedToolCall): Promise<unknown>;
+  /**
+   * The call's result, or a promise of it. A tool that answers at once may return the value itself (or
+   * throw): the guest gets it without a promise made for the call.
+   */
+  callTool(call: NestedToolCall): Promise<unknown> | unknown;
   /** MCP resources and prompts, for `MCP.<server>.resources/prompts`; absent: those calls fail. */
   mcpRequest?(request: McpServerRequest): Promise<unknown>;
 }

@@ -1,7 +1,7 @@
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { GUEST_GLOBAL_NAMES } from "@codecell/contract";
 import { afterAll, describe, expect, it } from "vitest";
-import { createCodeModeEngine } from "../src/index.js";
+import { createCodeModeEngine, type NestedToolCall } from "../src/index.js";
 import { context, hostTools, TestExecutor, watchEventLoop } from "./support.js";
 
 const engine = createCodeModeEngine({
@@ -222,6 +222,123 @@ describe("nested calls", () => {
     );
     expect(result).toMatchObject({ status: "completed" });
     expect((result as { value: string }).value).toContain("The user declined exec");
+  });
+
+  it("settles calls of an executor that answers synchronously, throws synchronously or hands back a thenable", async () => {
+    const answering = createCodeModeEngine({
+      config: { enabled: true, timeoutMs: 20_000 },
+      pool: engine.pool,
+    });
+    const executor = {
+      callTool(call: NestedToolCall): unknown {
+        const input = call.input as { mode: string; value?: number };
+        if (input.mode === "throw") throw new Error("refused at once");
+        if (input.mode === "thenable") {
+          // Not a promise: a thenable that answers, then answers again and throws; only its first answer counts.
+          return {
+            // biome-ignore lint/suspicious/noThenProperty: the point is a thenable that is not a promise
+            then(resolve: (value: unknown) => void) {
+              resolve(input.value);
+              resolve("again");
+              throw new Error("after answering");
+            },
+          };
+        }
+        if (input.mode === "undefined") return undefined;
+        return { doubled: (input.value ?? 0) * 2 };
+      },
+    };
+    const run = answering.prepareRun({ tools: hostTools, context: context(), executor });
+    const result = await run.exec(
+      {
+        code: `
+          const out = [];
+          for (let i = 0; i < 200; i++) out.push((await tools.read_file({ mode: "sync", value: i })).doubled);
+          let caught;
+          try { await tools.read_file({ mode: "throw" }); } catch (e) { caught = [e.code, e.message]; }
+          const fromThenable = await tools.read_file({ mode: "thenable", value: 7 });
+          const nothing = await tools.read_file({ mode: "undefined" });
+          return { sum: out.reduce((a, b) => a + b, 0), caught, fromThenable, nothing };
+        `,
+      },
+      { toolCallId: "sync-exec" },
+    );
+    expect(result).toMatchObject({
+      status: "completed",
+      value: {
+        sum: 2 * ((199 * 200) / 2),
+        caught: ["nested_tool_failed", "Tool core:host:read_file failed: refused at once"],
+        fromThenable: 7,
+        // A top-level undefined crosses as null, as it does from an async executor.
+        nothing: null,
+      },
+    });
+    expect(result.telemetry.nested).toMatchObject({ calls: 203, failedCalls: 1 });
+    const nested = answering.exportTrajectory({ parentToolCallId: "sync-exec" }).entries.slice(1);
+    expect(nested).toHaveLength(203);
+    expect(nested.every((entry) => entry.endedAt !== undefined)).toBe(true);
+    expect(nested.filter((entry) => entry.status === "completed")).toHaveLength(202);
+    expect(nested[200]).toMatchObject({
+      status: "failed",
+      code: "nested_tool_failed",
+      error: "Tool core:host:read_file failed: refused at once",
+      input: { mode: "throw" },
+    });
+    await answering.close();
+  });
+
+  it("makes a nested call's signal when the executor reads it, aborted already if the run was aborted before", async () => {
+    const calls: NestedToolCall[] = [];
+    let release: (value: unknown) => void = () => {};
+    const executor = {
+      callTool(call: NestedToolCall): Promise<unknown> {
+        calls.push(call);
+        return new Promise((resolve) => {
+          release = resolve;
+        });
+      },
+    };
+    const { run } = setup({ executor });
+    const control = new AbortController();
+    const pending = run.exec(
+      { code: "await tools.read_file({ path: 'a' }); return 1" },
+      { toolCallId: "abort-before-read", signal: control.signal },
+    );
+    while (calls.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    control.abort();
+    expect(await pending).toMatchObject({ status: "failed", code: "aborted" });
+    // Read only now, after the abort: the signal says the call was cancelled, and why.
+    const { signal } = calls[0]!;
+    expect(signal.aborted).toBe(true);
+    expect(String((signal.reason as Error).message)).toMatch(/aborted|ended/);
+    release("too late");
+  });
+
+  it("fails a nested call whose input the host's redaction hook cannot handle, and the host keeps running", async () => {
+    const strict = createCodeModeEngine({
+      config: { enabled: true, timeoutMs: 20_000 },
+      pool: engine.pool,
+      redactInput: (toolId, input) => {
+        if (toolId === "exec") return input;
+        // A hook written for one input shape: the guest chooses the shape.
+        return { path: (input as { path: { length: number } }).path.length };
+      },
+    });
+    const run = strict.prepareRun({ tools: hostTools, context: context(), executor: new TestExecutor() });
+    const result = await run.exec(
+      {
+        code: `
+          const ok = await tools.read_file({ path: "a.txt" });
+          try { await tools.read_file({}); } catch (e) { return [ok.path, e.code, e.message]; }
+        `,
+      },
+      { toolCallId: "redaction-fails" },
+    );
+    expect(result).toMatchObject({ status: "completed" });
+    const [path, code, message] = (result as { value: [string, string, string] }).value;
+    expect([path, code]).toEqual(["a.txt", "nested_tool_failed"]);
+    expect(message).toContain("could not be started");
+    await strict.close();
   });
 });
 
