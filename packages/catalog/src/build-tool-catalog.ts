@@ -91,7 +91,8 @@ export function buildToolCatalog(tools: readonly HostTool[], options: ToolCatalo
     number
   >;
   for (const entry of entries) countsBySource[entry.source]++;
-  const index = new SearchIndex(compact);
+  // Built on the first search: most runs never search, and building it costs every prepared run time.
+  let index: SearchIndex | undefined;
 
   const catalog: ToolCatalog = {
     entries: Object.freeze(entries),
@@ -120,6 +121,7 @@ export function buildToolCatalog(tools: readonly HostTool[], options: ToolCatalo
           .slice(0, limit)
           .map(copyEntry);
       }
+      index ??= new SearchIndex(compact);
       return index.search(query, accept, limit).map((position) => copyEntry(compact[position]!));
     },
     describe(idOrName, viewOptions = {}): DescribedTool {

@@ -1,5 +1,6 @@
+import { createRequire } from "node:module";
 import type { ToolCatalogEntry } from "@codecell/contract";
-import MiniSearch from "minisearch";
+import type MiniSearch from "minisearch";
 import { expandQuery, termOf, tokenize } from "./text-analysis.js";
 
 type IndexedDocument = { order: number; name: string; label: string; description: string; id: string };
@@ -9,12 +10,24 @@ type IndexedDocument = { order: number; name: string; label: string; description
 const FIELD_BOOSTS = { name: 3, label: 2, description: 1, id: 1 };
 const SYNONYM_WEIGHT = 0.4;
 
+let miniSearchClass: typeof MiniSearch | undefined;
+
+/**
+ * MiniSearch, loaded on the first search: most runs never search, and a first exec should not pay for
+ * the library. The load is synchronous (MiniSearch ships a CommonJS build), so `search` stays so too.
+ */
+function loadMiniSearch(): typeof MiniSearch {
+  miniSearchClass ??= createRequire(import.meta.url)("minisearch") as typeof MiniSearch;
+  return miniSearchClass;
+}
+
 /** A relevance index over catalog entries, ranked with BM25 plus prefix and fuzzy term matching. */
 export class SearchIndex {
   private readonly index: MiniSearch<IndexedDocument>;
 
   constructor(entries: readonly ToolCatalogEntry[]) {
-    this.index = new MiniSearch<IndexedDocument>({
+    const MiniSearchClass = loadMiniSearch();
+    this.index = new MiniSearchClass<IndexedDocument>({
       idField: "order",
       fields: ["name", "label", "description", "id"],
       tokenize,

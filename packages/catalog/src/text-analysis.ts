@@ -147,9 +147,15 @@ const SYNONYMS: Record<string, string> = {
   batch: "multiple",
 };
 
-const stemmedSynonyms: ReadonlyMap<string, string[]> = new Map(
-  Object.entries(SYNONYMS).map(([word, expansion]) => [stem(word), analyze(expansion)]),
-);
+// Built on the first query rather than at import: the Unicode-aware tokenizer's first use costs
+// milliseconds that a run which never searches should not pay.
+let stemmedSynonyms: ReadonlyMap<string, string[]> | undefined;
+function synonymsOf(term: string): readonly string[] {
+  stemmedSynonyms ??= new Map(
+    Object.entries(SYNONYMS).map(([word, expansion]) => [stem(word), analyze(expansion)]),
+  );
+  return stemmedSynonyms.get(term) ?? [];
+}
 
 export type WeightedTerm = { term: string; weight: number };
 
@@ -162,7 +168,7 @@ export function expandQuery(query: string, synonymWeight: number): WeightedTerm[
   const base = analyze(query);
   for (const term of base) weights.set(term, 1);
   for (const term of base) {
-    for (const synonym of stemmedSynonyms.get(term) ?? []) {
+    for (const synonym of synonymsOf(term)) {
       if (!weights.has(synonym)) weights.set(synonym, synonymWeight);
     }
   }

@@ -1,20 +1,16 @@
-import { z } from "zod";
-
 /** Where a catalogued tool comes from: the host itself, a plugin, an MCP server, or the client app. */
 export const TOOL_SOURCES = ["core", "plugin", "mcp", "client"] as const;
 export type ToolSource = (typeof TOOL_SOURCES)[number];
 
-export const toolCatalogEntrySchema = z.object({
-  id: z.string(),
-  name: z.string(),
-  label: z.string().optional(),
-  description: z.string(),
-  source: z.enum(TOOL_SOURCES),
-  sourceName: z.string().optional(),
-});
-
 /** Compact catalog metadata, as in `ALL_TOOLS`: no schema. */
-export type ToolCatalogEntry = z.infer<typeof toolCatalogEntrySchema>;
+export type ToolCatalogEntry = {
+  id: string;
+  name: string;
+  label?: string;
+  description: string;
+  source: ToolSource;
+  sourceName?: string;
+};
 
 /** A catalog entry with its JSON Schema parameters, as `tools.describe(id)` returns it. */
 export type ToolCatalogEntryWithSchema = ToolCatalogEntry & { parameters: unknown };

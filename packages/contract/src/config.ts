@@ -1,7 +1,8 @@
-import { z } from "zod";
+import type { z } from "zod";
 import { CodeModeError } from "./code-mode-error.js";
 import type { JsonObject, JsonValue } from "./json.js";
 import { CODE_MODE_LANGUAGES, type CodeModeLanguage } from "./languages.js";
+import { schemasOnDemand } from "./lazy-schemas.js";
 import { closestMatches } from "./suggestions.js";
 
 export { CODE_MODE_LANGUAGES, type CodeModeLanguage };
@@ -54,20 +55,39 @@ export type ResolvedCodeModeConfig = {
   clamped: ClampedField[];
 } & { [K in CodeModeLimitField]: number };
 
-const integerField = z.number().int();
+type CodeModeConfigObject = Exclude<CodeModeConfigInput, boolean>;
+const knownFields: ReadonlySet<string> = new Set(allFields);
 
-export const codeModeConfigObjectSchema = z.strictObject({
-  enabled: z.boolean().optional(),
-  runtime: z.literal("quickjs-wasi").optional(),
-  mode: z.literal("only").optional(),
-  languages: z.array(z.enum(CODE_MODE_LANGUAGES)).min(1).optional(),
-  ...(Object.fromEntries(limitFields.map((field) => [field, integerField.optional()])) as {
-    [K in CodeModeLimitField]: z.ZodOptional<typeof integerField>;
-  }),
-});
-
-/** The accepted shape as a zod schema (boolean shorthand or object), for embedding in larger configs. */
-export const codeModeConfigSchema = z.union([z.boolean(), codeModeConfigObjectSchema]);
+/**
+ * A config object `codeModeConfigObjectSchema` (in `./schemas`) accepts as it is, checked without
+ * loading zod; else undefined, and zod decides and explains. So this only has to be right when it says
+ * yes, which a test checks against the schema on generated configs.
+ */
+function commonConfigObject(input: object): CodeModeConfigObject | undefined {
+  const prototype = Object.getPrototypeOf(input);
+  if (prototype !== Object.prototype && prototype !== null) return undefined;
+  const object: Record<string, unknown> = {};
+  for (const key of Object.keys(input)) {
+    if (!knownFields.has(key)) return undefined;
+    const value = (input as Record<string, unknown>)[key];
+    if (value === undefined) continue;
+    const valid =
+      key === "enabled"
+        ? typeof value === "boolean"
+        : key === "runtime"
+          ? value === "quickjs-wasi"
+          : key === "mode"
+            ? value === "only"
+            : key === "languages"
+              ? Array.isArray(value) &&
+                value.length > 0 &&
+                value.every((language) => CODE_MODE_LANGUAGES.includes(language))
+              : Number.isSafeInteger(value);
+    if (!valid) return undefined;
+    object[key] = value;
+  }
+  return object as CodeModeConfigObject;
+}
 
 function allowedFor(field: string): string {
   if (field === "enabled") return "true or false";
@@ -145,7 +165,7 @@ export function resolveCodeModeConfig(
   options: { path?: string } = {},
 ): ResolvedCodeModeConfig {
   const basePath = options.path ?? "tools.codeMode";
-  let object: z.infer<typeof codeModeConfigObjectSchema>;
+  let object: CodeModeConfigObject;
   if (input === undefined || input === null || typeof input === "boolean") {
     object = { enabled: input === true };
   } else if (typeof input !== "object" || Array.isArray(input)) {
@@ -156,9 +176,14 @@ export function resolveCodeModeConfig(
       },
     ]);
   } else {
-    const parsed = codeModeConfigObjectSchema.safeParse(input);
-    if (!parsed.success) throw invalidConfig(problemsFrom(parsed.error, input, basePath));
-    object = parsed.data;
+    const common = commonConfigObject(input);
+    if (common) {
+      object = common;
+    } else {
+      const parsed = schemasOnDemand().codeModeConfigObjectSchema.safeParse(input);
+      if (!parsed.success) throw invalidConfig(problemsFrom(parsed.error, input, basePath));
+      object = parsed.data;
+    }
   }
 
   const clamped: ClampedField[] = [];

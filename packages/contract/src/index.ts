@@ -1,3 +1,5 @@
+// The contract's main entry does not load zod: its parsers check the common case by hand and load zod
+// only to explain a refusal. The zod schemas themselves are in `@codecell/contract/schemas`.
 export {
   CODE_MODE_CONTROL_TOOL_NAMES,
   type HostTool,
@@ -7,7 +9,6 @@ export {
   type ToolCatalogEntry,
   type ToolCatalogEntryWithSchema,
   type ToolSource,
-  toolCatalogEntrySchema,
 } from "./catalog.js";
 export { CodeModeError, type CodeModeErrorData } from "./code-mode-error.js";
 export {
@@ -17,8 +18,6 @@ export {
   type CodeModeConfigInput,
   type CodeModeLanguage,
   type CodeModeLimitField,
-  codeModeConfigObjectSchema,
-  codeModeConfigSchema,
   type ResolvedCodeModeConfig,
   resolveCodeModeConfig,
 } from "./config.js";
@@ -36,11 +35,9 @@ export {
   type CodeModeWaitInput,
   type ExecRequest,
   execInputJsonSchema,
-  execInputSchema,
   parseExecInput,
   parseWaitInput,
   waitInputJsonSchema,
-  waitInputSchema,
 } from "./inputs.js";
 export type { JsonObject, JsonValue } from "./json.js";
 export {
@@ -53,12 +50,8 @@ export {
   type CodeModeTelemetry,
   type CodeModeWaitingResult,
   codeModeModelResult,
-  codeModeOutputSchema,
-  codeModeResultJsonSchema,
   codeModeResultOutputSchema,
-  codeModeResultSchema,
   codeModeResultText,
-  codeModeTelemetrySchema,
   emptyTelemetry,
   LIMIT_KINDS,
   type LimitKind,

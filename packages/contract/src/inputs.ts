@@ -1,47 +1,90 @@
-import { z } from "zod";
 import { CodeModeError } from "./code-mode-error.js";
 import { CODE_MODE_LANGUAGES, type CodeModeLanguage } from "./config.js";
+import { schemasOnDemand } from "./lazy-schemas.js";
 
-export const execInputSchema = z.strictObject({
-  code: z.string().optional().describe("The JavaScript or TypeScript cell to run."),
-  command: z
-    .string()
-    .optional()
-    .describe("Alias of code for exec-compatible hooks; must equal code if both are set."),
-  language: z.enum(CODE_MODE_LANGUAGES).optional().describe('The cell language; default "javascript".'),
-});
-
-export const waitInputSchema = z.strictObject({
-  runId: z.string().min(1).describe("The runId of a waiting result."),
-});
-
-export type CodeModeExecInput = z.infer<typeof execInputSchema>;
-export type CodeModeWaitInput = z.infer<typeof waitInputSchema>;
+/** An exec tool call's arguments; `parseExecInput` validates them. */
+export type CodeModeExecInput = { code?: string; command?: string; language?: CodeModeLanguage };
+/** A wait tool call's arguments; `parseWaitInput` validates them. */
+export type CodeModeWaitInput = { runId: string };
 
 /** A validated exec input: the cell source and its language. */
 export type ExecRequest = { code: string; language: CodeModeLanguage };
 
-/** A schema for a tool definition: the `$schema` key costs every model request tokens and says nothing. */
-function forToolDefinition<T extends object>(schema: T): Omit<T, "$schema"> {
-  const { $schema: _dialect, ...rest } = schema as T & { $schema?: unknown };
-  return rest;
+// JSON Schemas of the two model-visible tools' inputs, for tool definitions. Written out so that
+// importing the contract does not load zod; a test keeps them equal to what zod derives from
+// `execInputSchema` and `waitInputSchema` (without the `$schema` key, which costs every model request
+// tokens and says nothing).
+export const execInputJsonSchema = {
+  type: "object",
+  properties: {
+    code: { description: "The JavaScript or TypeScript cell to run.", type: "string" },
+    command: {
+      description: "Alias of code for exec-compatible hooks; must equal code if both are set.",
+      type: "string",
+    },
+    language: {
+      description: 'The cell language; default "javascript".',
+      type: "string",
+      enum: ["javascript", "typescript"],
+    },
+  },
+  additionalProperties: false,
+};
+export const waitInputJsonSchema = {
+  type: "object",
+  properties: {
+    runId: { type: "string", minLength: 1, description: "The runId of a waiting result." },
+  },
+  required: ["runId"],
+  additionalProperties: false,
+};
+
+const EXEC_INPUT_KEYS: ReadonlySet<string> = new Set(["code", "command", "language"]);
+const WAIT_INPUT_KEYS: ReadonlySet<string> = new Set(["runId"]);
+
+/**
+ * True for an ordinary object (literal or JSON) whose own keys are all in `known`. Anything else goes to
+ * zod, which decides and explains; so this check only has to be right when it says yes.
+ */
+function isPlainObjectWithKeys(input: object, known: ReadonlySet<string>): boolean {
+  const prototype = Object.getPrototypeOf(input);
+  if (prototype !== Object.prototype && prototype !== null) return false;
+  for (const key of Object.keys(input)) if (!known.has(key)) return false;
+  return true;
 }
 
-/** JSON Schemas of the two model-visible tools' inputs, for tool definitions. */
-export const execInputJsonSchema = forToolDefinition(z.toJSONSchema(execInputSchema, { target: "draft-7" }));
-export const waitInputJsonSchema = forToolDefinition(z.toJSONSchema(waitInputSchema, { target: "draft-7" }));
+/** An exec input `execInputSchema` accepts as it is, checked without loading zod; else undefined. */
+function commonExecInput(input: object): CodeModeExecInput | undefined {
+  if (!isPlainObjectWithKeys(input, EXEC_INPUT_KEYS)) return undefined;
+  const { code, command, language } = input as Record<string, unknown>;
+  if (code !== undefined && typeof code !== "string") return undefined;
+  if (command !== undefined && typeof command !== "string") return undefined;
+  if (language !== undefined && !CODE_MODE_LANGUAGES.includes(language as CodeModeLanguage)) return undefined;
+  return { code, command, language } as CodeModeExecInput;
+}
 
 function invalidInput(message: string): CodeModeError {
   return new CodeModeError("invalid_input", message);
 }
 
-function firstIssue(error: z.ZodError, tool: string): string {
-  const issue = error.issues[0]!;
+/**
+ * The slow path, for an input the hand-written check did not accept: zod decides, and a refusal names
+ * zod's first problem in one sentence.
+ */
+function parseWithZod<S extends "execInputSchema" | "waitInputSchema">(
+  schema: S,
+  input: unknown,
+  tool: string,
+): S extends "execInputSchema" ? CodeModeExecInput : CodeModeWaitInput {
+  const parsed = schemasOnDemand()[schema].safeParse(input);
+  if (parsed.success)
+    return parsed.data as S extends "execInputSchema" ? CodeModeExecInput : CodeModeWaitInput;
+  const issue = parsed.error.issues[0]!;
   if (issue.code === "unrecognized_keys") {
-    return `${tool} input has unknown key(s) ${issue.keys.map((key) => `"${key}"`).join(", ")}.`;
+    throw invalidInput(`${tool} input has unknown key(s) ${issue.keys.map((key) => `"${key}"`).join(", ")}.`);
   }
   const field = issue.path.join(".") || "input";
-  return `${tool} input: ${field}: ${issue.message}.`;
+  throw invalidInput(`${tool} input: ${field}: ${issue.message}.`);
 }
 
 /**
@@ -64,9 +107,8 @@ export function parseExecInput(
       `exec language ${JSON.stringify(language)} is not supported; use "javascript" or "typescript".`,
     );
   }
-  const parsed = execInputSchema.safeParse(input);
-  if (!parsed.success) throw invalidInput(firstIssue(parsed.error, "exec"));
-  const { code, command } = parsed.data;
+  const accepted = commonExecInput(input) ?? parseWithZod("execInputSchema", input, "exec");
+  const { code, command } = accepted;
   const hasCode = typeof code === "string" && code.trim() !== "";
   const hasCommand = typeof command === "string" && command.trim() !== "";
   if (!hasCode && !hasCommand) {
@@ -85,7 +127,7 @@ export function parseExecInput(
       );
     }
   }
-  const resolvedLanguage = parsed.data.language ?? "javascript";
+  const resolvedLanguage = accepted.language ?? "javascript";
   if (!enabledLanguages.includes(resolvedLanguage)) {
     throw new CodeModeError(
       "unsupported_language",
@@ -100,7 +142,9 @@ export function parseWaitInput(input: unknown): CodeModeWaitInput {
   if (input === null || typeof input !== "object" || Array.isArray(input)) {
     throw invalidInput('wait input must be an object such as { "runId": "..." }.');
   }
-  const parsed = waitInputSchema.safeParse(input);
-  if (!parsed.success) throw invalidInput(firstIssue(parsed.error, "wait"));
-  return parsed.data;
+  const runId = (input as { runId?: unknown }).runId;
+  if (isPlainObjectWithKeys(input, WAIT_INPUT_KEYS) && typeof runId === "string" && runId !== "") {
+    return { runId };
+  }
+  return parseWithZod("waitInputSchema", input, "wait");
 }

@@ -2,12 +2,11 @@ import { describe, expect, it } from "vitest";
 import {
   type CodeModeResult,
   codeModeModelResult,
-  codeModeResultJsonSchema,
   codeModeResultOutputSchema,
-  codeModeResultSchema,
   codeModeResultText,
   emptyTelemetry,
 } from "./results.js";
+import { codeModeResultJsonSchema, codeModeResultSchema } from "./schemas.js";
 
 describe("result union", () => {
   const telemetry = emptyTelemetry();

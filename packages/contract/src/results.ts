@@ -1,19 +1,20 @@
-import { z } from "zod";
-import { TOOL_SOURCES } from "./catalog.js";
-import { CODE_MODE_ERROR_CODES } from "./error-codes.js";
-import { CONSOLE_LEVELS } from "./guest-names.js";
+import type { ToolSource } from "./catalog.js";
+import type { CodeModeErrorCode } from "./error-codes.js";
+import type { ConsoleLevel } from "./guest-names.js";
 
-export const codeModeOutputSchema = z.discriminatedUnion("type", [
-  z.object({
-    type: z.literal("text"),
-    text: z.string(),
-    /** Set when the text came from `console.<level>(...)`; absent for `text()`. */
-    level: z.enum(CONSOLE_LEVELS).optional(),
-  }),
-  z.object({ type: z.literal("json"), value: z.unknown() }),
-]);
+// The shapes below are plain types so that importing the contract does not load zod; their zod schemas
+// (`codeModeResultSchema` and its parts) live in `@codecell/contract/schemas`, and a type test there
+// keeps the two identical.
+
 /** One output item, in the order the guest produced it with `text()`, `json()` or `console.*`. */
-export type CodeModeOutput = z.infer<typeof codeModeOutputSchema>;
+export type CodeModeOutput =
+  | {
+      type: "text";
+      text: string;
+      /** Set when the text came from `console.<level>(...)`; absent for `text()`. */
+      level?: ConsoleLevel;
+    }
+  | { type: "json"; value: unknown };
 
 export const SNAPSHOT_EVENTS = ["stored", "resumed", "expired", "aborted", "deleted", "refused"] as const;
 export type SnapshotEvent = (typeof SNAPSHOT_EVENTS)[number];
@@ -21,97 +22,66 @@ export type SnapshotEvent = (typeof SNAPSHOT_EVENTS)[number];
 export const LIMIT_KINDS = ["timeout", "memory", "output", "snapshot", "pendingToolCalls"] as const;
 export type LimitKind = (typeof LIMIT_KINDS)[number];
 
-const countsBySource = z.object(
-  Object.fromEntries(TOOL_SOURCES.map((source) => [source, z.number().int().nonnegative()])) as {
-    [K in (typeof TOOL_SOURCES)[number]]: z.ZodNumber;
-  },
-);
-
-export const codeModeTelemetrySchema = z.object({
+export type CodeModeTelemetry = {
   /** Tool names the model was sent (exactly exec and wait when code mode is active). */
-  visibleToolNames: z.array(z.string()),
+  visibleToolNames: string[];
   /** The hidden catalog: total size and breakdown by source. */
-  catalog: z.object({ size: z.number().int().nonnegative(), bySource: countsBySource }),
-  execCount: z.number().int().nonnegative(),
-  waitCount: z.number().int().nonnegative(),
-  nested: z.object({
-    searches: z.number().int().nonnegative(),
-    describes: z.number().int().nonnegative(),
-    calls: z.number().int().nonnegative(),
-    failedCalls: z.number().int().nonnegative(),
+  catalog: { size: number; bySource: { [K in ToolSource]: number } };
+  execCount: number;
+  waitCount: number;
+  nested: {
+    searches: number;
+    describes: number;
+    calls: number;
+    failedCalls: number;
     /** Catalog ids of the nested tools called, in call order (repeats kept). */
-    toolIds: z.array(z.string()),
-  }),
-  limitFailures: z.object(
-    Object.fromEntries(LIMIT_KINDS.map((kind) => [kind, z.number().int().nonnegative()])) as {
-      [K in LimitKind]: z.ZodNumber;
-    },
-  ),
-  snapshotEvents: z.array(
-    z.object({ event: z.enum(SNAPSHOT_EVENTS), runId: z.string(), bytes: z.number().optional() }),
-  ),
-  durationMs: z.number().nonnegative(),
+    toolIds: string[];
+  };
+  limitFailures: { [K in LimitKind]: number };
+  snapshotEvents: Array<{ event: SnapshotEvent; runId: string; bytes?: number }>;
+  durationMs: number;
   /**
    * "typescript" when the cell came as JavaScript (no `language`, or "javascript") but parses only as
    * TypeScript, so it ran as TypeScript.
    */
-  detectedLanguage: z.literal("typescript").optional(),
-});
-export type CodeModeTelemetry = z.infer<typeof codeModeTelemetrySchema>;
+  detectedLanguage?: "typescript";
+};
 
-export const codeModePendingToolCallSchema = z.object({
+export type CodeModePendingToolCall = {
   /** The bridge request id inside the run. */
-  callId: z.string(),
+  callId: string;
   /** The catalog id of the nested tool. */
-  toolId: z.string(),
+  toolId: string;
   /** ISO time the call started; for a queued call, when the cell made it. */
-  startedAt: z.string(),
+  startedAt: string;
   /** Set while the call waits for one of the run's `maxPendingToolCalls` slots (it starts in order). */
-  queued: z.literal(true).optional(),
-});
-export type CodeModePendingToolCall = z.infer<typeof codeModePendingToolCallSchema>;
+  queued?: true;
+};
 
-const outputList = z.array(codeModeOutputSchema).optional();
-
-export const codeModeCompletedResultSchema = z.object({
-  status: z.literal("completed"),
-  value: z.unknown(),
-  output: outputList,
-  telemetry: codeModeTelemetrySchema,
-});
-export const codeModeWaitingResultSchema = z.object({
-  status: z.literal("waiting"),
-  runId: z.string(),
-  reason: z.enum(["pending_tools", "yield"]),
+export type CodeModeCompletedResult = {
+  status: "completed";
+  value: unknown;
+  output?: CodeModeOutput[];
+  telemetry: CodeModeTelemetry;
+};
+export type CodeModeWaitingResult = {
+  status: "waiting";
+  runId: string;
+  reason: "pending_tools" | "yield";
   /** What the guest passed to `yield_control(reason)` (at most 500 characters). */
-  yieldReason: z.string().optional(),
-  pendingToolCalls: z.array(codeModePendingToolCallSchema).optional(),
-  output: outputList,
-  telemetry: codeModeTelemetrySchema,
-});
-export const codeModeFailedResultSchema = z.object({
-  status: z.literal("failed"),
-  error: z.string(),
-  code: z.enum(CODE_MODE_ERROR_CODES).optional(),
-  output: outputList,
-  telemetry: codeModeTelemetrySchema,
-});
-export const codeModeResultSchema = z.discriminatedUnion("status", [
-  codeModeCompletedResultSchema,
-  codeModeWaitingResultSchema,
-  codeModeFailedResultSchema,
-]);
-
-export type CodeModeCompletedResult = z.infer<typeof codeModeCompletedResultSchema>;
-export type CodeModeWaitingResult = z.infer<typeof codeModeWaitingResultSchema>;
-export type CodeModeFailedResult = z.infer<typeof codeModeFailedResultSchema>;
-export type CodeModeResult = z.infer<typeof codeModeResultSchema>;
-
-/** JSON Schema of the result union, for MCP `outputSchema`. */
-export const codeModeResultJsonSchema = z.toJSONSchema(codeModeResultSchema, {
-  target: "draft-7",
-  unrepresentable: "any",
-});
+  yieldReason?: string;
+  pendingToolCalls?: CodeModePendingToolCall[];
+  output?: CodeModeOutput[];
+  telemetry: CodeModeTelemetry;
+};
+export type CodeModeFailedResult = {
+  status: "failed";
+  error: string;
+  code?: CodeModeErrorCode;
+  output?: CodeModeOutput[];
+  telemetry: CodeModeTelemetry;
+};
+export type CodeModeResult = CodeModeCompletedResult | CodeModeWaitingResult | CodeModeFailedResult;
 
 /** Telemetry with every counter at zero, for a result produced before anything ran. */
 export function emptyTelemetry(): CodeModeTelemetry {

@@ -1,5 +1,6 @@
+import { createRequire } from "node:module";
 import { CodeModeError, type JsonValue } from "@codecell/contract";
-import { z } from "zod";
+import type * as Zod from "zod";
 
 /**
  * One recorded tool call. `control` entries are the model's exec and wait calls; `nested` entries are
@@ -28,24 +29,6 @@ export type TrajectoryEntry = {
   endedAt?: string;
   durationMs?: number;
 };
-
-const entrySchema = z.object({
-  kind: z.enum(["control", "nested"]),
-  toolCallId: z.string().min(1),
-  parentToolCallId: z.string().optional(),
-  tool: z.string().min(1),
-  codeModeRunId: z.string().optional(),
-  via: z.string().optional(),
-  input: z.json().optional(),
-  status: z.enum(["running", "completed", "waiting", "failed"]),
-  yieldReason: z.string().optional(),
-  code: z.string().optional(),
-  error: z.string().optional(),
-  notes: z.array(z.string()).optional(),
-  startedAt: z.string(),
-  endedAt: z.string().optional(),
-  durationMs: z.number().optional(),
-});
 
 export const TRAJECTORY_FORMAT = "codecell.trajectory/1";
 
@@ -369,11 +352,35 @@ function toEntry(record: EntryRecord): TrajectoryEntry {
   return entry;
 }
 
+/**
+ * The schema `importTrajectory` checks against, built on first use: zod (about half of the engine's
+ * import CPU) is loaded only when a host reads a trajectory back, never on the way to a first exec.
+ */
+function trajectorySchema() {
+  const { z } = createRequire(import.meta.url)("zod") as typeof Zod;
+  const entrySchema = z.object({
+    kind: z.enum(["control", "nested"]),
+    toolCallId: z.string().min(1),
+    parentToolCallId: z.string().optional(),
+    tool: z.string().min(1),
+    codeModeRunId: z.string().optional(),
+    via: z.string().optional(),
+    input: z.json().optional(),
+    status: z.enum(["running", "completed", "waiting", "failed"]),
+    yieldReason: z.string().optional(),
+    code: z.string().optional(),
+    error: z.string().optional(),
+    notes: z.array(z.string()).optional(),
+    startedAt: z.string(),
+    endedAt: z.string().optional(),
+    durationMs: z.number().optional(),
+  });
+  return z.object({ format: z.literal(TRAJECTORY_FORMAT), entries: z.array(entrySchema) });
+}
+
 /** Reads back an exported trajectory (from a transcript store), refusing anything malformed. */
 export function importTrajectory(data: unknown): TrajectoryExport {
-  const parsed = z
-    .object({ format: z.literal(TRAJECTORY_FORMAT), entries: z.array(entrySchema) })
-    .safeParse(data);
+  const parsed = trajectorySchema().safeParse(data);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     throw new CodeModeError(
