@@ -80,7 +80,17 @@ const isWasmModule = (value: unknown): boolean =>
 
 /** Host to worker. */
 export type HostToWorkerMessage =
-  | { type: "init"; module: CompiledWasmModule; snapshotSecret: string | null }
+  | {
+      type: "init";
+      module: CompiledWasmModule;
+      snapshotSecret: string | null;
+      /**
+       * The host's doorbell (shared memory): index 0 goes up after every message the host posts, so a
+       * worker waiting synchronously for a quick host result (Atomics.wait) wakes and takes it with
+       * `receiveMessageOnPort`, without a turn of its event loop. Absent: the worker only listens.
+       */
+      doorbell?: Int32Array;
+    }
   | {
       type: "start";
       runId: string;
@@ -197,6 +207,7 @@ const hostMessageChecks: Record<HostToWorkerMessage["type"], Record<string, Chec
   init: {
     module: isWasmModule,
     snapshotSecret: (value) => value === null || isString(value),
+    doorbell: (value) => value === undefined || isSignal(value),
   },
   start: {
     runId: isString,

@@ -26,7 +26,7 @@ export type SegmentEnd =
  * once per call, and a timer plus a listener each time cost more than the call); `close()` drops them.
  */
 export class ReadyQueue {
-  readonly #items: Array<[string, SettleOutcome, string?]> = [];
+  #items: Array<[string, SettleOutcome, string?]> = [];
   #wake: (() => void) | null = null;
   #timer: NodeJS.Timeout | null = null;
   #timerDueAt = 0;
@@ -48,7 +48,9 @@ export class ReadyQueue {
   }
 
   drain(): Array<[string, SettleOutcome, string?]> {
-    return this.#items.splice(0);
+    const items = this.#items;
+    this.#items = [];
+    return items;
   }
 
   get size(): number {
@@ -157,16 +159,14 @@ async function drive(
       run.dispose();
       return abortedEnd(output);
     }
-    output.push(...event.output);
+    for (const line of event.output) output.push(line);
     if (event.type === "completed") return { type: "completed", value: event.value, output };
     if (event.type === "failed") {
       const code = event.code ?? (isCodeModeErrorCode(event.error?.code) ? event.error?.code : undefined);
       return { type: "failed", ...(code ? { code } : {}), message: event.message, output };
     }
     // A yield the host has not answered yet (after a restore, the old yield is already in the queue).
-    if (event.pending.some((request) => request.kind === "yield" && !ready.has(request.requestId))) {
-      return suspend(run, "yield", output);
-    }
+    if (unansweredYield(event.pending, ready)) return suspend(run, "yield", output);
     // Idle with nested calls in flight: deliver what is ready, or wait for it until the deadline.
     let delivered = false;
     while (!delivered) {
@@ -179,9 +179,11 @@ async function drive(
         if (Date.now() >= run.deadline) return suspend(run, "pending_tools", output);
         await ready.waitForItem(run.deadline, signal);
       }
-      for (const [requestId, outcome] of ready.drain()) {
+      const items = ready.drain();
+      for (let index = 0; index < items.length; index++) {
+        const item = items[index]!;
         try {
-          run.settle(requestId, outcome);
+          run.settle(item[0], item[1]);
           delivered = true;
         } catch {
           // The guest no longer waits for this id (already settled): nothing to deliver.
@@ -189,6 +191,13 @@ async function drive(
       }
     }
   }
+}
+
+function unansweredYield(pending: readonly HostRequest[], ready: ReadyQueue): boolean {
+  for (const request of pending) {
+    if (request.kind === "yield" && !ready.has(request.requestId)) return true;
+  }
+  return false;
 }
 
 async function suspend(

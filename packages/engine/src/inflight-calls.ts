@@ -10,6 +10,8 @@ export type CallStart = (cancel: CallCancellation, settle: (outcome: SettleOutco
 
 type InflightCall = {
   toolId: string;
+  /** Whoever keeps books on the call (the exec or wait segment that made it); handed back to the sink. */
+  owner: unknown;
   /** When the call started running (epoch ms); for a queued call, when the cell made it. */
   startedAtMs: number;
   /** Waiting for one of the run's `maxPendingToolCalls` slots. */
@@ -18,12 +20,10 @@ type InflightCall = {
   outcome?: SettleOutcome;
 };
 
-type QueuedStart = {
-  requestId: string;
-  call: InflightCall;
-  start: CallStart;
-  settled: (outcome: SettleOutcome) => void;
-};
+type QueuedStart = { requestId: string; call: InflightCall; start: CallStart };
+
+/** Where outcomes go while a segment drives the run: the call's id, its outcome and its record. */
+export type OutcomeSink = (requestId: string, outcome: SettleOutcome, call: Readonly<InflightCall>) => void;
 
 /**
  * The nested calls of one code-mode run that are still running or queued on the host. At most
@@ -39,7 +39,7 @@ export class InflightCalls {
   #running = 0;
   /** A call that settles while the queue is being pumped frees its slot for that same pump. */
   #pumping = false;
-  #sink: ((requestId: string, outcome: SettleOutcome, toolId: string) => void) | null = null;
+  #sink: OutcomeSink | null = null;
   #stored: { store: SnapshotStore; runId: string; forget: () => void } | null = null;
 
   constructor(
@@ -62,26 +62,20 @@ export class InflightCalls {
   }
 
   /**
-   * Runs the call now if a slot is free, else queues it. `settled` hears its outcome either way (after
-   * the table has it; synchronously when the executor answered at once); a call cancelled while queued
-   * never starts.
+   * Runs the call now if a slot is free, else queues it; a call cancelled while queued never starts.
+   * Its outcome goes to the sink (synchronously when the executor answered at once) with `owner`, or
+   * to the store while the run is suspended.
    */
-  add(
-    requestId: string,
-    toolId: string,
-    cancel: CallCancellation,
-    start: CallStart,
-    settled: (outcome: SettleOutcome) => void,
-  ): void {
-    const call: InflightCall = { toolId, startedAtMs: Date.now(), queued: true, cancel };
-    this.#calls.set(requestId, call);
-    const entry: QueuedStart = { requestId, call, start, settled };
+  add(requestId: string, toolId: string, cancel: CallCancellation, start: CallStart, owner: unknown): void {
     // The common case, a free slot and nobody ahead: no trip through the queue.
-    if (!this.#pumping && this.#running < this.maxRunning && this.#queueHead === this.#queue.length) {
-      this.#run(entry);
+    const now = !this.#pumping && this.#running < this.maxRunning && this.#queueHead === this.#queue.length;
+    const call: InflightCall = { toolId, owner, startedAtMs: Date.now(), queued: !now, cancel };
+    this.#calls.set(requestId, call);
+    if (now) {
+      this.#run(requestId, call, start);
       return;
     }
-    this.#queue.push(entry);
+    this.#queue.push({ requestId, call, start });
     this.#pump();
   }
 
@@ -94,7 +88,7 @@ export class InflightCalls {
         const next = this.#queue[this.#queueHead]!;
         this.#queue[this.#queueHead] = undefined as never;
         this.#queueHead++;
-        this.#run(next);
+        this.#run(next.requestId, next.call, next.start);
       }
     } finally {
       this.#pumping = false;
@@ -106,7 +100,7 @@ export class InflightCalls {
     }
   }
 
-  #run({ requestId, call, start, settled }: QueuedStart): void {
+  #run(requestId: string, call: InflightCall, start: CallStart): void {
     const { cancel } = call;
     if (cancel.aborted) {
       const reason = cancel.reason?.message ?? "the run ended";
@@ -118,11 +112,12 @@ export class InflightCalls {
           code: "aborted",
         },
       });
-      settled(call.outcome!);
       return;
     }
-    call.queued = false;
-    call.startedAtMs = Date.now();
+    if (call.queued) {
+      call.queued = false;
+      call.startedAtMs = Date.now();
+    }
     this.#running++;
     let done = false;
     const finish = (outcome: SettleOutcome): void => {
@@ -131,7 +126,6 @@ export class InflightCalls {
       done = true;
       this.#running--;
       this.#settled(requestId, call, outcome);
-      settled(outcome);
       this.#pump();
     };
     try {
@@ -154,7 +148,7 @@ export class InflightCalls {
     if (this.#calls.get(requestId) !== call) return;
     if (this.#sink) {
       this.#calls.delete(requestId);
-      this.#sink(requestId, settled, call.toolId);
+      this.#sink(requestId, settled, call);
     } else if (this.#stored) {
       this.#record(requestId, settled);
     }
@@ -193,7 +187,7 @@ export class InflightCalls {
   }
 
   /** A live segment takes outcomes from now on (it also gets those that settled while detached). */
-  attach(sink: (requestId: string, outcome: SettleOutcome, toolId: string) => void): void {
+  attach(sink: OutcomeSink): void {
     this.#sink = sink;
   }
 
@@ -227,6 +221,13 @@ export class InflightCalls {
     return call.outcome;
   }
 
+  /** Cancels the calls `owner` made that have not settled (an exec or wait segment that was aborted). */
+  abortOwnedBy(owner: unknown, reason: string): void {
+    for (const call of this.#calls.values()) {
+      if (call.owner === owner && call.outcome === undefined) call.cancel.abort(new Error(reason));
+    }
+  }
+
   abortAll(reason: string): void {
     for (const call of this.#calls.values()) call.cancel.abort(new Error(reason));
     this.#calls.clear();
@@ -241,7 +242,7 @@ export class InflightCalls {
       const next = this.#queue[this.#queueHead]!;
       this.#queue[this.#queueHead] = undefined as never;
       this.#queueHead++;
-      this.#run(next);
+      this.#run(next.requestId, next.call, next.start);
     }
     this.#queue.length = 0;
     this.#queueHead = 0;

@@ -26,6 +26,12 @@ export type RequestScope = {
   executor: ToolExecutor;
   trajectory: TrajectoryRecorder;
   redactInput: (toolId: string, input: JsonValue) => JsonValue;
+  /**
+   * `tools.call` targets this run's catalog resolved (an id or a unique name): the catalog does not
+   * change under a prepared run, and a loop calls the same few tools. Bounded by the catalog's ids and
+   * names, since only targets that resolve are kept.
+   */
+  resolvedTargets: Map<string, CatalogTool>;
 };
 
 export type RequestParent = {
@@ -156,11 +162,14 @@ export function startHostRequest(
       telemetry.nested.describes++;
       return answered(() => catalog.describe(request.target));
     case "call": {
-      let tool: CatalogTool;
-      try {
-        tool = catalog.resolve(request.target);
-      } catch (error) {
-        return { toolId: null, outcome: failure(error, "invalid_input") };
+      let tool = scope.resolvedTargets.get(request.target);
+      if (tool === undefined) {
+        try {
+          tool = catalog.resolve(request.target);
+        } catch (error) {
+          return { toolId: null, outcome: failure(error, "invalid_input") };
+        }
+        scope.resolvedTargets.set(request.target, tool);
       }
       return runNestedCall(
         tool.id,

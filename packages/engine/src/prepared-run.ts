@@ -20,7 +20,7 @@ import { CallCancellation } from "./call-cancellation.js";
 import { driveSegment, ReadyQueue, type SegmentEnd } from "./drive-segment.js";
 import { explainGuestFailure } from "./guest-failure-hints.js";
 import { buildGuestSurface } from "./guest-surface.js";
-import { InflightCalls } from "./inflight-calls.js";
+import { InflightCalls, type OutcomeSink } from "./inflight-calls.js";
 import { EXEC_TOOL_NAME, WAIT_TOOL_NAME } from "./model-surface.js";
 import { type RequestParent, type RequestScope, requestParent, startHostRequest } from "./nested-calls.js";
 import { ResultShapes } from "./result-shapes.js";
@@ -92,7 +92,6 @@ function cellOf(input: unknown): JsonValue {
  */
 type Segment = {
   signal: AbortSignal;
-  calls: Set<CallCancellation>;
   release(): void;
   progress?: (event: RunProgress) => void;
   counts: { started: number; settled: number };
@@ -128,6 +127,7 @@ export class ActiveRun implements PreparedRun {
       executor: options.executor,
       trajectory: engine.trajectory,
       redactInput: engine.redactInput,
+      resolvedTargets: new Map(),
     };
     const { agentId, sessionKey, sessionId, runId } = options.context;
     this.#runScope = { agentId, sessionKey, sessionId, parentRunId: runId };
@@ -350,7 +350,7 @@ export class ActiveRun implements PreparedRun {
     const inflight = new InflightCalls(this.options.context.sessionId, engine.config.maxPendingToolCalls);
     const ready = new ReadyQueue();
     const yieldIds = new Set<string>();
-    const segment = this.#segment(call);
+    const segment = this.#segment(call, inflight);
     const { signal } = segment;
     const parent = requestParent(toolCallId, "exec", runId, segment.progress);
     // What this exec's nested calls returned, so a failure can say what a name holds.
@@ -371,13 +371,13 @@ export class ActiveRun implements PreparedRun {
         timeoutMs: engine.config.timeoutMs,
         signal,
         onRequest: (request) =>
-          this.#onRequest(request, scope, inflight, ready, yieldIds, parent, telemetry, segment, shapes),
+          this.#onRequest(request, scope, inflight, ready, yieldIds, parent, telemetry, segment),
       });
     } catch (error) {
       segment.release();
       return this.#failure(error, telemetry, startedAt);
     }
-    inflight.attach((requestId, outcome, toolId) => ready.push(requestId, outcome, toolId));
+    inflight.attach(this.#sinkFor(ready, segment, shapes));
     engine.inflight.set(runKey, inflight);
     const end = await driveSegment(run, ready, signal).finally(segment.release);
     // A bare QuickJS TypeError gets the expression it is about (the JavaScript cell is what ran as is).
@@ -450,7 +450,7 @@ export class ActiveRun implements PreparedRun {
         });
       }
     }
-    inflight.attach((requestId, outcome, toolId) => ready.push(requestId, outcome, toolId));
+    inflight.attach((requestId, outcome, settled) => ready.push(requestId, outcome, settled.toolId));
     // Their outcomes arrive as the replica running them records them (or as "interrupted" once its
     // lease is gone); this segment delivers them like local ones until its deadline.
     let stopWatching: (() => Promise<void>) | null = null;
@@ -466,7 +466,8 @@ export class ActiveRun implements PreparedRun {
         return this.#failure(error, telemetry, startedAt);
       }
     }
-    const segment = this.#segment(call);
+    const segment = this.#segment(call, inflight);
+    inflight.attach(this.#sinkFor(ready, segment));
     const { signal } = segment;
     const parent = requestParent(call.toolCallId, "wait", claim.runId, segment.progress);
     const scope = this.#refreshNamespaces();
@@ -511,32 +512,16 @@ export class ActiveRun implements PreparedRun {
    * while the segment runs. Released when it ends, so calls still pending in a waiting run outlive the
    * request that started them (they end with the run, through the in-flight table).
    */
-  #segment(call: ControlCall): Segment {
+  #segment(call: ControlCall, inflight: InflightCalls): Segment {
     const controller = new AbortController();
     // The driver and the run listen for it; with the control call's own signal there can be several.
     setMaxListeners(0, controller.signal);
-    // One listener aborts every nested call the segment started (a listener per call cost more than
-    // the call itself in a loop of quick calls).
-    const calls = new Set<CallCancellation>();
-    controller.signal.addEventListener(
-      "abort",
-      () => {
-        for (const call of calls) call.abort(new Error("The code-mode run was aborted."));
-        calls.clear();
-      },
-      { once: true },
-    );
     const sources = [this.#abort.signal, ...(call.signal ? [call.signal] : [])];
     const onAbort = () => controller.abort();
-    for (const source of sources) {
-      if (source.aborted) controller.abort();
-      else source.addEventListener("abort", onAbort, { once: true });
-    }
     let open = true;
     const listener = call.onProgress;
-    return {
+    const segment: Segment = {
       signal: controller.signal,
-      calls,
       counts: { started: 0, settled: 0 },
       release: () => {
         open = false;
@@ -554,6 +539,18 @@ export class ActiveRun implements PreparedRun {
           }
         : {}),
     };
+    // One listener aborts every nested call the segment started and has not settled (a listener per
+    // call cost more than the call itself in a loop of quick calls).
+    controller.signal.addEventListener(
+      "abort",
+      () => inflight.abortOwnedBy(segment, "The code-mode run was aborted."),
+      { once: true },
+    );
+    for (const source of sources) {
+      if (source.aborted) controller.abort();
+      else source.addEventListener("abort", onAbort, { once: true });
+    }
+    return segment;
   }
 
   #limits() {
@@ -576,7 +573,6 @@ export class ActiveRun implements PreparedRun {
     parent: RequestParent,
     telemetry: CodeModeTelemetry,
     segment: Segment,
-    shapes?: ResultShapes,
   ): void {
     if (request.kind === "yield") {
       yieldIds.add(request.requestId);
@@ -594,25 +590,32 @@ export class ActiveRun implements PreparedRun {
     }
     const cancel = new CallCancellation();
     if (segment.signal.aborted) cancel.abort(new Error("The code-mode run was aborted."));
-    else segment.calls.add(cancel);
-    const toolId = started.toolId;
-    const { progress } = segment;
-    if (progress) {
+    if (segment.progress) {
       const { counts } = segment;
       counts.started++;
-      progress({ kind: "calls", ...counts, pending: counts.started - counts.settled });
+      segment.progress({ kind: "calls", ...counts, pending: counts.started - counts.settled });
     }
-    // Runs now, or waits in order for one of the run's maxPendingToolCalls slots. The outcome reaches
-    // the segment through the in-flight table's sink; this only keeps the segment's books.
-    inflight.add(request.requestId, toolId, cancel, started.start, (settled) => {
-      segment.calls.delete(cancel);
-      if (shapes && settled.ok) shapes.record(toolId, settled.value);
-      if (progress) {
+    // Runs now, or waits in order for one of the run's maxPendingToolCalls slots; the outcome comes
+    // back through the sink, with this segment as the call's owner.
+    inflight.add(request.requestId, started.toolId, cancel, started.start, segment);
+  }
+
+  /**
+   * Where the in-flight table hands outcomes while this segment drives the run: into the ready queue,
+   * and into the books of the segment that made the call (its abort set, the shapes of results for
+   * failure hints, its progress counts). A call an earlier segment made is only delivered.
+   */
+  #sinkFor(ready: ReadyQueue, segment: Segment, shapes?: ResultShapes): OutcomeSink {
+    return (requestId, outcome, call) => {
+      ready.push(requestId, outcome, call.toolId);
+      if (call.owner !== segment) return;
+      if (shapes && outcome.ok) shapes.record(call.toolId, outcome.value);
+      if (segment.progress) {
         const { counts } = segment;
         counts.settled++;
-        segment.progress?.({ kind: "calls", ...counts, pending: counts.started - counts.settled });
+        segment.progress({ kind: "calls", ...counts, pending: counts.started - counts.settled });
       }
-    });
+    };
   }
 
   async #settleSegment(

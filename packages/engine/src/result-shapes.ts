@@ -9,7 +9,9 @@ export class ResultShapes {
   record(toolId: string, value: unknown): void {
     const shape = describeValue(value);
     const known = this.#byTool.get(toolId);
-    this.#byTool.set(toolId, known === undefined || known === shape ? shape : null);
+    // A loop calling one tool records the same shape again and again: nothing changes then.
+    if (known === shape) return;
+    this.#byTool.set(toolId, known === undefined ? shape : null);
   }
 
   /** The shape every result of `toolId` had in this run, or null (none, or they differed). */
@@ -19,6 +21,15 @@ export class ResultShapes {
 }
 
 const MAX_KEYS = 8;
+// Constant words for primitives, so recording a loop's results builds no string per call.
+const PRIMITIVE_SHAPES: Readonly<Record<string, string>> = {
+  string: "a string",
+  number: "a number",
+  boolean: "a boolean",
+  bigint: "a bigint",
+  symbol: "a symbol",
+  function: "a function",
+};
 
 function keysOf(value: object): string {
   const keys = Object.keys(value);
@@ -37,5 +48,5 @@ export function describeValue(value: unknown, nested = false): string {
     return `an array whose first item is ${describeValue(value[0], true)}`;
   }
   if (typeof value === "object") return `an object with ${keysOf(value)}`;
-  return `a ${typeof value}`;
+  return PRIMITIVE_SHAPES[typeof value] ?? `a ${typeof value}`;
 }

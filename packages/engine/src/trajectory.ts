@@ -306,6 +306,8 @@ export class TrajectoryRecorder {
       (log.bytes > limits.maxBytesPerSession || log.entries.length - log.head > limits.maxEntriesPerSession)
     ) {
       this.#evict(log.entries[log.head]!);
+      // Let go of it now, not at the next compaction: a busy session would keep twice its cap alive.
+      log.entries[log.head] = undefined as never;
       log.head++;
     }
     if (log.head > 1024 && log.head * 2 > log.entries.length) {

@@ -287,6 +287,50 @@ describe("nested calls", () => {
     await answering.close();
   });
 
+  it("runs queued calls of an executor that answers at once, in order, as slots free up", async () => {
+    const queueing = createCodeModeEngine({
+      config: { enabled: true, timeoutMs: 20_000, maxPendingToolCalls: 4 },
+      pool: engine.pool,
+    });
+    let running = 0;
+    let most = 0;
+    const executor = {
+      callTool(call: NestedToolCall): unknown {
+        const input = call.input as { mode: string; value: number };
+        if (input.mode === "sync") return input.value * 2;
+        most = Math.max(most, ++running);
+        return new Promise((resolve) =>
+          setTimeout(() => {
+            running--;
+            resolve(input.value);
+          }, 50),
+        );
+      },
+    };
+    const run = queueing.prepareRun({ tools: hostTools, context: context(), executor });
+    // Four slow calls hold every slot; forty quick ones queue behind them and run as the slots free.
+    const result = await run.exec(
+      {
+        code: `
+          const order = [];
+          const slow = [1, 2, 3, 4].map((value) => tools.read_file({ mode: "slow", value }));
+          const quick = Array.from({ length: 40 }, (_, value) =>
+            tools.read_file({ mode: "sync", value }).then((doubled) => { order.push(value); return doubled; }));
+          const [s, q] = await Promise.all([Promise.all(slow), Promise.all(quick)]);
+          return { s, sum: q.reduce((a, b) => a + b, 0), inOrder: order.every((v, i) => v === i) };
+        `,
+      },
+      { toolCallId: "queued-sync" },
+    );
+    expect(result).toMatchObject({
+      status: "completed",
+      value: { s: [1, 2, 3, 4], sum: 2 * ((39 * 40) / 2), inOrder: true },
+    });
+    expect(most).toBe(4);
+    expect(result.telemetry.nested.calls).toBe(44);
+    await queueing.close();
+  });
+
   it("makes a nested call's signal when the executor reads it, aborted already if the run was aborted before", async () => {
     const calls: NestedToolCall[] = [];
     let release: (value: unknown) => void = () => {};

@@ -38,6 +38,11 @@ class WorkerSlot implements RunHost {
   private worker: Worker | null = null;
   readonly runs = new Map<string, RunHandle>();
   readonly ready: Promise<void>;
+  /**
+   * Rung after every message posted to the worker: a worker waiting synchronously for a quick host
+   * result wakes on it and reads the message off its port at once (see the worker's serveWaitingRuns).
+   */
+  private readonly doorbell = new Int32Array(new SharedArrayBuffer(4));
   isReady = false;
   /** Its start failed (init-failed, crash): it will never be ready. */
   startFailed = false;
@@ -108,7 +113,7 @@ class WorkerSlot implements RunHost {
         this.pool.replace(this, null, "internal_error", `the sandbox worker exited (code ${code})`);
     });
     module.then(
-      (compiled) => this.post({ type: "init", module: compiled, snapshotSecret }),
+      (compiled) => this.post({ type: "init", module: compiled, snapshotSecret, doorbell: this.doorbell }),
       (error: Error) => this.markFailed(error),
     );
   }
@@ -122,7 +127,11 @@ class WorkerSlot implements RunHost {
 
   post(message: HostToWorkerMessage, transfer?: ArrayBuffer[]): void {
     if (!this.alive || this.worker === null) return;
-    this.worker.postMessage(message, transfer ?? []);
+    if (transfer === undefined) this.worker.postMessage(message);
+    else this.worker.postMessage(message, transfer);
+    // After the post, so a worker woken by the bell finds the message on its port.
+    Atomics.add(this.doorbell, 0, 1);
+    Atomics.notify(this.doorbell, 0);
   }
 
   adopt(run: RunHandle): void {

@@ -169,10 +169,10 @@ export function guestPrelude(host, surfaceText) {
     return value;
   }
 
-  function toJsonText(value, label) {
-    let text;
+  /** JSON text of a value, or undefined when JSON has none (a function, a symbol, undefined). */
+  function jsonTextOf(value, label) {
     try {
-      text = apply(jsonStringify, undefined, [value, replacer]);
+      return apply(jsonStringify, undefined, [value, replacer]);
     } catch (error) {
       if (
         apply(protoOf, TypeErrorCtor.prototype, [error]) &&
@@ -189,6 +189,10 @@ export function guestPrelude(host, surfaceText) {
       }
       throw error;
     }
+  }
+
+  function toJsonText(value, label) {
+    const text = jsonTextOf(value, label);
     return text === undefined ? "null" : text;
   }
 
@@ -199,6 +203,27 @@ export function guestPrelude(host, surfaceText) {
     } catch (error) {
       return rejected(error);
     }
+    return requestText(text, resultIsVoid);
+  }
+
+  // A tool call's body is ours but for its input: only the input goes through the replacer (the
+  // common shape of a cell, a loop of tool calls, pays for one small stringify, not the whole body).
+  function callRequest(target, input) {
+    let inputText;
+    try {
+      inputText = jsonTextOf(input, "the tool input");
+    } catch (error) {
+      return rejected(error);
+    }
+    // No JSON for the input (a function, say): the whole body goes as before, and the host says why.
+    if (inputText === undefined) return request({ kind: "call", target, input }, false);
+    return requestText(
+      `{"kind":"call","target":${apply(jsonStringify, undefined, [target])},"input":${inputText}}`,
+      false,
+    );
+  }
+
+  function requestText(text, resultIsVoid) {
     const reply = host("request", text);
     if (apply(charCodeAt, reply, [0]) === 123) {
       const data = jsonParse(reply).error;
@@ -328,7 +353,7 @@ export function guestPrelude(host, surfaceText) {
   const callTool = function call(idOrName, input) {
     try {
       const target = requireString(idOrName, "tools.call(id, input): id");
-      return request({ kind: "call", target, input: input === undefined ? {} : input }, false);
+      return callRequest(target, input === undefined ? {} : input);
     } catch (error) {
       return rejected(error);
     }

@@ -1,5 +1,5 @@
 // @ts-check
-import { parentPort } from "node:worker_threads";
+import { parentPort, receiveMessageOnPort } from "node:worker_threads";
 // Both entries are zod-free, so a worker starts without loading the contract's schemas.
 import {
   exceedsJsonDepth,
@@ -39,6 +39,11 @@ const ENGINE_SIZE_LIMIT_MESSAGES = new Set(["string too long", "invalid string l
 const OUTBOX_HOLD_MS = 1;
 /** A run idle this long is waiting on slow host work: time to do the worker's own chores. */
 const IDLE_WORK_AFTER_MS = 2;
+/**
+ * How long the worker serves its runs synchronously (see serveWaitingRuns) before it returns to its
+ * event loop for timers, spares and the engine's own tasks; the next host message starts a new period.
+ */
+const SYNC_SERVE_MS = 2;
 
 if (parentPort === null) throw new Error("sandbox-worker.js must run as a worker thread");
 const port = parentPort;
@@ -47,6 +52,9 @@ const port = parentPort;
 let wasmModule = null;
 /** @type {string | null} */
 let snapshotSecret = null;
+/** The host's doorbell (init): its count goes up after every message the host posts. */
+/** @type {Int32Array | null} */
+let doorbell = null;
 /**
  * The prelude compiled once per worker from our own source, in the throwaway VM of `init` that no
  * guest code ever touches. Evaluating bytecode skips parsing it for every VM; it is never read from
@@ -107,7 +115,8 @@ const runs = new Map();
 
 /** @param {import("@codecell/bridge").WorkerToHostMessage} message @param {ArrayBuffer[]} [transfer] */
 function post(message, transfer) {
-  port.postMessage(message, transfer ?? []);
+  if (transfer === undefined) port.postMessage(message);
+  else port.postMessage(message, transfer);
 }
 
 /** @param {string} level @returns {level is import("@codecell/contract").ConsoleLevel} */
@@ -243,6 +252,9 @@ class GuestRun {
     this.vm = null;
     /** @type {import("quickjs-wasi").JSValueHandle | null} */
     this.control = null;
+    /** The fixed arguments of every settle call into the prelude (see deliver), made on first use. */
+    /** @type {{ op: import("quickjs-wasi").JSValueHandle, ok: import("quickjs-wasi").JSValueHandle, failed: import("quickjs-wasi").JSValueHandle } | null} */
+    this.settleArgs = null;
     this.controlToken = 0;
     /** @type {Map<string, import("@codecell/bridge").HostRequest>} */
     this.pending = new Map();
@@ -617,6 +629,42 @@ class GuestRun {
     return reply;
   }
 
+  /**
+   * Hand one result to the prelude: control("settle", requestId, "1" | "0", json). The fixed arguments
+   * are made once per VM, and the prelude's reply is not read, so a result costs two strings into the VM.
+   * @param {string} requestId @param {boolean} ok @param {string} json
+   */
+  deliver(requestId, ok, json) {
+    const vm = /** @type {QuickJS} */ (this.vm);
+    this.settleArgs ??= { op: vm.newString("settle"), ok: vm.newString("1"), failed: vm.newString("0") };
+    const id = vm.newString(requestId);
+    const text = vm.newString(json);
+    try {
+      const args = this.settleArgs;
+      vm.callFunction(
+        /** @type {import("quickjs-wasi").JSValueHandle} */ (this.control),
+        vm.undefined,
+        args.op,
+        id,
+        ok ? args.ok : args.failed,
+        text,
+      ).dispose();
+    } finally {
+      id.dispose();
+      text.dispose();
+    }
+  }
+
+  /** Free the reused settle arguments (before a snapshot, so the image carries none of them). */
+  dropSettleArgs() {
+    const args = this.settleArgs;
+    this.settleArgs = null;
+    if (args === null) return;
+    args.op.dispose();
+    args.ok.dispose();
+    args.failed.dispose();
+  }
+
   drain() {
     const vm = /** @type {QuickJS} */ (this.vm);
     for (let round = 0; round < MAX_DRAIN_ROUNDS; round++) {
@@ -640,7 +688,7 @@ class GuestRun {
         }
       }
       if (!ok) this.noteIssuedCode(json);
-      this.call("settle", item.requestId, ok ? "1" : "0", json);
+      this.deliver(item.requestId, ok, json);
     }
     this.drain();
     this.report();
@@ -721,6 +769,7 @@ class GuestRun {
       });
       return;
     }
+    this.dropSettleArgs();
     const image = QuickJS.serializeSnapshot(vm.snapshot());
     const bridgeState = {
       controlToken: this.controlToken,
@@ -886,6 +935,14 @@ class GuestRun {
     // Build the next fresh VM now that this run is off the thread.
     wantSpare(this.limits.memoryLimitBytes);
     const vm = this.vm;
+    if (vm !== null) {
+      try {
+        this.dropSettleArgs();
+      } catch {
+        // A VM that trapped cannot free values; it is discarded whole below.
+      }
+    }
+    this.settleArgs = null;
     this.vm = null;
     this.control = null;
     if (vm !== null) {
@@ -898,8 +955,49 @@ class GuestRun {
   }
 }
 
+/** Whether a message is being handled inside serveWaitingRuns (which must not nest). */
+let serving = false;
+
 /** @param {unknown} raw */
 function dispatch(raw) {
+  handle(raw);
+  if (!serving) serveWaitingRuns();
+}
+
+/**
+ * While every run on this worker waits on host calls and nothing of the worker is in progress, wait
+ * here (Atomics.wait on the host's doorbell) and take the host's next message off the port directly:
+ * a loop of quick tool calls then costs no event-loop turn and no message event in this thread per
+ * call. Any host message (a result, a start, a dispose, a suspend) rings the bell, so nothing waits
+ * behind this; after SYNC_SERVE_MS, or when an operation goes asynchronous (a start, a restore, a
+ * suspend), the worker returns to its event loop, which delivers later messages as before.
+ */
+function serveWaitingRuns() {
+  const bell = doorbell;
+  if (bell === null) return;
+  serving = true;
+  try {
+    const started = performance.now();
+    while (operationsInFlight === 0 && runs.size > 0) {
+      // Read the bell before looking at the port: a message posted after this load changes the count,
+      // so the wait below returns at once instead of sleeping past it.
+      const rung = Atomics.load(bell, 0);
+      const next = receiveMessageOnPort(port);
+      const left = SYNC_SERVE_MS - (performance.now() - started);
+      if (next !== undefined) {
+        handle(next.message);
+        if (left <= 0) return;
+        continue;
+      }
+      if (left <= 0 || Atomics.wait(bell, 0, rung, left) === "timed-out") return;
+    }
+  } finally {
+    serving = false;
+  }
+}
+
+/** @param {unknown} raw */
+function handle(raw) {
   onMessage(raw).catch((error) => {
     // A protocol violation is a host bug: say so loudly on the way out rather than limp on.
     setImmediate(() => {
@@ -917,6 +1015,7 @@ async function onMessage(raw) {
         wasmModule = /** @type {import("quickjs-wasi").QuickJSOptions["wasm"]} */ (message.module);
         void loadTranspile().catch(() => {});
         snapshotSecret = message.snapshotSecret;
+        doorbell = message.doorbell ?? null;
         // One throwaway VM proves the module instantiates here, then compiles the prelude once the
         // host knows the worker is ready (a first cell sent meanwhile waits for it either way).
         const vm = await throwawayVm();

@@ -1,0 +1,84 @@
+import { afterAll, describe, expect, it } from "vitest";
+import { createSandboxPool } from "../src/index.js";
+import { emptySurface, limits, runToEnd } from "./helpers.js";
+
+// One worker, so every run below shares the thread that waits synchronously for host results
+// (the doorbell): whatever the host sends must still reach it, in order, while it waits.
+const pool = createSandboxPool({ size: 1, maxWorkers: 1 });
+afterAll(() => pool.close());
+
+function idleRun(code: string, signal?: AbortSignal) {
+  return pool.run({
+    code,
+    language: "javascript",
+    surface: emptySurface,
+    limits,
+    deadlineAt: Date.now() + 30_000,
+    onRequest: () => {},
+    ...(signal ? { signal } : {}),
+  });
+}
+
+describe("the worker channel", () => {
+  it("runs a loop of sequential calls with every result delivered to the right await", async () => {
+    const { event, events } = await runToEnd(
+      pool,
+      "let s = ''; for (let i = 0; i < 300; i++) s += await tools.call('t', { i }); return s;",
+      {
+        answer: (request) => ({
+          ok: true,
+          value: String((request as unknown as { input: { i: number } }).input.i % 10),
+        }),
+      },
+    );
+    expect(event).toEqual({ type: "completed", value: "0123456789".repeat(30), output: [] });
+    // One idle event per call: each result went in on its own and the guest asked for the next.
+    expect(events.filter((item) => item.type === "idle")).toHaveLength(300);
+  });
+
+  it("starts and finishes another run on the same worker while one waits on a host call", async () => {
+    const waiting = idleRun("return await tools.call('slow', {});");
+    const first = await waiting.next();
+    expect(first.type).toBe("idle");
+    const { event } = await runToEnd(pool, "return 40 + 2");
+    expect(event).toEqual({ type: "completed", value: 42, output: [] });
+    const pending = first.type === "idle" ? first.pending[0]?.requestId : undefined;
+    waiting.settle(pending as string, { ok: true, value: "late" });
+    expect(await waiting.next()).toEqual({ type: "completed", value: "late", output: [] });
+    expect(pool.stats().workersReplaced).toBe(0);
+  });
+
+  it("frees a waiting run on dispose and on abort without replacing the worker", async () => {
+    const disposed = idleRun("return await tools.call('never', {});");
+    expect((await disposed.next()).type).toBe("idle");
+    disposed.dispose();
+    expect(await disposed.next()).toMatchObject({ type: "failed", code: "aborted" });
+
+    const controller = new AbortController();
+    const aborted = idleRun("return await tools.call('never', {});", controller.signal);
+    expect((await aborted.next()).type).toBe("idle");
+    controller.abort();
+    expect(await aborted.next()).toMatchObject({ type: "failed", code: "aborted" });
+
+    const { event } = await runToEnd(pool, "return 'still here'");
+    expect(event).toMatchObject({ type: "completed", value: "still here" });
+    expect(pool.stats()).toMatchObject({ liveRuns: 0, workersReplaced: 0 });
+  });
+
+  it("suspends a run whose worker is waiting for its results", async () => {
+    const run = idleRun("const a = await tools.call('a', {}); return a + 1;");
+    expect((await run.next()).type).toBe("idle");
+    const suspended = await run.suspend();
+    expect(suspended.pending).toHaveLength(1);
+    const restored = pool.restore({
+      snapshot: suspended.snapshot,
+      limits,
+      deadlineAt: Date.now() + 30_000,
+      onRequest: () => {},
+    });
+    const idle = await restored.next();
+    expect(idle.type).toBe("idle");
+    restored.settle(suspended.pending[0]?.requestId as string, { ok: true, value: 41 });
+    expect(await restored.next()).toEqual({ type: "completed", value: 42, output: [] });
+  });
+});
