@@ -64,6 +64,9 @@ if (process.argv[2] === "child") {
 // What a sample was doing, first match wins. Module loading is start-up, not the call, and is left out.
 const CATEGORIES = [
   ["idle", (fn) => fn === "(idle)"],
+  // The sandbox worker asleep in Atomics.wait on the host's doorbell: V8 samples it as the waiting
+  // function, not as idle, but it is no CPU time.
+  ["idle", (fn) => fn === "serveWaitingRuns"],
   [
     "start-up",
     (fn, url) =>

@@ -292,7 +292,12 @@ export class Gateway implements SessionHost {
           input: call.input,
           sessionId,
           approvals,
-          signal: call.signal,
+          // Read only by what needs it (an MCP tool, an approval, a tool that looks): a plugin tool that
+          // never does costs no AbortController.
+          get signal() {
+            return call.signal;
+          },
+          cancelled: () => call.aborted,
           note: call.note,
           progress: call.progress,
           // The run belongs to its owner (context.sessionId), whichever MCP session continues it.
@@ -337,39 +342,52 @@ export class Gateway implements SessionHost {
    * trajectory entry.
    */
   async runTool(request: ToolCallRequest): Promise<unknown> {
-    const { tool, toolId, signal } = request;
-    const input = await this.#beforeToolCall(request);
+    const { tool, toolId } = request;
+    // Without any before_tool_call hook the input runs as it is, without a trip through the hook loop.
+    const input = this.#hasBeforeToolCallHooks() ? await this.#beforeToolCall(request) : request.input;
     if (this.#needsApproval(toolId, tool.name)) {
-      await requireApproval(request.approvals, toolId, input, signal);
+      await requireApproval(request.approvals, toolId, input, request.signal);
       request.note?.("approved by the user");
     }
-    if (signal.aborted)
+    if (request.cancelled ? request.cancelled() : request.signal.aborted)
       throw new CodeModeError("aborted", `The call to ${toolId} was cancelled before it started.`);
     switch (tool.source) {
       case "core": {
         const core = this.coreTools.find((candidate) => candidate.name === tool.name);
         if (!core) break;
-        return core.execute(input, { signal, ...(request.runKey ? { runKey: request.runKey } : {}) });
+        return core.execute(input, {
+          get signal() {
+            return request.signal;
+          },
+          ...(request.runKey ? { runKey: request.runKey } : {}),
+        });
       }
       case "plugin": {
         const plugin = this.plugins.find((candidate) => candidate.plugin.id === tool.owner);
         const pluginTool = plugin?.tool(tool.name);
         if (!pluginTool) break;
         return pluginTool.execute(input, {
-          signal,
+          get signal() {
+            return request.signal;
+          },
           sessionId: request.sessionId,
           progress: (update) => request.progress?.(update),
         });
       }
       case "mcp":
         return this.connector.callTool(tool.owner, tool.name, input ?? {}, {
-          signal,
+          signal: request.signal,
           ...(request.progress ? { onProgress: request.progress } : {}),
         });
       default:
         break;
     }
     throw new CodeModeError("invalid_input", `The gateway has no tool ${toolId}.`);
+  }
+
+  #hasBeforeToolCallHooks(): boolean {
+    for (const loaded of this.plugins) if (loaded.plugin.hooks?.before_tool_call) return true;
+    return false;
   }
 
   /** Runs every plugin's `before_tool_call` hook; returns the input to run with, or throws a block. */

@@ -11,6 +11,11 @@ export type ToolCallRequest = {
   sessionId: string;
   approvals: ApprovalClient;
   signal: AbortSignal;
+  /**
+   * Whether the call was cancelled, read without making `signal` (a nested call's signal is made the
+   * first time it is read); absent: `signal.aborted` is checked.
+   */
+  cancelled?: () => boolean;
   /** Records a decision (such as an approval) on the nested call's trajectory entry. */
   note?: (text: string) => void;
   /** Hears the tool's progress: a downstream server's notifications, a plugin's updates. */

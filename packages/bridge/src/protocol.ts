@@ -24,6 +24,10 @@ export type WorkerToHostMessage =
   /** The VM is ready and the cell's own clock starts now (runs started with `timeoutMs`). */
   | { type: "started"; runId: string; deadlineAt: number }
   | { type: "request"; runId: string; request: HostRequest }
+  /**
+   * The job queue is empty with host calls pending. `pending` lists only requests the host has had no
+   * request message of (a restored run's pending calls, in its first idle); otherwise it is empty.
+   */
   | { type: "idle"; runId: string; pending: HostRequest[]; output: CodeModeOutput[] }
   | { type: "completed"; runId: string; value: JsonValue; output: CodeModeOutput[] }
   | {

@@ -322,6 +322,9 @@ function runNestedCall(
         get signal() {
           return cancel.signal;
         },
+        get aborted() {
+          return cancel.aborted;
+        },
         note: (text) => scope.trajectory.note(entry, text),
         progress: (update) => parent.progress?.({ kind: "tool", toolId, callId: requestId, ...update }),
       });

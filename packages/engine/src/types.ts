@@ -57,6 +57,8 @@ export type NestedToolCall = {
    * executor that never looks at it costs no AbortController), already aborted if the call was.
    */
   readonly signal: AbortSignal;
+  /** True once the call is cancelled; reading it makes no `AbortSignal` (a cheap check before work starts). */
+  readonly aborted: boolean;
   /** Adds a line to this call's trajectory entry, e.g. "approved by the user". */
   note(text: string): void;
   /** Reports the tool's progress (a downstream server's notifications, a plugin's updates) to the host. */

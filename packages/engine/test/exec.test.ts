@@ -351,7 +351,8 @@ describe("nested calls", () => {
     while (calls.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
     control.abort();
     expect(await pending).toMatchObject({ status: "failed", code: "aborted" });
-    // Read only now, after the abort: the signal says the call was cancelled, and why.
+    // Read only now, after the abort: the call says it was cancelled, and its signal says why.
+    expect(calls[0]!.aborted).toBe(true);
     const { signal } = calls[0]!;
     expect(signal.aborted).toBe(true);
     expect(String((signal.reason as Error).message)).toMatch(/aborted|ended/);

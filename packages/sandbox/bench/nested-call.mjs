@@ -140,6 +140,9 @@ if (process.argv[2] === "child") {
 
 const CATEGORIES = [
   ["idle", (fn) => fn === "(idle)" || fn === "(program)"],
+  // The sandbox worker asleep in Atomics.wait on the host's doorbell: V8 samples it as the waiting
+  // function, not as idle, but it is no CPU time.
+  ["idle", (fn) => fn === "serveWaitingRuns"],
   ["start-up", (_fn, url) => /internal\/modules|esm\/|bootstrap\//.test(url)],
   [
     "thread channel (postMessage, message events)",

@@ -49,7 +49,11 @@ export class RunHandle implements SandboxRun {
   private readonly events: SandboxEvent[] = [];
   private readonly waiters: Array<(event: SandboxEvent) => void> = [];
   private terminal: SandboxEvent | null = null;
-  private readonly pendingIds = new Set<string>();
+  /**
+   * The requests the caller has not settled, by id, as the worker announced them (request messages, and
+   * a restored run's first idle): the idle event lists them, so idle messages need not repeat them.
+   */
+  private readonly pending = new Map<string, HostRequest>();
   private settleQueue: SettleItem[] = [];
   private flushScheduled = false;
   /** Commands sent to the worker that it has not answered yet; while > 0 guest code may be running. */
@@ -144,7 +148,7 @@ export class RunHandle implements SandboxRun {
         `Run ${this.runId} is ${this.state === "ended" ? "suspended" : "being suspended"}; results for it must go to the restored run.`,
       );
     }
-    if (!this.pendingIds.delete(requestId)) {
+    if (!this.pending.delete(requestId)) {
       throw new CodeModeError(
         "invalid_input",
         `Request ${JSON.stringify(requestId)} is not pending in run ${this.runId}: it was never issued or is already settled.`,
@@ -192,7 +196,7 @@ export class RunHandle implements SandboxRun {
       this.state !== "live" ||
       this.commandsInFlight > 0 ||
       this.settleQueue.length > 0 ||
-      this.pendingIds.size === 0
+      this.pending.size === 0
     ) {
       return Promise.reject(
         new CodeModeError(
@@ -286,7 +290,7 @@ export class RunHandle implements SandboxRun {
         return;
       }
       case "request": {
-        this.pendingIds.add(message.request.requestId);
+        this.pending.set(message.request.requestId, message.request);
         try {
           this.settings.onRequest(message.request);
         } catch (error) {
@@ -301,12 +305,11 @@ export class RunHandle implements SandboxRun {
         this.answered();
         if (this.settings.restored && !this.seeded) {
           this.seeded = true;
-          for (const request of message.pending) this.pendingIds.add(request.requestId);
+          for (const request of message.pending) this.pending.set(request.requestId, request);
         }
         // Calls settled here whose results are still on their way to the worker are not pending for
-        // the caller any more.
-        const pending = message.pending.filter((request) => this.pendingIds.has(request.requestId));
-        this.push({ type: "idle", pending, output: message.output });
+        // the caller any more: the caller's view is this ledger, not the worker's.
+        this.push({ type: "idle", pending: [...this.pending.values()], output: message.output });
         return;
       }
       case "completed": {

@@ -258,6 +258,8 @@ class GuestRun {
     this.controlToken = 0;
     /** @type {Map<string, import("@codecell/bridge").HostRequest>} */
     this.pending = new Map();
+    /** A restored run's first idle lists its pending requests: the host has no request messages of them. */
+    this.announcePending = false;
     /** How many pending requests are tool calls (they count toward maxPendingToolCalls). */
     this.pendingToolCalls = 0;
     this.nextRequestNumber = 0;
@@ -746,6 +748,7 @@ class GuestRun {
     this.outputBytes = state.outputBytes;
     const returned = /** @type {{ returned?: { value: unknown } }} */ (state).returned;
     if (returned !== undefined) this.outcome = { type: "completed", value: returned.value };
+    this.announcePending = true;
     for (const request of state.pending) {
       this.pending.set(request.requestId, request);
       if (takesToolCallSlot(request)) this.pendingToolCalls += 1;
@@ -851,12 +854,11 @@ class GuestRun {
       return;
     }
     if (this.pending.size > 0) {
-      this.flushOutbox({
-        type: "idle",
-        runId: this.runId,
-        pending: [...this.pending.values()],
-        output: this.takeOutput(),
-      });
+      // The host learnt of each request from its request message; only a restored run's first idle
+      // lists them (the host has not seen them in this life of the run).
+      const pending = this.announcePending ? [...this.pending.values()] : [];
+      this.announcePending = false;
+      this.flushOutbox({ type: "idle", runId: this.runId, pending, output: this.takeOutput() });
       this.scheduleIdleWork();
       return;
     }
