@@ -62,10 +62,8 @@ export class CodeModeEngine {
 
   constructor(options: CodeModeEngineOptions) {
     this.config = isResolvedConfig(options.config) ? options.config : resolveCodeModeConfig(options.config);
+    this.#pool = options.pool;
     this.#ownsPool = !options.pool;
-    // An engine that may run cells starts its pool now: the first worker boots (and gets its module)
-    // while the host prepares its first run, not when the first cell arrives.
-    this.#pool = options.pool ?? (this.config.enabled ? this.#createPool(options.snapshotSecret) : undefined);
     this.#ownsStore = !options.store;
     this.store = options.store
       ? Promise.resolve(options.store)
@@ -89,12 +87,22 @@ export class CodeModeEngine {
   }
 
   get pool(): SandboxPool {
-    this.#pool ??= this.#createPool(this.#snapshotSecret);
+    return this.#startPool();
+  }
+
+  #startPool(): SandboxPool {
+    this.#pool ??= createSandboxPool(this.#snapshotSecret ? { snapshotSecret: this.#snapshotSecret } : {});
     return this.#pool;
   }
 
-  #createPool(snapshotSecret: string | undefined): SandboxPool {
-    return createSandboxPool(snapshotSecret ? { snapshotSecret } : {});
+  /**
+   * Starts the sandbox now (its first worker thread and QuickJS's wasm compile) instead of on the first
+   * exec, so a host that knows cells are coming lets the worker boot on another core while it does the
+   * rest of its start-up (the gateway: before it answers initialize and tools/list). Does nothing when
+   * code mode is disabled or the pool is already there; the pool is otherwise created lazily.
+   */
+  warmUp(): void {
+    if (this.config.enabled) this.#startPool();
   }
 
   /** Decides code mode for one agent run (the spec's activation order) and returns its surface. */
