@@ -145,6 +145,9 @@ async function serve(args: string[]): Promise<number | undefined> {
     bound?.server.close();
     throw error;
   });
+  // Cells are coming: the sandbox's first worker boots (and compiles QuickJS) on another core while this
+  // thread answers initialize and tools/list, instead of after the first exec arrives.
+  gateway.engine.warmUp();
   if (httpPort === undefined || httpTransport === undefined) {
     process.stderr.write(
       `codecell: serving MCP over stdio (config: ${config.file}, session "${values.session}")\n`,
@@ -210,6 +213,7 @@ async function exec(args: string[]): Promise<number> {
     );
   }
   const gateway = await startGateway(config);
+  gateway.engine.warmUp();
   try {
     const session = gateway.openSession(`exec-${process.pid}-${Date.now()}`, NO_APPROVAL_CLIENT);
     let result: CodeModeResult = await session.exec({ code, language });

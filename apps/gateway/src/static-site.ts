@@ -2,10 +2,10 @@ import { existsSync, realpathSync, statSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import type { ServerResponse } from "node:http";
 import { extname, isAbsolute, join, relative, resolve, sep } from "node:path";
-import { fileURLToPath } from "node:url";
+import { PACKAGE_DIR } from "./package-dir.js";
 
 /** Where the playground's build lands (apps/playground/dist), next to this app in the repository. */
-export const PLAYGROUND_DIST = fileURLToPath(new URL("../../playground/dist", import.meta.url));
+export const PLAYGROUND_DIST = join(PACKAGE_DIR, "..", "playground", "dist");
 
 const TYPES: Record<string, string> = {
   ".html": "text/html; charset=utf-8",

@@ -1,9 +1,9 @@
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { APP_DIR } from "./harness.js";
+import { APP_DIR, CLI } from "./harness.js";
 
 // Issue 18 (cold start): the way to a first result loads only what it needs. These tests protect that
 // without timing anything: a fresh process records every module it loads (ES modules through a loader
@@ -22,6 +22,84 @@ function loadedModules(script: string, args: string[] = []): string[] {
     stdio: ["ignore", "inherit", "inherit"],
     timeout: 60_000,
   });
+  return JSON.parse(readFileSync(file, "utf8")) as string[];
+}
+
+/**
+ * Starts `codecell serve` over stdio with one plugin tool and no MCP server, answers initialize, lists
+ * the tools, runs `return 1 + 1`, closes stdin; returns the module files its main thread loaded.
+ */
+async function serveModules(): Promise<string[]> {
+  const dir = mkdtempSync(join(tmpdir(), "codecell-trace-serve-"));
+  const file = join(dir, "modules.json");
+  writeFileSync(
+    join(dir, "plugin.mjs"),
+    `export function createPlugin() {
+      return { id: "probe", tools: [{ name: "inc", description: "Adds one.",
+        parameters: { type: "object", properties: { value: { type: "number" } } },
+        execute: (input) => input.value + 1 }] };
+    }`,
+  );
+  writeFileSync(
+    join(dir, "codecell.json5"),
+    JSON.stringify({
+      tools: { codeMode: { enabled: true, timeoutMs: 60_000 } },
+      plugins: [{ module: "./plugin.mjs" }],
+    }),
+  );
+  const child = spawn(
+    process.execPath,
+    ["--import", TRACE, CLI, "serve", "--config", join(dir, "codecell.json5")],
+    {
+      env: { ...process.env, TRACE_MODULES_FILE: file },
+      stdio: ["pipe", "pipe", "inherit"],
+    },
+  );
+  const answers = new Map<number, unknown>();
+  let buffer = "";
+  const answered = (id: number) =>
+    new Promise<unknown>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no answer to request ${id}`)), 60_000);
+      const check = () => {
+        if (!answers.has(id)) return;
+        clearTimeout(timer);
+        child.stdout.off("data", check);
+        resolve(answers.get(id));
+      };
+      child.stdout.on("data", check);
+      check();
+    });
+  child.stdout.on("data", (chunk: Buffer) => {
+    buffer += chunk.toString("utf8");
+    for (let newline = buffer.indexOf("\n"); newline >= 0; newline = buffer.indexOf("\n")) {
+      const message = JSON.parse(buffer.slice(0, newline)) as { id?: number };
+      buffer = buffer.slice(newline + 1);
+      if (typeof message.id === "number") answers.set(message.id, message);
+    }
+  });
+  const send = (message: unknown) => child.stdin.write(`${JSON.stringify(message)}\n`);
+  const exited = new Promise((resolve) => child.on("exit", resolve));
+  send({
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "trace", version: "1" } },
+  });
+  await answered(1);
+  send({ jsonrpc: "2.0", method: "notifications/initialized" });
+  send({ jsonrpc: "2.0", id: 2, method: "tools/list" });
+  expect(JSON.stringify(await answered(2))).toContain('"name":"exec"');
+  send({
+    jsonrpc: "2.0",
+    id: 3,
+    method: "tools/call",
+    params: { name: "exec", arguments: { code: "return 1 + 1" } },
+  });
+  expect(await answered(3)).toMatchObject({
+    result: { structuredContent: { status: "completed", value: 2 } },
+  });
+  child.stdin.end();
+  await exited;
   return JSON.parse(readFileSync(file, "utf8")) as string[];
 }
 
@@ -50,5 +128,15 @@ describe("cold start: what the first result loads", () => {
   it("a search and a refused input do load the search library and zod (the trace sees lazy loads)", () => {
     const files = loadedModules(COLD_EXEC, ["search-and-refusal"]);
     expect(heavyLibraries(files)).toEqual(["minisearch", "zod"]);
+  });
+
+  it("`codecell serve` with no MCP server loads the bundled CLI, and none of those libraries, up to its first exec result", async () => {
+    const files = await serveModules();
+    expect(files).toContain(CLI);
+    // The CLI is one bundle: the MCP SDK (with zod and ajv) is inside it, not loaded file by file.
+    expect(
+      files.filter((file) => /[\\/]node_modules[\\/](@modelcontextprotocol|zod|ajv)[\\/]/.test(file)),
+    ).toEqual([]);
+    expect(heavyLibraries(files)).toEqual([]);
   });
 });

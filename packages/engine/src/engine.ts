@@ -87,8 +87,22 @@ export class CodeModeEngine {
   }
 
   get pool(): SandboxPool {
+    return this.#startPool();
+  }
+
+  #startPool(): SandboxPool {
     this.#pool ??= createSandboxPool(this.#snapshotSecret ? { snapshotSecret: this.#snapshotSecret } : {});
     return this.#pool;
+  }
+
+  /**
+   * Starts the sandbox now (its first worker thread and QuickJS's wasm compile) instead of on the first
+   * exec, so a host that knows cells are coming lets the worker boot on another core while it does the
+   * rest of its start-up (the gateway: before it answers initialize and tools/list). Does nothing when
+   * code mode is disabled or the pool is already there; the pool is otherwise created lazily.
+   */
+  warmUp(): void {
+    if (this.config.enabled) this.#startPool();
   }
 
   /** Decides code mode for one agent run (the spec's activation order) and returns its surface. */

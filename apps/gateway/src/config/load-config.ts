@@ -16,6 +16,7 @@ import { MIN_SNAPSHOT_KEY_BYTES } from "@codecell/snapshot-store";
 import JSON5 from "json5";
 import type { z } from "zod";
 import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from "../core-tools/workspace-quota.js";
+import { PACKAGE_DIR } from "../package-dir.js";
 import { issueMessage, knownKeysAt, unknownKeyMessage } from "./config-messages.js";
 import { type ConfigProblem, describeValue } from "./config-problem.js";
 import {
@@ -94,7 +95,7 @@ export type LoadedConfig =
   | { config: null; problems: ConfigProblem[]; warnings: string[] };
 
 /** The config used when no `--config` is given: shipped next to the app's `dist`. */
-export const DEFAULT_CONFIG_FILE = fileURLToPath(new URL("../../codecell.default.json5", import.meta.url));
+export const DEFAULT_CONFIG_FILE = join(PACKAGE_DIR, "codecell.default.json5");
 
 const gatewayRequire = createRequire(import.meta.url);
 
