@@ -24,6 +24,7 @@ import { type ApprovalClient, requireApproval } from "./approvals.js";
 import type { GatewayConfig } from "./config/load-config.js";
 import { type CoreTool, createCoreTools, SHELL_TOOL_ID } from "./core-tools/core-tools.js";
 import { debugLine, debugSwitches } from "./debug-switches.js";
+import { CoreToolCallContext, NestedCallRequest, PluginToolCallContext } from "./nested-call-request.js";
 import { type LoadedPlugin, loadPlugin } from "./plugins/load-plugins.js";
 import { LOCAL_PRINCIPAL, ownerContext, type RunOwner } from "./run-owner.js";
 import { GatewaySession } from "./session.js";
@@ -286,32 +287,11 @@ export class Gateway implements SessionHost {
   executorFor(sessionId: string, approvals: ApprovalClient): ToolExecutor {
     return {
       callTool: (call) =>
-        this.#traced(call.toolId, call.parent.codeModeRunId, {
-          tool: call.tool,
-          toolId: call.toolId,
-          input: call.input,
-          sessionId,
-          approvals,
-          // Read only by what needs it (an MCP tool, an approval, a tool that looks): a plugin tool that
-          // never does costs no AbortController.
-          get signal() {
-            return call.signal;
-          },
-          cancelled: () => call.aborted,
-          note: call.note,
-          progress: call.progress,
-          // The run belongs to its owner (context.sessionId), whichever MCP session continues it.
-          runKey: `${call.context.sessionId}/${call.parent.codeModeRunId}`,
-          via: call.via,
-          run: {
-            agentId: call.context.agentId,
-            sessionKey: call.context.sessionKey,
-            sessionId: call.context.sessionId,
-            runId: call.context.runId,
-            codeModeRunId: call.parent.codeModeRunId,
-            parentToolCallId: call.parent.toolCallId,
-          },
-        }),
+        this.#traced(
+          call.toolId,
+          call.parent.codeModeRunId,
+          new NestedCallRequest(call, sessionId, approvals),
+        ),
       mcpRequest: (request) => this.#mcpRequest(request),
     };
   }
@@ -355,24 +335,13 @@ export class Gateway implements SessionHost {
       case "core": {
         const core = this.coreTools.find((candidate) => candidate.name === tool.name);
         if (!core) break;
-        return core.execute(input, {
-          get signal() {
-            return request.signal;
-          },
-          ...(request.runKey ? { runKey: request.runKey } : {}),
-        });
+        return core.execute(input, new CoreToolCallContext(request));
       }
       case "plugin": {
         const plugin = this.plugins.find((candidate) => candidate.plugin.id === tool.owner);
         const pluginTool = plugin?.tool(tool.name);
         if (!pluginTool) break;
-        return pluginTool.execute(input, {
-          get signal() {
-            return request.signal;
-          },
-          sessionId: request.sessionId,
-          progress: (update) => request.progress?.(update),
-        });
+        return pluginTool.execute(input, new PluginToolCallContext(request));
       }
       case "mcp":
         return this.connector.callTool(tool.owner, tool.name, input ?? {}, {

@@ -5,6 +5,7 @@ import {
   CodeModeError,
   type CodeModeErrorData,
   type CodeModeTelemetry,
+  type HostTool,
   type JsonValue,
 } from "@codecell/contract";
 import { type McpDeclarations, renderApiHeader } from "@codecell/mcp-declarations";
@@ -15,7 +16,14 @@ import type { CallStart } from "./inflight-calls.js";
 import { searchMcpTools } from "./mcp-search.js";
 import { recordNestedToolId } from "./run-telemetry.js";
 import type { TrajectoryRecorder } from "./trajectory.js";
-import type { NestedCallVia, NestedToolCall, RunContext, RunProgress, ToolExecutor } from "./types.js";
+import type {
+  NestedCallVia,
+  NestedToolCall,
+  RunContext,
+  RunProgress,
+  ToolExecutor,
+  ToolProgress,
+} from "./types.js";
 
 /** What a host request needs from the prepared run that is answering it. */
 export type RequestScope = {
@@ -274,6 +282,38 @@ function startMcpRequest(
   return { toolId: tool, start };
 }
 
+/**
+ * What the executor gets for one nested call. `signal` and `aborted` are getters on the prototype: the
+ * signal is made only when read, and an object literal with getters costs microseconds to make (it is
+ * built on V8's slow path), a class instance nanoseconds. `note` and `progress` are the instance's own
+ * functions, so a host can pass them on detached.
+ */
+class ExecutorCall implements NestedToolCall {
+  readonly #cancel: CallCancellation;
+
+  constructor(
+    readonly toolId: string,
+    readonly tool: HostTool,
+    readonly input: JsonValue,
+    readonly via: NestedCallVia,
+    readonly parent: NestedToolCall["parent"],
+    readonly context: RunContext,
+    readonly note: (text: string) => void,
+    readonly progress: (update: ToolProgress) => void,
+    cancel: CallCancellation,
+  ) {
+    this.#cancel = cancel;
+  }
+
+  get signal(): AbortSignal {
+    return this.#cancel.signal;
+  }
+
+  get aborted(): boolean {
+    return this.#cancel.aborted;
+  }
+}
+
 function runNestedCall(
   toolId: string,
   input: JsonValue,
@@ -311,23 +351,19 @@ function runNestedCall(
     };
     let result: unknown;
     try {
-      result = scope.executor.callTool({
-        toolId,
-        tool: catalogTool.tool,
-        input,
-        via,
-        parent: parent.forExecutor,
-        context: scope.context,
-        // Made when the executor first reads it (see CallCancellation).
-        get signal() {
-          return cancel.signal;
-        },
-        get aborted() {
-          return cancel.aborted;
-        },
-        note: (text) => scope.trajectory.note(entry, text),
-        progress: (update) => parent.progress?.({ kind: "tool", toolId, callId: requestId, ...update }),
-      });
+      result = scope.executor.callTool(
+        new ExecutorCall(
+          toolId,
+          catalogTool.tool,
+          input,
+          via,
+          parent.forExecutor,
+          scope.context,
+          (text) => scope.trajectory.note(entry, text),
+          (update) => parent.progress?.({ kind: "tool", toolId, callId: requestId, ...update }),
+          cancel,
+        ),
+      );
     } catch (error) {
       failed(error);
       return;

@@ -232,7 +232,13 @@ describe("nested calls", () => {
     const executor = {
       callTool(call: NestedToolCall): unknown {
         const input = call.input as { mode: string; value?: number };
-        if (input.mode === "throw") throw new Error("refused at once");
+        if (input.mode === "throw") {
+          // note and progress are the call's own functions: they work passed on detached.
+          const { note, progress } = call;
+          note("refused without a promise");
+          progress({ progress: 1 });
+          throw new Error("refused at once");
+        }
         if (input.mode === "thenable") {
           // Not a promise: a thenable that answers, then answers again and throws; only its first answer counts.
           return {
@@ -283,6 +289,7 @@ describe("nested calls", () => {
       code: "nested_tool_failed",
       error: "Tool core:host:read_file failed: refused at once",
       input: { mode: "throw" },
+      notes: ["refused without a promise"],
     });
     await answering.close();
   });
