@@ -27,6 +27,7 @@ const { benchToolDefinitions, benchTools, CELLS } = await import(
   pathToFileURL(join(gatewayBench, "bench-tools.mjs")).href
 );
 const { floorRun, loadFloor } = await import(pathToFileURL(join(gatewayBench, "floor.mjs")).href);
+const { cellsPerSecond, median } = await import(pathToFileURL(join(gatewayBench, "measure.mjs")).href);
 
 const smoke = process.argv.includes("--smoke");
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? (smoke ? 1 : 7));
@@ -149,10 +150,6 @@ for (const name of wanted) {
   }
 }
 const names = Object.keys(subjects);
-const median = (values) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted.length === 0 ? null : sorted[Math.floor(sorted.length / 2)];
-};
 
 async function timeCell(subject, cell) {
   const started = performance.now();
@@ -162,19 +159,6 @@ async function timeCell(subject, cell) {
     throw new Error(`${subject} returned ${JSON.stringify(value)} for ${cell.label}`);
   }
   return elapsed;
-}
-async function cellsPerSecond(subject) {
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: 4 }, async () => {
-      while (next < C5_CELLS) {
-        next += 1;
-        if ((await subjects[subject].run("return 1 + 1")) !== 2) throw new Error(`${subject}: C5 failed`);
-      }
-    }),
-  );
-  return (C5_CELLS / (performance.now() - started)) * 1000;
 }
 
 const samples = Object.fromEntries(
@@ -201,7 +185,8 @@ for (let round = 0; round < ROUNDS; round++) {
       }
     }
   }
-  for (const subject of order) throughput[subject].push(await cellsPerSecond(subject));
+  for (const subject of order)
+    throughput[subject].push(await cellsPerSecond(subjects[subject].run, C5_CELLS, subject));
 }
 for (const subject of names) await subjects[subject].close();
 

@@ -10,22 +10,11 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { threadCpuNanos } from "./measure.mjs";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 const CALLS = 1000;
 const RUNS = Number(process.env.BENCH_PROFILE_RUNS ?? 8);
-
-function threadCpuNanos() {
-  const threads = new Map();
-  for (const tid of readdirSync("/proc/self/task")) {
-    try {
-      threads.set(tid, Number(readFileSync(`/proc/self/task/${tid}/schedstat`, "utf8").split(" ")[0]));
-    } catch {
-      // The thread ended meanwhile.
-    }
-  }
-  return threads;
-}
 
 if (process.argv[2] === "child") {
   const { createCodeModeEngine } = await import("@codecell/engine");

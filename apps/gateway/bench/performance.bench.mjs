@@ -9,7 +9,7 @@
 // (performance-child.mjs). Writes bench-results/performance.json. Run after a build.
 import { createHook } from "node:async_hooks";
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -18,6 +18,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { benchToolDefinitions, benchTools, CELLS } from "./bench-tools.mjs";
 import { floorRun, loadFloor } from "./floor.mjs";
+import { cellsPerSecond, median, threadCpuNanos } from "./measure.mjs";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 const appDir = join(here, "..");
@@ -25,11 +26,6 @@ const cli = join(appDir, "dist", "cli.js");
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const STARTS = Number(process.env.BENCH_STARTS ?? 5);
 const C5_CELLS = Number(process.env.BENCH_C5_CELLS ?? 80);
-
-const median = (values) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted.length === 0 ? Number.NaN : sorted[Math.floor(sorted.length / 2)];
-};
 
 // --- subjects -------------------------------------------------------------------------------------
 const floor = await loadFloor();
@@ -101,22 +97,6 @@ function cpuNow() {
   return usage.user + usage.system + gatewayCpuMicros();
 }
 
-/**
- * CPU time of each thread of this process in nanoseconds (/proc/self/task/<tid>/schedstat: time on a
- * CPU, at nanosecond resolution). Load does not add to it, so it is the figure to compare on a busy
- * machine. The main thread's id is the process id; the engine's sandbox worker is the busiest other.
- */
-function threadCpuNanos() {
-  const threads = new Map();
-  for (const tid of readdirSync("/proc/self/task")) {
-    try {
-      threads.set(tid, Number(readFileSync(`/proc/self/task/${tid}/schedstat`, "utf8").split(" ")[0]));
-    } catch {
-      // The thread ended meanwhile.
-    }
-  }
-  return threads;
-}
 /** perCall[subject] = { main, busiestOther, allOther, calls } in ns, over the C2k runs. */
 const perCall = Object.fromEntries(
   ["floor", "floor-json", "engine"].map((n) => [n, { main: 0, busiestOther: 0, allOther: 0, calls: 0 }]),
@@ -153,25 +133,13 @@ async function timeCell(subject, cell, key) {
   return elapsed;
 }
 
-/** C5: `C5_CELLS` trivial cells, 4 in flight at a time; cells per second. */
-async function cellsPerSecond(subject) {
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: 4 }, async () => {
-      while (next < C5_CELLS) {
-        next += 1;
-        if ((await subjects[subject]("return 1 + 1")) !== 2) throw new Error(`${subject}: C5 cell failed`);
-      }
-    }),
-  );
-  return (C5_CELLS / (performance.now() - started)) * 1000;
-}
+/** C5 for one subject: cells per second. */
+const cellsPerSecondOf = (subject) => cellsPerSecond(subjects[subject], C5_CELLS, subject);
 
 // Warm-up: every subject runs every cell shape once.
 for (const subject of names) {
   for (const cell of Object.values(CELLS)) await timeCell(subject, cell);
-  await cellsPerSecond(subject);
+  await cellsPerSecondOf(subject);
 }
 for (let round = 0; round < ROUNDS; round++) {
   // Rotate the order each round, so no subject always runs right after another's garbage.
@@ -182,7 +150,7 @@ for (let round = 0; round < ROUNDS; round++) {
         samples[key][subject].push(await timeCell(subject, cell, key));
     }
   }
-  for (const subject of order) throughput[subject].push(await cellsPerSecond(subject));
+  for (const subject of order) throughput[subject].push(await cellsPerSecondOf(subject));
 }
 // Counts that load cannot distort: promises the main thread creates per nested call (async_hooks, in a
 // pass of its own since the hook slows everything down).

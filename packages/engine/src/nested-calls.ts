@@ -15,7 +15,7 @@ import type { CallCancellation } from "./call-cancellation.js";
 import type { CallStart } from "./inflight-calls.js";
 import { searchMcpTools } from "./mcp-search.js";
 import { recordNestedToolId } from "./run-telemetry.js";
-import type { TrajectoryRecorder } from "./trajectory.js";
+import type { TrajectoryHandle, TrajectoryRecorder } from "./trajectory.js";
 import type {
   NestedCallVia,
   NestedToolCall,
@@ -96,6 +96,27 @@ function toolFailure(
     return { ok: false, error: { name, message: `${what} was cancelled: ${message}`, code: "aborted" } };
   }
   return { ok: false, error: { name, message: `${what} failed: ${message}`, code: "nested_tool_failed" } };
+}
+
+/**
+ * Ends a nested call with what its executor returned (see whenSettled): the trajectory entry closes as
+ * completed and the value settles the call, or `failed` says why.
+ */
+function settleCall(
+  result: unknown,
+  trajectory: TrajectoryRecorder,
+  entry: TrajectoryHandle,
+  settle: (outcome: SettleOutcome) => void,
+  failed: (error: unknown) => void,
+): void {
+  whenSettled(
+    result,
+    (value) => {
+      trajectory.end(entry, "completed");
+      settle({ ok: true, value });
+    },
+    failed,
+  );
 }
 
 const answered = (compute: () => unknown): StartedRequest => {
@@ -270,14 +291,7 @@ function startMcpRequest(
       failed(error);
       return;
     }
-    whenSettled(
-      result,
-      (value) => {
-        scope.trajectory.end(entry, "completed");
-        settle({ ok: true, value });
-      },
-      failed,
-    );
+    settleCall(result, scope.trajectory, entry, settle, failed);
   };
   return { toolId: tool, start };
 }
@@ -368,14 +382,7 @@ function runNestedCall(
       failed(error);
       return;
     }
-    whenSettled(
-      result,
-      (value) => {
-        scope.trajectory.end(entry, "completed");
-        settle({ ok: true, value });
-      },
-      failed,
-    );
+    settleCall(result, scope.trajectory, entry, settle, failed);
   };
   return { toolId, start };
 }
