@@ -90,6 +90,12 @@ export type HostToWorkerMessage =
        * `receiveMessageOnPort`, without a turn of its event loop. Absent: the worker only listens.
        */
       doorbell?: Int32Array;
+      /**
+       * The guest prelude's bytecode shipped in the sandbox package, with the source it was compiled
+       * from, when the host has checked it against the wasm it runs. The worker takes it only when the
+       * source is exactly its own prelude's; otherwise (or absent) it compiles the prelude itself.
+       */
+      prelude?: { source: string; bytecode: Uint8Array } | null;
     }
   | {
       type: "start";
@@ -210,6 +216,10 @@ const hostMessageChecks: Record<HostToWorkerMessage["type"], Record<string, Chec
     module: isWasmModule,
     snapshotSecret: (value) => value === null || isString(value),
     doorbell: (value) => value === undefined || isSignal(value),
+    prelude: (value) =>
+      value === undefined ||
+      value === null ||
+      (isRecord(value) && isString(value.source) && value.bytecode instanceof Uint8Array),
   },
   start: {
     runId: isString,

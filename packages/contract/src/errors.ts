@@ -13,4 +13,5 @@ export {
 } from "./guest-names.js";
 export type { JsonObject, JsonValue } from "./json.js";
 export { CODE_MODE_LANGUAGES, type CodeModeLanguage } from "./languages.js";
+export { CODE_MODE_LIMITS } from "./limits.js";
 export { closestMatches, editDistance } from "./suggestions.js";

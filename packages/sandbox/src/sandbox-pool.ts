@@ -10,7 +10,7 @@ import {
 import { CodeModeError, type CodeModeErrorCode } from "@codecell/contract/errors";
 import { RunHandle, type RunHost, type RunSettings } from "./sandbox-run.js";
 import type { RestoreOptions, RunOptions, SandboxPool, SandboxPoolOptions, SandboxRun } from "./types.js";
-import { type CompiledModule, loadQuickJsModule } from "./wasm-module.js";
+import { type CompiledModule, loadQuickJsModule, preludeFor } from "./wasm-module.js";
 import { startSandboxWorker } from "./worker-start.js";
 
 const DEFAULT_MAX_BRIDGE_VALUE_BYTES = 8 * 1024 * 1024;
@@ -102,7 +102,14 @@ class WorkerSlot implements RunHost {
         this.pool.replace(this, null, "internal_error", `the sandbox worker exited (code ${code})`);
     });
     module.then(
-      (compiled) => this.post({ type: "init", module: compiled, snapshotSecret, doorbell: this.doorbell }),
+      (compiled) =>
+        this.post({
+          type: "init",
+          module: compiled,
+          snapshotSecret,
+          doorbell: this.doorbell,
+          prelude: preludeFor(compiled),
+        }),
       (error: Error) => this.markFailed(error),
     );
   }

@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
+import { loadPreludeBytecode, type PreludeBytecode } from "./prelude-bytecode.js";
 
 /** A compiled `WebAssembly.Module`, typed opaquely (this project's lib has no WebAssembly types). */
 export type CompiledModule = object;
@@ -10,6 +11,8 @@ const wasmApi = (
 ).WebAssembly;
 
 const compiled = new Map<string, Promise<CompiledModule>>();
+/** The shipped prelude bytecode checked against each module's wasm bytes (null: none fits). */
+const preludes = new WeakMap<CompiledModule, PreludeBytecode | null>();
 
 /** Where the quickjs-wasi package (a direct dependency) keeps its engine. */
 export function defaultWasmPath(): string {
@@ -18,17 +21,30 @@ export function defaultWasmPath(): string {
 
 /**
  * Read and compile `quickjs.wasm` once per process and path; every worker receives the same compiled
- * module, so no worker and no VM compiles it again.
+ * module, so no worker and no VM compiles it again. While it compiles, the prelude bytecode shipped
+ * with this package is read and checked against the same bytes (see preludeFor).
  */
 export function loadQuickJsModule(location?: URL | string): Promise<CompiledModule> {
   const path =
     location === undefined ? defaultWasmPath() : location instanceof URL ? fileURLToPath(location) : location;
   let promise = compiled.get(path);
   if (promise === undefined) {
-    promise = readFile(path).then((bytes) => wasmApi.compile(bytes));
+    promise = readFile(path).then(async (bytes) => {
+      const [module, prelude] = await Promise.all([wasmApi.compile(bytes), loadPreludeBytecode(bytes)]);
+      preludes.set(module, prelude);
+      return module;
+    });
     compiled.set(path, promise);
     // A failed load is not cached, so a later pool can try again (the file may have been restored).
     promise.catch(() => compiled.delete(path));
   }
   return promise;
+}
+
+/**
+ * The shipped prelude bytecode to send a worker with this module in `init`: null unless it was built
+ * for exactly this wasm and its hashes check out (src/prelude-bytecode.ts).
+ */
+export function preludeFor(module: CompiledModule): PreludeBytecode | null {
+  return preludes.get(module) ?? null;
 }

@@ -1,5 +1,5 @@
 import { Worker } from "node:worker_threads";
-import { loadQuickJsModule } from "./wasm-module.js";
+import { loadQuickJsModule, preludeFor } from "./wasm-module.js";
 
 const WORKER_URL = new URL("./worker/sandbox-worker.js", import.meta.url);
 /** The worker started as this module loads is stopped if no pool has taken it by then. */
@@ -64,7 +64,12 @@ function startEarly(): void {
   module.then(
     (compiled) => {
       if (early?.worker === worker)
-        worker.postMessage({ type: "init", module: compiled, snapshotSecret: null });
+        worker.postMessage({
+          type: "init",
+          module: compiled,
+          snapshotSecret: null,
+          prelude: preludeFor(compiled),
+        });
     },
     () => {},
   );

@@ -1,3 +1,5 @@
+import { CompileFlags } from "quickjs-wasi";
+
 /**
  * The trusted guest prelude. Its source (not this module) is evaluated inside every fresh VM before
  * user code: it receives the one host function and the surface JSON, installs the frozen guest
@@ -611,3 +613,14 @@ export function guestPrelude(host, surfaceText) {
 
 /** The prelude as source text for `evalCode`: an expression that evaluates to the function. */
 export const GUEST_PRELUDE_SOURCE = `(${guestPrelude.toString()})`;
+
+/**
+ * The prelude's bytecode, compiled in `vm` (the build, scripts/build-prelude-bytecode.mjs, and a worker
+ * without usable shipped bytecode both call this, so both make the same bytes). Compiled without its
+ * source text: QuickJS otherwise keeps every prelude function's source in the heap, and each snapshot
+ * carries it (about 10 KB compressed).
+ * @param {import("quickjs-wasi").QuickJS} vm
+ */
+export function compileGuestPrelude(vm) {
+  return vm.compile(GUEST_PRELUDE_SOURCE, "prelude.js", 0, CompileFlags.STRIP_SOURCE);
+}

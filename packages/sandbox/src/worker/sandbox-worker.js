@@ -10,9 +10,9 @@ import {
   parseHostToWorkerMessage,
   takesToolCallSlot,
 } from "@codecell/bridge";
-import { CONSOLE_LEVELS, isCodeModeErrorCode } from "@codecell/contract/errors";
-import { CompileFlags, JSException, QuickJS } from "quickjs-wasi";
-import { GUEST_PRELUDE_SOURCE } from "./guest-prelude.js";
+import { CODE_MODE_LIMITS, CONSOLE_LEVELS, isCodeModeErrorCode } from "@codecell/contract/errors";
+import { JSException, QuickJS } from "quickjs-wasi";
+import { compileGuestPrelude, GUEST_PRELUDE_SOURCE } from "./guest-prelude.js";
 
 /** The one host function; its name is baked into snapshots, so it must never change. */
 const HOST_FUNCTION_NAME = "codecellHost";
@@ -56,22 +56,34 @@ let snapshotSecret = null;
 /** @type {Int32Array | null} */
 let doorbell = null;
 /**
- * The prelude compiled once per worker from our own source, in the throwaway VM of `init` that no
- * guest code ever touches. Evaluating bytecode skips parsing it for every VM; it is never read from
- * anywhere else, so no outside bytes reach the bytecode reader.
+ * The prelude's bytecode, evaluated into every VM (evaluating bytecode skips parsing the prelude for
+ * each VM). Only our own bytes reach QuickJS's bytecode reader: either the bytecode our build compiled
+ * and this package ships, which the host hands over in `init` after checking its hashes against the
+ * wasm it runs and which is taken only when it was compiled from exactly this worker's prelude source
+ * (see src/prelude-bytecode.ts), or, failing that, bytecode this worker compiles itself from that
+ * source, in the throwaway VM of `init` that no guest code ever touches.
  * @type {Uint8Array | null}
  */
 let preludeBytecode = null;
 
 /**
- * Compiled without its source text: QuickJS otherwise keeps every prelude function's source in the
- * heap, and each snapshot carries it (about 10 KB compressed). Compiling in a VM of its own keeps the
- * compiler's garbage out of the runs' heaps (the first run's snapshot was 12 KB larger when it did).
+ * Compiling in a VM of its own keeps the compiler's garbage out of the runs' heaps (the first run's
+ * snapshot was 12 KB larger when it did).
  * @param {QuickJS} vm
  */
 function compilePrelude(vm) {
-  preludeBytecode ??= vm.compile(GUEST_PRELUDE_SOURCE, "prelude.js", 0, CompileFlags.STRIP_SOURCE);
+  preludeBytecode ??= compileGuestPrelude(vm);
   return preludeBytecode;
+}
+
+/**
+ * Take the host's shipped bytecode when it was compiled from exactly this worker's prelude source.
+ * @param {{ source: string, bytecode: Uint8Array } | null | undefined} shipped
+ */
+function adoptShippedPrelude(shipped) {
+  if (preludeBytecode === null && shipped != null && shipped.source === GUEST_PRELUDE_SOURCE) {
+    preludeBytecode = shipped.bytecode;
+  }
 }
 
 function throwawayVm() {
@@ -1018,14 +1030,26 @@ let initialized = null;
 /** The throwaway VM of `init`, kept until the prelude is compiled in it. @type {QuickJS | null} */
 let initVm = null;
 
-/** @param {import("quickjs-wasi").QuickJSOptions["wasm"]} module @returns {Promise<string | null>} */
+/**
+ * One VM proves the module instantiates here. With the prelude's bytecode already in hand it is the
+ * spare for the default memory limit, which the first run takes (a run with another limit makes its
+ * own); without, it is the throwaway VM the prelude is compiled in once the host knows we are ready.
+ * @param {import("quickjs-wasi").QuickJSOptions["wasm"]} module @returns {Promise<string | null>}
+ */
 async function initialize(module) {
   try {
     wasmModule = module;
-    // One throwaway VM proves the module instantiates here.
-    initVm = await throwawayVm();
+    if (preludeBytecode !== null) {
+      const limit = CODE_MODE_LIMITS.memoryLimitBytes.default;
+      const spare = createOwnedVm(limit);
+      spareVms.set(limit, spare);
+      await spare;
+    } else {
+      initVm = await throwawayVm();
+    }
     return null;
   } catch (error) {
+    spareVms.clear();
     return String(/** @type {Error} */ (error)?.message ?? error);
   }
 }
@@ -1051,6 +1075,7 @@ async function onMessage(raw) {
     case "init": {
       snapshotSecret = message.snapshotSecret;
       doorbell = message.doorbell ?? null;
+      adoptShippedPrelude(message.prelude);
       initialized ??= initialize(
         /** @type {import("quickjs-wasi").QuickJSOptions["wasm"]} */ (message.module),
       );

@@ -1,0 +1,24 @@
+// Zod-free and import-free, so the errors entry can export it to sandbox workers (their first VM is
+// made for the default memory limit).
+
+/**
+ * Defaults and runtime ranges of the numeric fields. A value outside its range is clamped to it (and
+ * reported in `clamped`); a value that is not an integer is an error.
+ */
+export const CODE_MODE_LIMITS = {
+  timeoutMs: { default: 10_000, min: 100, max: 60_000 },
+  memoryLimitBytes: { default: 67_108_864, min: 1_048_576, max: 1_073_741_824 },
+  maxOutputBytes: { default: 65_536, min: 1_024, max: 10_485_760 },
+  maxSnapshotBytes: { default: 10_485_760, min: 1_024, max: 268_435_456 },
+  maxPendingToolCalls: { default: 16, min: 1, max: 128 },
+  // Calls past maxPendingToolCalls wait their turn in order (a Promise.all over 60 items is what a
+  // model writes first); only a queue longer than this fails. 0 keeps failing at maxPendingToolCalls.
+  maxQueuedToolCalls: { default: 1_000, min: 0, max: 100_000 },
+  // A cell is a short program; data belongs in tool calls. 256 KiB is far above any honest cell and
+  // keeps a pasted multi-megabyte blob from costing a worker seconds of parsing.
+  maxCodeBytes: { default: 262_144, min: 1_024, max: 16_777_216 },
+  snapshotTtlSeconds: { default: 900, min: 1, max: 86_400 },
+  maxSearchLimit: { default: 50, min: 1, max: 50 },
+  // Its upper bound is the resolved maxSearchLimit, applied after that field is resolved.
+  searchDefaultLimit: { default: 8, min: 1, max: 50 },
+} as const;

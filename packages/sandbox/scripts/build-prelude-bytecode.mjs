@@ -1,0 +1,36 @@
+// Run by `build` after tsc: compiles the guest prelude to QuickJS bytecode once, here, so a worker's
+// first VM does not have to (compiling it costs a worker tens of ms of wasm in a VM of its own, before
+// V8 has compiled that part of QuickJS). Writes dist/worker/guest-prelude.bytecode.json with what the
+// bytecode was made from: the SHA-256 of the exact prelude source and of the exact quickjs.wasm, and
+// the SHA-256 of the bytecode itself. The host hands the bytecode to its workers only when all three
+// match what it runs (src/prelude-bytecode.ts); otherwise a worker compiles the prelude itself.
+import { createHash } from "node:crypto";
+import { readFile, writeFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import { QuickJS } from "quickjs-wasi";
+
+const dist = new URL("../dist/", import.meta.url);
+const { compileGuestPrelude, GUEST_PRELUDE_SOURCE } = await import(
+  new URL("worker/guest-prelude.js", dist).href
+);
+const { PRELUDE_BYTECODE_FORMAT } = await import(new URL("prelude-bytecode.js", dist).href);
+const wasm = await readFile(createRequire(import.meta.url).resolve("quickjs-wasi/quickjs.wasm"));
+const sha256 = (data) => createHash("sha256").update(data).digest("hex");
+
+const vm = await QuickJS.create({ wasm: await WebAssembly.compile(wasm) });
+let bytecode;
+try {
+  bytecode = compileGuestPrelude(vm);
+} finally {
+  vm.dispose();
+}
+const manifest = {
+  format: PRELUDE_BYTECODE_FORMAT,
+  source: GUEST_PRELUDE_SOURCE,
+  sourceSha256: sha256(GUEST_PRELUDE_SOURCE),
+  wasmSha256: sha256(wasm),
+  bytecodeSha256: sha256(bytecode),
+  bytecode: Buffer.from(bytecode).toString("base64"),
+};
+await writeFile(new URL("worker/guest-prelude.bytecode.json", dist), `${JSON.stringify(manifest)}\n`);
+process.stdout.write(`prelude bytecode: ${bytecode.length} bytes\n`);

@@ -1,0 +1,118 @@
+import { readFileSync } from "node:fs";
+import { Worker } from "node:worker_threads";
+import { CompileFlags, QuickJS, type QuickJSOptions } from "quickjs-wasi";
+import { afterAll, describe, expect, it } from "vitest";
+import { loadPreludeBytecode, verifyPreludeBytecode } from "../src/prelude-bytecode.js";
+import { defaultWasmPath, loadQuickJsModule } from "../src/wasm-module.js";
+import { limits, surface } from "./helpers.js";
+
+// The build compiles the guest prelude to bytecode once and ships it in dist (issue 18, cold start).
+// These tests check what the file holds, that the host refuses it whenever it might not be ours or not
+// fit, and that the built worker takes it only when it was compiled from its own prelude source.
+
+const DIST_WORKER = new URL("../dist/worker/sandbox-worker.js", import.meta.url);
+const MANIFEST = new URL("../dist/worker/guest-prelude.bytecode.json", import.meta.url);
+const manifestText = readFileSync(MANIFEST, "utf8");
+const manifest = JSON.parse(manifestText) as Record<string, unknown> & { source: string; bytecode: string };
+const wasmBytes = new Uint8Array(readFileSync(defaultWasmPath()));
+// The module as the pool compiles it (typed opaquely: this project's lib has no WebAssembly types).
+const wasmModule = (await loadQuickJsModule()) as QuickJSOptions["wasm"];
+
+async function compileIn(source: string): Promise<Uint8Array> {
+  const vm = await QuickJS.create({ wasm: wasmModule });
+  try {
+    // The arguments of compileGuestPrelude (src/worker/guest-prelude.js).
+    return vm.compile(source, "prelude.js", 0, CompileFlags.STRIP_SOURCE);
+  } finally {
+    vm.dispose();
+  }
+}
+
+describe("the prelude bytecode shipped in dist", () => {
+  it("is accepted for this package's quickjs.wasm", () => {
+    const shipped = verifyPreludeBytecode(manifestText, wasmBytes);
+    expect(shipped).not.toBeNull();
+    expect(shipped?.source).toBe(manifest.source);
+    expect(shipped?.bytecode.length).toBeGreaterThan(1000);
+  });
+
+  it("is exactly what compiling its source in this wasm gives", async () => {
+    const fresh = await compileIn(manifest.source);
+    expect(Buffer.from(fresh).toString("base64")).toBe(manifest.bytecode);
+  });
+
+  it("is refused when anything does not fit", async () => {
+    const edited = (change: Record<string, unknown>) => JSON.stringify({ ...manifest, ...change });
+    const bytes = Buffer.from(manifest.bytecode, "base64");
+    bytes[bytes.length >> 1] = (bytes[bytes.length >> 1] ?? 0) ^ 0xff;
+    // A damaged bytecode (its hash no longer matches).
+    expect(verifyPreludeBytecode(edited({ bytecode: bytes.toString("base64") }), wasmBytes)).toBeNull();
+    // Another QuickJS build (other wasm bytes).
+    const otherWasm = new Uint8Array([...wasmBytes, 0]);
+    expect(verifyPreludeBytecode(manifestText, otherWasm)).toBeNull();
+    // A source edited after the hashes were written.
+    expect(verifyPreludeBytecode(edited({ source: `${manifest.source} ` }), wasmBytes)).toBeNull();
+    // Another layout, missing fields, not JSON at all, no file.
+    expect(verifyPreludeBytecode(edited({ format: 2 }), wasmBytes)).toBeNull();
+    expect(verifyPreludeBytecode(edited({ bytecode: undefined }), wasmBytes)).toBeNull();
+    expect(verifyPreludeBytecode("{", wasmBytes)).toBeNull();
+    expect(await loadPreludeBytecode(wasmBytes, new URL("./no-such-file.json", MANIFEST))).toBeNull();
+    expect(await loadPreludeBytecode(wasmBytes, MANIFEST)).not.toBeNull();
+  });
+});
+
+describe("the built worker", () => {
+  // A prelude that differs from the real one only by a mark the cell can see: if the worker evaluates
+  // this bytecode, `preludeMark` is defined.
+  const marked = manifest.source.replace(
+    "const globalObject = globalThis;",
+    "const globalObject = globalThis; globalObject.preludeMark = 'shipped';",
+  );
+  const workers: Worker[] = [];
+  afterAll(() => Promise.all(workers.map((worker) => worker.terminate())));
+
+  /** Starts the built worker with this `prelude` in init and runs `return typeof preludeMark`. */
+  async function markSeen(prelude: { source: string; bytecode: Uint8Array }): Promise<unknown> {
+    const worker = new Worker(DIST_WORKER, { execArgv: [] });
+    workers.push(worker);
+    const messages: Record<string, unknown>[] = [];
+    let wake = () => {};
+    worker.on("message", (message: Record<string, unknown>) => {
+      const items = message.type === "batch" ? (message.messages as Record<string, unknown>[]) : [message];
+      messages.push(...items);
+      wake();
+    });
+    const next = async (type: string) => {
+      for (;;) {
+        const found = messages.find((message) => message.type === type || message.type === "failed");
+        if (found) return found;
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+        });
+      }
+    };
+    worker.postMessage({ type: "init", module: wasmModule, snapshotSecret: null, prelude });
+    expect(await next("ready")).toMatchObject({ type: "ready" });
+    worker.postMessage({
+      type: "start",
+      runId: "r1",
+      code: "return typeof preludeMark",
+      language: "javascript",
+      surface: JSON.stringify(surface),
+      limits,
+      deadlineAt: Date.now() + 60_000,
+      signal: new Int32Array(new SharedArrayBuffer(4)),
+    });
+    const outcome = await next("completed");
+    expect(outcome).toMatchObject({ type: "completed" });
+    return outcome.value;
+  }
+
+  it("evaluates the shipped bytecode when it was compiled from its own prelude source", async () => {
+    expect(await markSeen({ source: manifest.source, bytecode: await compileIn(marked) })).toBe("string");
+  });
+
+  it("compiles its own prelude when the shipped source is not exactly its own", async () => {
+    expect(await markSeen({ source: marked, bytecode: await compileIn(marked) })).toBe("undefined");
+  });
+});
