@@ -1,4 +1,3 @@
-#!/usr/bin/env node
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -6,17 +5,22 @@ import { CodeModeError, type CodeModeResult } from "@codecell/contract";
 import { killSpawnedServers } from "@codecell/mcp-connector";
 import { NO_APPROVAL_CLIENT } from "./approvals.js";
 import { connectBanner } from "./banner.js";
+import { saveCodeCache } from "./cli-host.js";
 import { formatProblem } from "./config/config-problem.js";
 import { DEFAULT_CONFIG_FILE, type GatewayConfig, loadGatewayConfig } from "./config/load-config.js";
 import { EXIT } from "./exit-codes.js";
 import { Gateway } from "./gateway.js";
-import { ListenError, listenHttp } from "./http-listen.js";
 import { catalogView } from "./mcp-front.js";
 import { serveStdio } from "./stdio-transport.js";
 import { GATEWAY_VERSION } from "./version.js";
 
 const CLI_PATH = fileURLToPath(import.meta.url);
 const MAX_AUTO_WAITS = 100;
+/**
+ * `serve` saves the CLI's code cache (when it has to) this long after it starts serving: by then a client
+ * has usually listed the tools and run a first cell, so the cache holds that path too.
+ */
+const SAVE_CODE_CACHE_AFTER_MS = 2_000;
 
 const HELP: Record<string, string> = {
   main: `codecell ${GATEWAY_VERSION}: an MCP server that shows a model two tools, exec and wait.
@@ -132,13 +136,19 @@ async function serve(args: string[]): Promise<number | undefined> {
   if (httpPort === undefined)
     for (const method of ["log", "info", "debug"] as const) console[method] = console.error;
   const config = loadConfigOrExit(values.config);
-  // The HTTP transport (its server framework and session store) loads only when serving HTTP: over
-  // stdio it is dead weight on the way to the first tools/list.
+  // The HTTP transport (its server framework, session store and node:http) loads only when serving
+  // HTTP: over stdio it is dead weight on the way to the first tools/list.
   const httpTransport = httpPort === undefined ? undefined : await import("./http-transport.js");
   // Before anything starts: a reachable bind without tokens is refused outright.
   httpTransport?.checkHttpExposure(values.host, config.http);
   // The port is bound before any downstream server starts, so a taken port costs a second, not a startup.
-  const bound = httpPort === undefined ? undefined : await listenHttp(parsePort(httpPort), values.host);
+  const bound =
+    httpPort === undefined || httpTransport === undefined
+      ? undefined
+      : await httpTransport.listenHttp(parsePort(httpPort), values.host).catch((error: unknown) => {
+          if (error instanceof httpTransport.ListenError) fail(EXIT.listen, error.message);
+          throw error;
+        });
   const stopWith = onStopSignal();
   // Serving starts once the servers are in or the startup wait is over; late ones come with list_changed.
   const gateway = await startGateway(config, true, config.mcpStartupWaitMs).catch((error: unknown) => {
@@ -153,6 +163,7 @@ async function serve(args: string[]): Promise<number | undefined> {
       `codecell: serving MCP over stdio (config: ${config.file}, session "${values.session}")\n`,
     );
     stopWith(() => gateway.close());
+    setTimeout(saveCodeCache, SAVE_CODE_CACHE_AFTER_MS).unref();
     const end = await serveStdio(gateway, values.session);
     await gateway.close();
     if (!end.expected) {
@@ -171,6 +182,7 @@ async function serve(args: string[]): Promise<number | undefined> {
     await http.close();
     await gateway.close();
   });
+  setTimeout(saveCodeCache, SAVE_CODE_CACHE_AFTER_MS).unref();
   process.stdout.write(
     `${connectBanner({ url: http.url, mcpUrl: http.mcpUrl, configFile: config.file, cliPath: CLI_PATH })}\n`,
   );
@@ -225,6 +237,7 @@ async function exec(args: string[]): Promise<number> {
       result = await session.wait({ runId: result.runId });
     }
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    saveCodeCache();
     await session.end();
     return result.status === "completed"
       ? EXIT.ok
@@ -284,20 +297,22 @@ const COMMANDS: Record<string, (args: string[]) => Promise<number | undefined>> 
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
+  // Help and version exit at once: the sandbox's early worker, started as the CLI loads, must not keep
+  // the process waiting for it.
   if (command === "--version" || command === "-v") {
     process.stdout.write(`${GATEWAY_VERSION}\n`);
-    return;
+    process.exit(EXIT.ok);
   }
   if (command === undefined || command === "--help" || command === "-h" || command === "help") {
     process.stdout.write(`${HELP.main}\n`);
-    return;
+    process.exit(EXIT.ok);
   }
   const run = COMMANDS[command];
   if (!run)
     throw new UsageError(`unknown command "${command}". Commands: serve, exec, catalog, check (see --help).`);
   if (rest.includes("--help") || rest.includes("-h")) {
     process.stdout.write(`${HELP[command]}\n`);
-    return;
+    process.exit(EXIT.ok);
   }
   const code = await run(rest);
   if (typeof code === "number") {
@@ -330,7 +345,6 @@ process.on("uncaughtException", (error) => unexpected(error));
 process.on("unhandledRejection", (reason) => unexpected(reason));
 
 main(process.argv.slice(2)).catch((error: unknown) => {
-  if (error instanceof ListenError) fail(EXIT.listen, error.message);
   if (error instanceof UsageError) fail(EXIT.usage, `${error.message}`);
   const code = (error as { code?: string }).code;
   if (

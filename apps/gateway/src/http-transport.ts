@@ -11,6 +11,10 @@ import type { Gateway } from "./gateway.js";
 import { HostCheck, isLoopbackHost } from "./host-check.js";
 import { BearerTokens, bearerChallenge } from "./http-auth.js";
 import { listenHttp } from "./http-listen.js";
+
+// The CLI binds the port itself before the gateway starts; it loads both with this module.
+export { ListenError, listenHttp } from "./http-listen.js";
+
 import { HttpSessionTable } from "./http-sessions.js";
 import { createSessionServer } from "./mcp-front.js";
 import { serveStatic } from "./static-site.js";

@@ -21,6 +21,8 @@ import {
   SetLevelRequestSchema,
   type ToolAnnotations,
 } from "@modelcontextprotocol/sdk/types.js";
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
+import type { jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
 import type { ApprovalClient } from "./approvals.js";
 import { CallProgress, ClientLog, cellOutputMessages, loggingLevelOf } from "./call-feedback.js";
 import { debugLine, debugSwitches, redact } from "./debug-switches.js";
@@ -122,9 +124,19 @@ export function createSessionServer(
   /** The session if one was opened yet, without opening it. */
   peekSession: () => GatewaySession | null;
 } {
+  // The SDK would build an Ajv instance with all its formats for every server object, on the way to the
+  // first tools/list; it only checks elicitation answers (approvals), so it is built when one comes.
+  let ajv: AjvJsonSchemaValidator | undefined;
+  const jsonSchemaValidator: jsonSchemaValidator = {
+    getValidator: (schema) => {
+      ajv ??= new AjvJsonSchemaValidator();
+      return ajv.getValidator(schema);
+    },
+  };
   const server = new Server(
     { name: "codecell", version: GATEWAY_VERSION },
     {
+      jsonSchemaValidator,
       capabilities: { tools: { listChanged: true }, resources: {}, logging: {} },
       instructions:
         "codecell runs JavaScript/TypeScript cells that call many tools. Use exec with code; if the result is waiting, call wait with its runId.",

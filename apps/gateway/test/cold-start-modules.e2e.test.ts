@@ -150,13 +150,18 @@ describe("cold start: what the first result loads", () => {
     expect(heavyLibraries(files)).toEqual(["minisearch", "zod"]);
   });
 
-  it("`codecell serve` with no MCP server loads the bundled CLI, and none of those libraries, up to its first exec result", async () => {
+  it("`codecell serve` with no MCP server loads the bundled CLI, and none of those libraries nor node:http, up to its first exec result", async () => {
     const files = await serveModules();
     expect(files).toContain(CLI);
-    // The CLI is one bundle: the MCP SDK (with zod and ajv) is inside it, not loaded file by file.
+    // The CLI is one bundle, compiled as a script (with the code cache) rather than loaded as modules: the
+    // MCP SDK (with zod and ajv) is inside it, not loaded file by file.
     expect(
       files.filter((file) => /[\\/]node_modules[\\/](@modelcontextprotocol|zod|ajv)[\\/]/.test(file)),
     ).toEqual([]);
     expect(heavyLibraries(files)).toEqual([]);
+    // Over stdio the HTTP transport and Node's HTTP stack stay unloaded (the trace does see built-ins:
+    // the sandbox's worker_threads is there).
+    expect(files).toContain("node:worker_threads");
+    expect(files.filter((file) => /^node:(_?https?|http2|_http_\w+|tls|_tls_\w+)$/.test(file))).toEqual([]);
   });
 });

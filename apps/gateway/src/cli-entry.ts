@@ -1,0 +1,128 @@
+#!/usr/bin/env node
+// The `codecell` command's start-up file: scripts/bundle-cli.mjs builds it into dist/cli.js, beside the
+// bundled CLI itself (dist/cli-bundle.cjs, src/cli.ts and its third-party dependencies). It exists for
+// the time from process start to the first `tools/list` and the first exec result (issue 18):
+//
+// 1. The sandbox starts booting its first worker and compiling QuickJS before anything else loads, so
+//    the worker's start overlaps the main thread's own loading instead of following it.
+// 2. The bundle is compiled through `vm.Script` with V8's code cache kept on disk. Node 20 has no compile
+//    cache of its own: compiling the 1.7 MB bundle, and then each function it runs, was a fifth of the
+//    way to `tools/list`. The cache is an optimisation only: a missing, unreadable, unwritable or
+//    rejected cache means the bundle is compiled from source, as without it.
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Script } from "node:vm";
+import { userCacheDir } from "./config/data-dir.js";
+
+/** Written by scripts/bundle-cli.mjs when it builds this file, from the bundle it built beside it. */
+declare const CLI_BUNDLE: {
+  /** The bundle's file name, beside this file. */
+  file: string;
+  /** Its SHA-256 (hex) and length in bytes (it is ASCII, so also in characters). */
+  sha256: string;
+  length: number;
+  /** The packages it leaves to Node, by name: the `@codecell/*` packages it requires at load. */
+  externals: string[];
+};
+
+/** The bundle is a function expression taking these, in this order (the build's banner). */
+type BundleFunction = (
+  exports: object,
+  require: (id: string) => unknown,
+  module: { exports: object },
+  filename: string,
+  dirname: string,
+  entryUrl: string,
+  host: typeof import("./cli-host.js"),
+) => void;
+
+const CACHE_FILE_PATTERN = /^cli-[0-9a-f]{16}-.+\.v8cache$/;
+
+const debugCache = process.env.CODECELL_DEBUG_CODE_CACHE === "1";
+function cacheNote(message: string): void {
+  if (debugCache) process.stderr.write(`[codecell:code-cache] ${message}\n`);
+}
+
+/**
+ * Where this bundle's code cache lives, or null when it is off (`CODECELL_CODE_CACHE=0`). The name holds
+ * the bundle's hash and the Node version and architecture: V8 checks only the source's length and its
+ * own version and flags, so a changed bundle of the same length must never meet an old cache.
+ */
+function codeCacheFile(): string | null {
+  if (process.env.CODECELL_CODE_CACHE === "0") return null;
+  const key = `${CLI_BUNDLE.sha256.slice(0, 16)}-node${process.versions.node}-${process.arch}`;
+  return join(userCacheDir(), `cli-${key}.v8cache`);
+}
+
+function readCache(file: string): Buffer | undefined {
+  try {
+    return readFileSync(file);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Writes the cache atomically (another CLI may read it meanwhile) and drops caches of other builds. */
+function writeCache(script: Script, file: string): void {
+  try {
+    const data = script.createCachedData();
+    const dir = dirname(file);
+    mkdirSync(dir, { recursive: true });
+    const partial = `${file}.${process.pid}.tmp`;
+    writeFileSync(partial, data);
+    renameSync(partial, file);
+    for (const name of readdirSync(dir)) {
+      if (CACHE_FILE_PATTERN.test(name) && join(dir, name) !== file) rmSync(join(dir, name), { force: true });
+    }
+    cacheNote(`wrote ${file} (${data.length} bytes)`);
+  } catch (error) {
+    cacheNote(`could not write ${file}: ${(error as Error).message}`);
+  }
+}
+
+// 1. The sandbox starts its early worker as it loads (see @codecell/sandbox).
+await import("@codecell/sandbox");
+// The packages the bundle requires, loaded as the ES modules they are; the bundle gets them by name.
+const externals = new Map<string, unknown>(
+  await Promise.all(CLI_BUNDLE.externals.map(async (name) => [name, await import(name)] as const)),
+);
+
+// 2. The bundle, compiled with the code cache when there is one for it.
+const bundleFile = fileURLToPath(new URL(CLI_BUNDLE.file, import.meta.url));
+// ASCII by construction (the build checks), so read without UTF-8 decoding, into a one-byte string.
+const source = readFileSync(bundleFile, "latin1");
+// A bundle that is not the one this file was built with neither uses nor writes a cache.
+const cacheFile = source.length === CLI_BUNDLE.length ? codeCacheFile() : null;
+const cachedData = cacheFile === null ? undefined : readCache(cacheFile);
+const script = new Script(source, { filename: bundleFile, ...(cachedData ? { cachedData } : {}) });
+let saveCodeCache = () => {};
+if (cacheFile !== null) {
+  if (cachedData && !script.cachedDataRejected) cacheNote(`used ${cacheFile}`);
+  else {
+    cacheNote(cachedData ? `V8 rejected ${cacheFile}; it is rewritten` : `no cache yet at ${cacheFile}`);
+    // The commands call it once their start-up path has run, so the functions it compiled are in it.
+    saveCodeCache = () => {
+      saveCodeCache = () => {};
+      writeCache(script, cacheFile);
+    };
+  }
+}
+
+const nodeRequire = createRequire(import.meta.url);
+const bundle = script.runInThisContext() as BundleFunction;
+const module = { exports: {} };
+bundle(
+  module.exports,
+  (id) => (externals.has(id) ? externals.get(id) : nodeRequire(id)),
+  module,
+  bundleFile,
+  dirname(bundleFile),
+  // The bundle's `import.meta.url` is this file's, as it was when the CLI was one ES module here.
+  import.meta.url,
+  {
+    importModule: (url) => import(url),
+    saveCodeCache: () => saveCodeCache(),
+  },
+);
