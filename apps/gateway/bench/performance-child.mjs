@@ -1,6 +1,8 @@
 // Spawned by performance.bench.mjs in a fresh process, one measurement each, printed as one JSON line:
 //   cold <floor|engine>  milliseconds from before the first import to the first result of `return 1 + 1`
-//   rss <floor|engine>   peak RSS (maxRSS) after 100 sequential `return 1 + 1` cells
+//   rss <floor|engine>   peak RSS (maxRSS) after 100 sequential `return 1 + 1` cells, and the RSS after
+//                        some of them (where the peak falls: bench/memory.bench.mjs)
+import { readFileSync } from "node:fs";
 import { benchToolDefinitions, benchTools } from "./bench-tools.mjs";
 
 const [mode, subject] = process.argv.slice(2);
@@ -35,6 +37,11 @@ async function engineSubject() {
   };
 }
 
+/** Resident set now (VmRSS), read between cells: cheap, and allocates next to nothing. */
+function currentRssMb() {
+  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync("/proc/self/status", "utf8"))?.[1]) / 1024;
+}
+
 const target = subject === "floor" ? await floorSubject() : await engineSubject();
 if (mode === "cold") {
   const value = await target.run();
@@ -44,8 +51,14 @@ if (mode === "cold") {
     `${JSON.stringify({ importMs: target.imported - started, firstMs: done - target.imported, totalMs: done - started })}\n`,
   );
 } else if (mode === "rss") {
-  for (let index = 0; index < 100; index++) await target.run();
-  process.stdout.write(`${JSON.stringify({ peakRssMb: process.resourceUsage().maxRSS / 1024 })}\n`);
+  const rssMbAfterRun = {};
+  for (let run = 1; run <= 100; run++) {
+    await target.run();
+    if (run === 1 || run % 20 === 0) rssMbAfterRun[run] = currentRssMb();
+  }
+  process.stdout.write(
+    `${JSON.stringify({ peakRssMb: process.resourceUsage().maxRSS / 1024, rssMbAfterRun })}\n`,
+  );
 } else {
   throw new Error(`unknown mode ${mode}`);
 }

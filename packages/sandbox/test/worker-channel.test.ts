@@ -1,3 +1,4 @@
+import { Worker } from "node:worker_threads";
 import { afterAll, describe, expect, it } from "vitest";
 import { createSandboxPool } from "../src/index.js";
 import { emptySurface, limits, runToEnd } from "./helpers.js";
@@ -80,5 +81,20 @@ describe("the worker channel", () => {
     expect(idle.type).toBe("idle");
     restored.settle(suspended.pending[0]?.requestId as string, { ok: true, value: 41 });
     expect(await restored.next()).toEqual({ type: "completed", value: 42, output: [] });
+  });
+
+  it("fails loudly on a host message it cannot read, so the pool replaces the worker", async () => {
+    // Messages are handled synchronously now (no promise per message): a malformed one must still
+    // surface as the worker's error rather than be swallowed.
+    const worker = new Worker(new URL("../src/worker/sandbox-worker.js", import.meta.url), { execArgv: [] });
+    try {
+      const failed = new Promise<Error>((resolve) => worker.once("error", resolve));
+      worker.postMessage({ type: "settle", runId: "r", items: "not a list", deadlineAt: 0 });
+      const error = await failed;
+      expect(error.name).toBe("ProtocolError");
+      expect(error.message).toContain('"settle"');
+    } finally {
+      await worker.terminate();
+    }
   });
 });

@@ -1010,13 +1010,26 @@ function serveWaitingRuns() {
   }
 }
 
-/** @param {unknown} raw */
+/**
+ * Handle one host message synchronously: a settle (the message of every quick host call) costs no
+ * promise and no microtask here; only `init` has anything to await.
+ * @param {unknown} raw
+ */
 function handle(raw) {
-  onMessage(raw).catch((error) => {
-    // A protocol violation is a host bug: say so loudly on the way out rather than limp on.
-    setImmediate(() => {
-      throw error;
-    });
+  try {
+    onMessage(raw);
+  } catch (error) {
+    protocolViolation(error);
+  }
+}
+
+/**
+ * A protocol violation is a host bug: say so loudly on the way out rather than limp on.
+ * @param {unknown} error
+ */
+function protocolViolation(error) {
+  setImmediate(() => {
+    throw error;
   });
 }
 
@@ -1068,21 +1081,26 @@ function compilePreludeAtInit() {
   }
 }
 
+/** @param {import("quickjs-wasi").QuickJSOptions["wasm"]} module */
+async function answerInit(module) {
+  initialized ??= initialize(module);
+  const failure = await initialized;
+  post(failure === null ? { type: "ready" } : { type: "init-failed", message: failure });
+  // A first cell sent meanwhile waits for this either way.
+  compilePreludeAtInit();
+}
+
 /** @param {unknown} raw */
-async function onMessage(raw) {
+function onMessage(raw) {
   const message = parseHostToWorkerMessage(raw);
   switch (message.type) {
     case "init": {
       snapshotSecret = message.snapshotSecret;
       doorbell = message.doorbell ?? null;
       adoptShippedPrelude(message.prelude);
-      initialized ??= initialize(
-        /** @type {import("quickjs-wasi").QuickJSOptions["wasm"]} */ (message.module),
+      answerInit(/** @type {import("quickjs-wasi").QuickJSOptions["wasm"]} */ (message.module)).catch(
+        protocolViolation,
       );
-      const failure = await initialized;
-      post(failure === null ? { type: "ready" } : { type: "init-failed", message: failure });
-      // A first cell sent meanwhile waits for this either way.
-      compilePreludeAtInit();
       return;
     }
     case "start": {
