@@ -264,9 +264,23 @@ class GuestRun {
     this.vm = null;
     /** @type {import("quickjs-wasi").JSValueHandle | null} */
     this.control = null;
-    /** The fixed arguments of every settle call into the prelude (see deliver), made on first use. */
-    /** @type {{ op: import("quickjs-wasi").JSValueHandle, ok: import("quickjs-wasi").JSValueHandle, failed: import("quickjs-wasi").JSValueHandle } | null} */
-    this.settleArgs = null;
+    /**
+     * Strings this run passes into the VM again and again, made on first use: the fixed arguments of
+     * every settle call into the prelude (see deliver) and the empty reply of the host function.
+     * @type {{ op: import("quickjs-wasi").JSValueHandle, ok: import("quickjs-wasi").JSValueHandle, failed: import("quickjs-wasi").JSValueHandle, empty: import("quickjs-wasi").JSValueHandle } | null}
+     */
+    this.fixedStrings = null;
+    /**
+     * quickjs-wasi takes its own reference to whatever a host callback returns and leaves the returned
+     * handle to the callback: a reply never freed here would stay in the VM's heap for the rest of the
+     * run (a long loop of calls ran a small VM out of memory). The last one-off reply (a refusal) is
+     * freed at the next host call; a request's id is kept until its result is delivered, which passes
+     * the same string back into the VM instead of making it again.
+     * @type {import("quickjs-wasi").JSValueHandle | null}
+     */
+    this.lastReply = null;
+    /** @type {Map<string, import("quickjs-wasi").JSValueHandle>} */
+    this.requestIdHandles = new Map();
     this.controlToken = 0;
     /** @type {Map<string, import("@codecell/bridge").HostRequest>} */
     this.pending = new Map();
@@ -382,14 +396,25 @@ class GuestRun {
   /** @param {import("quickjs-wasi").JSValueHandle[]} args */
   hostCall(args) {
     const vm = /** @type {QuickJS} */ (this.vm);
+    // The previous reply has been handed to the guest (the library holds its own reference).
+    this.lastReply?.dispose();
+    this.lastReply = null;
     const op = args[0]?.toString();
     let reply = "";
-    if (op === "request") reply = this.onRequest(args[1]?.toString() ?? "");
-    else if (op === "output")
+    if (op === "request") {
+      reply = this.onRequest(args[1]?.toString() ?? "");
+      if (this.pending.has(reply) && !this.requestIdHandles.has(reply)) {
+        const id = vm.newString(reply);
+        this.requestIdHandles.set(reply, id);
+        return id;
+      }
+    } else if (op === "output")
       reply = this.onOutput(args[1]?.toString() ?? "", args[2]?.toString() ?? "", args[3]?.toString());
     else if (op === "done") this.onDone(args[1]?.toString() ?? "null");
     else if (op === "fail") this.onFail(args[1]?.toString() ?? "{}");
-    return vm.newString(reply);
+    if (reply === "") return this.heldStrings().empty;
+    this.lastReply = vm.newString(reply);
+    return this.lastReply;
   }
 
   /** @param {string} name @param {string} message @param {import("@codecell/contract").CodeModeErrorCode} code */
@@ -643,18 +668,34 @@ class GuestRun {
     return reply;
   }
 
+  heldStrings() {
+    const vm = /** @type {QuickJS} */ (this.vm);
+    this.fixedStrings ??= {
+      op: vm.newString("settle"),
+      ok: vm.newString("1"),
+      failed: vm.newString("0"),
+      empty: vm.newString(""),
+    };
+    return this.fixedStrings;
+  }
+
   /**
    * Hand one result to the prelude: control("settle", requestId, "1" | "0", json). The fixed arguments
-   * are made once per VM, and the prelude's reply is not read, so a result costs two strings into the VM.
+   * are made once per VM, the id is the string the request returned to the guest (made again only for
+   * a restored run's requests), and the prelude's reply is not read: a result costs one string into
+   * the VM.
    * @param {string} requestId @param {boolean} ok @param {string} json
    */
   deliver(requestId, ok, json) {
     const vm = /** @type {QuickJS} */ (this.vm);
-    this.settleArgs ??= { op: vm.newString("settle"), ok: vm.newString("1"), failed: vm.newString("0") };
-    const id = vm.newString(requestId);
-    const text = vm.newString(json);
+    const args = this.heldStrings();
+    const kept = this.requestIdHandles.get(requestId);
+    if (kept !== undefined) this.requestIdHandles.delete(requestId);
+    const id = kept ?? vm.newString(requestId);
+    /** @type {import("quickjs-wasi").JSValueHandle | null} */
+    let text = null;
     try {
-      const args = this.settleArgs;
+      text = vm.newString(json);
       vm.callFunction(
         /** @type {import("quickjs-wasi").JSValueHandle} */ (this.control),
         vm.undefined,
@@ -665,18 +706,29 @@ class GuestRun {
       ).dispose();
     } finally {
       id.dispose();
-      text.dispose();
+      text?.dispose();
     }
   }
 
-  /** Free the reused settle arguments (before a snapshot, so the image carries none of them). */
-  dropSettleArgs() {
-    const args = this.settleArgs;
-    this.settleArgs = null;
-    if (args === null) return;
-    args.op.dispose();
-    args.ok.dispose();
-    args.failed.dispose();
+  /**
+   * Free every string this run holds in the VM (before a snapshot, so the image carries none of them;
+   * a run that stays live makes them again as needed).
+   */
+  dropHeldStrings() {
+    const held = this.fixedStrings;
+    const lastReply = this.lastReply;
+    const ids = [...this.requestIdHandles.values()];
+    this.fixedStrings = null;
+    this.lastReply = null;
+    this.requestIdHandles.clear();
+    if (held !== null) {
+      held.op.dispose();
+      held.ok.dispose();
+      held.failed.dispose();
+      held.empty.dispose();
+    }
+    lastReply?.dispose();
+    for (const id of ids) id.dispose();
   }
 
   drain() {
@@ -784,7 +836,7 @@ class GuestRun {
       });
       return;
     }
-    this.dropSettleArgs();
+    this.dropHeldStrings();
     const image = QuickJS.serializeSnapshot(vm.snapshot());
     const bridgeState = {
       controlToken: this.controlToken,
@@ -951,12 +1003,14 @@ class GuestRun {
     const vm = this.vm;
     if (vm !== null) {
       try {
-        this.dropSettleArgs();
+        this.dropHeldStrings();
       } catch {
         // A VM that trapped cannot free values; it is discarded whole below.
       }
     }
-    this.settleArgs = null;
+    this.fixedStrings = null;
+    this.lastReply = null;
+    this.requestIdHandles.clear();
     this.vm = null;
     this.control = null;
     if (vm !== null) {
