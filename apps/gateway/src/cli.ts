@@ -17,8 +17,9 @@ import { GATEWAY_VERSION } from "./version.js";
 const CLI_PATH = fileURLToPath(import.meta.url);
 const MAX_AUTO_WAITS = 100;
 /**
- * `serve` saves the CLI's code cache (when it has to) this long after it starts serving: by then a client
- * has usually listed the tools and run a first cell, so the cache holds that path too.
+ * `serve` saves the CLI's code cache (when it has to) this long after it starts serving, or when it stops
+ * if that is sooner: by then a client has usually listed the tools and run a first cell, so the cache
+ * holds that path too.
  */
 const SAVE_CODE_CACHE_AFTER_MS = 2_000;
 
@@ -162,9 +163,14 @@ async function serve(args: string[]): Promise<number | undefined> {
     process.stderr.write(
       `codecell: serving MCP over stdio (config: ${config.file}, session "${values.session}")\n`,
     );
-    stopWith(() => gateway.close());
+    // A client that stops the server sooner (as a benchmark does) still leaves the cache behind.
+    stopWith(() => {
+      saveCodeCache();
+      return gateway.close();
+    });
     setTimeout(saveCodeCache, SAVE_CODE_CACHE_AFTER_MS).unref();
     const end = await serveStdio(gateway, values.session);
+    saveCodeCache();
     await gateway.close();
     if (!end.expected) {
       // Exit 0 would tell a supervisor the client hung up; a broken stream is a failure to report.
@@ -179,6 +185,7 @@ async function serve(args: string[]): Promise<number | undefined> {
     bound,
   });
   stopWith(async () => {
+    saveCodeCache();
     await http.close();
     await gateway.close();
   });

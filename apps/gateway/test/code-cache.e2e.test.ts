@@ -61,8 +61,21 @@ describe("the CLI's code cache", () => {
     writeFileSync(join(cacheDir, file!), garbage);
     const third = await execWithCache(cacheDir);
     expect(third).toContain(`[codecell:code-cache] V8 rejected ${join(cacheDir, file!)}; it is rewritten`);
+    expect(third).toMatch(/\[codecell:code-cache\] wrote /);
     expect(readFileSync(join(cacheDir, file!)).equals(garbage)).toBe(false);
     expect((await execWithCache(cacheDir)).includes("used")).toBe(true);
+  });
+
+  it("is written by `serve` when it stops, even before it has served for long", async () => {
+    const cacheDir = mkdtempSync(join(tmpdir(), "codecell-code-cache-"));
+    const setup = makeSetup({ tools: { codeMode: { enabled: true } } });
+    // stdin is closed at once: the client is gone, serve stops.
+    const { code, stderr } = await runCli(["serve", "--config", setup.configPath], {
+      env: { CODECELL_CACHE_DIR: cacheDir, CODECELL_DEBUG_CODE_CACHE: "1" },
+    });
+    expect(code, stderr).toBe(0);
+    expect(stderr).toMatch(/\[codecell:code-cache\] wrote /);
+    expect(cacheFiles(cacheDir)).toHaveLength(1);
   });
 
   it("replaces the cache of another build instead of keeping both", async () => {
