@@ -82,8 +82,9 @@ function writeCache(script: Script, file: string): void {
   }
 }
 
-// 1. The sandbox starts its early worker as it loads (see @codecell/sandbox).
-await import("@codecell/sandbox");
+// 1. The sandbox's early worker starts as this module loads (see @codecell/sandbox): three small modules,
+// before the rest of the sandbox and everything else.
+await import("@codecell/sandbox/worker-start");
 // The packages the bundle requires, loaded as the ES modules they are; the bundle gets them by name.
 const externals = new Map<string, unknown>(
   await Promise.all(CLI_BUNDLE.externals.map(async (name) => [name, await import(name)] as const)),

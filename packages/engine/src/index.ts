@@ -4,7 +4,7 @@
 // start only after all of them; loading them with a dynamic import instead lets the worker boot (tens
 // of ms of CPU, on the other core) while they load. The exports below are the same values, bound
 // once that import finishes, before any importer of this module runs (top-level await).
-import "@codecell/sandbox/early-start";
+import "@codecell/sandbox/worker-start";
 import type * as api from "./engine-api.js";
 
 const engine = await import("./engine-api.js");
