@@ -92,25 +92,37 @@ const externals = new Map<string, unknown>(
 
 // 2. The bundle, compiled with the code cache when there is one for it.
 const bundleFile = fileURLToPath(new URL(CLI_BUNDLE.file, import.meta.url));
-// ASCII by construction (the build checks), so read without UTF-8 decoding, into a one-byte string.
-const source = readFileSync(bundleFile, "latin1");
-// A bundle that is not the one this file was built with neither uses nor writes a cache.
-const cacheFile = source.length === CLI_BUNDLE.length ? codeCacheFile() : null;
-const cachedData = cacheFile === null ? undefined : readCache(cacheFile);
-const script = new Script(source, { filename: bundleFile, ...(cachedData ? { cachedData } : {}) });
-let saveCodeCache = () => {};
-if (cacheFile !== null) {
-  if (cachedData && !script.cachedDataRejected) cacheNote(`used ${cacheFile}`);
-  else {
-    cacheNote(cachedData ? `V8 rejected ${cacheFile}; it is rewritten` : `no cache yet at ${cacheFile}`);
-    // The commands call it once their start-up path has run, so the functions it compiled are in it.
-    saveCodeCache = () => {
-      saveCodeCache = () => {};
-      writeCache(script, cacheFile);
-    };
+
+/**
+ * Compiles the bundle; `save` writes the cache when it needs writing (the commands call it once their
+ * start-up path has run, so the functions it compiled are in it). In a function so that the cache's
+ * bytes are garbage once compiled, not kept for the life of the process.
+ */
+function compileBundle(): { script: Script; save: () => void } {
+  // ASCII by construction (the build checks), so read without UTF-8 decoding, into a one-byte string.
+  const source = readFileSync(bundleFile, "latin1");
+  // A bundle that is not the one this file was built with neither uses nor writes a cache.
+  const cacheFile = source.length === CLI_BUNDLE.length ? codeCacheFile() : null;
+  const cachedData = cacheFile === null ? undefined : readCache(cacheFile);
+  const script = new Script(source, { filename: bundleFile, ...(cachedData ? { cachedData } : {}) });
+  if (cacheFile === null) return { script, save: () => {} };
+  if (cachedData && !script.cachedDataRejected) {
+    cacheNote(`used ${cacheFile}`);
+    return { script, save: () => {} };
   }
+  cacheNote(cachedData ? `V8 rejected ${cacheFile}; it is rewritten` : `no cache yet at ${cacheFile}`);
+  let saved = false;
+  return {
+    script,
+    save: () => {
+      if (saved) return;
+      saved = true;
+      writeCache(script, cacheFile);
+    },
+  };
 }
 
+const { script, save: saveCodeCache } = compileBundle();
 const nodeRequire = createRequire(import.meta.url);
 const bundle = script.runInThisContext() as BundleFunction;
 const module = { exports: {} };
@@ -124,6 +136,6 @@ bundle(
   import.meta.url,
   {
     importModule: (url) => import(url),
-    saveCodeCache: () => saveCodeCache(),
+    saveCodeCache,
   },
 );
