@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -117,6 +117,26 @@ function heavyLibraries(files: string[]): string[] {
   }
   return [...heavy].sort();
 }
+
+describe("cold start: the sandbox's first worker", () => {
+  it("starts before the engine's own modules load, so it boots while they do", () => {
+    const file = join(mkdtempSync(join(tmpdir(), "codecell-worker-first-")), "verdict.json");
+    const child = spawnSync(
+      process.execPath,
+      ["--import", join(APP_DIR, "test", "fixtures", "worker-first.mjs"), COLD_EXEC],
+      {
+        cwd: APP_DIR,
+        env: { ...process.env, TRACE_WORKER_FIRST_FILE: file },
+        stdio: ["ignore", "inherit", "inherit"],
+        timeout: 60_000,
+      },
+    );
+    const engineModules = JSON.parse(readFileSync(file, "utf8")) as { url: string; afterWorker: boolean }[];
+    expect(engineModules.some((module) => module.url.endsWith("/engine.js"))).toBe(true);
+    expect(engineModules.filter((module) => !module.afterWorker)).toEqual([]);
+    expect(child.status).toBe(0);
+  });
+});
 
 describe("cold start: what the first result loads", () => {
   it("importing @codecell/engine and running `return 1 + 1` loads no zod, search library, SQLite, Redis, TypeScript or MCP code", () => {
