@@ -119,6 +119,23 @@ describe("messages", () => {
     expect(() =>
       parseWorkerToHostMessage({ type: "idle", runId: "r", pending: [{ kind: "call" }], output: [] }),
     ).toThrow(/pending/);
+    // An idle may carry the requests its drain issued; each is checked like a request message's.
+    expect(
+      parseWorkerToHostMessage({ type: "idle", runId: "r", requests: [request], pending: [], output: [] })
+        .type,
+    ).toBe("idle");
+    expect(() =>
+      parseWorkerToHostMessage({
+        type: "idle",
+        runId: "r",
+        requests: [{ requestId: "r2", kind: "call" }],
+        pending: [],
+        output: [],
+      }),
+    ).toThrow(/requests/);
+    expect(() =>
+      parseWorkerToHostMessage({ type: "idle", runId: "r", requests: request, pending: [], output: [] }),
+    ).toThrow(/requests/);
     expect(() =>
       parseWorkerToHostMessage({
         type: "failed",

@@ -27,8 +27,17 @@ export type WorkerToHostMessage =
   /**
    * The job queue is empty with host calls pending. `pending` lists only requests the host has had no
    * request message of (a restored run's pending calls, in its first idle); otherwise it is empty.
+   * `requests`, when present, are the requests the drain issued, in order, exactly as if each had come
+   * in its own request message just before this idle (one flat message per round trip: a batch of a
+   * request and an idle costs about 2 µs more to clone).
    */
-  | { type: "idle"; runId: string; pending: HostRequest[]; output: CodeModeOutput[] }
+  | {
+      type: "idle";
+      runId: string;
+      requests?: HostRequest[];
+      pending: HostRequest[];
+      output: CodeModeOutput[];
+    }
   | { type: "completed"; runId: string; value: JsonValue; output: CodeModeOutput[] }
   | {
       type: "failed";
@@ -48,7 +57,12 @@ const workerMessageChecks: Record<WorkerToHostMessage["type"], Record<string, Ch
   "init-failed": { message: isString },
   started: { runId: isString, deadlineAt: isNumber },
   request: { runId: isString, request: isHostRequest },
-  idle: { runId: isString, pending: isArrayOf(isHostRequest), output: isArrayOf(isOutput) },
+  idle: {
+    runId: isString,
+    requests: (value) => value === undefined || isArrayOf(isHostRequest)(value),
+    pending: isArrayOf(isHostRequest),
+    output: isArrayOf(isOutput),
+  },
   completed: { runId: isString, value: isJson, output: isArrayOf(isOutput) },
   failed: {
     runId: isString,

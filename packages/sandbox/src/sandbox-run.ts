@@ -290,15 +290,16 @@ export class RunHandle implements SandboxRun {
         return;
       }
       case "request": {
-        this.pending.set(message.request.requestId, message.request);
-        try {
-          this.settings.onRequest(message.request);
-        } catch (error) {
-          this.settle(message.request.requestId, { ok: false, error: toErrorData(error) });
-        }
+        this.takeRequest(message.request);
         return;
       }
       case "idle": {
+        // The requests of the drain this idle ends, as if each had come in its own message first.
+        for (const request of message.requests ?? []) {
+          this.takeRequest(request);
+          // Its caller may end the run from inside onRequest (dispose, a failed settle).
+          if (this.ended) return;
+        }
         if (this.settingUp && this.settings.timeoutMs !== undefined) {
           this.startClock(Date.now() + this.settings.timeoutMs);
         }
@@ -352,6 +353,16 @@ export class RunHandle implements SandboxRun {
         waiter?.reject(new CodeModeError(message.code, message.message));
         return;
       }
+    }
+  }
+
+  /** A request the worker issued: pending until the caller settles it. */
+  private takeRequest(request: HostRequest): void {
+    this.pending.set(request.requestId, request);
+    try {
+      this.settings.onRequest(request);
+    } catch (error) {
+      this.settle(request.requestId, { ok: false, error: toErrorData(error) });
     }
   }
 

@@ -127,4 +127,54 @@ describe("the worker channel", () => {
     }
     expect(idles).toBeGreaterThanOrEqual(rounds);
   });
+
+  // Requests a short drain issues travel inside the idle that ends it; a drain running past 1 ms (a
+  // start's, or any under load) sends them at once in their own messages. Either way the caller sees
+  // the same order. (test/run-handle.test.ts feeds the host side an idle with requests directly.)
+  it("hands the requests of one drain to onRequest in order, before the idle event that lists them", async () => {
+    const seen: string[] = [];
+    const run = pool.run({
+      code: "await tools.call('first', {}); const [a, b, c] = await Promise.all([tools.call('a', {}), tools.call('b', {}), tools.call('c', {})]); return a + b + c;",
+      language: "javascript",
+      surface: emptySurface,
+      limits,
+      deadlineAt: Date.now() + 30_000,
+      onRequest: (request) => seen.push(`${request.requestId}:${(request as { target: string }).target}`),
+    });
+    expect((await run.next()).type).toBe("idle");
+    run.settle("r1", { ok: true, value: null });
+    const idle = await run.next();
+    expect(seen).toEqual(["r1:first", "r2:a", "r3:b", "r4:c"]);
+    expect(idle.type === "idle" ? idle.pending.map((request) => request.requestId) : idle).toEqual([
+      "r2",
+      "r3",
+      "r4",
+    ]);
+    run.settle("r4", { ok: true, value: "z" });
+    run.settle("r2", { ok: true, value: "x" });
+    run.settle("r3", { ok: true, value: "y" });
+    expect(await run.next()).toEqual({ type: "completed", value: "xyz", output: [] });
+  });
+
+  it("hands over no more of a drain's requests once the caller disposes the run in onRequest", async () => {
+    const seen: string[] = [];
+    const run = pool.run({
+      code: "await tools.call('first', {}); await Promise.all([tools.call('a', {}), tools.call('b', {}), tools.call('c', {})]); return 1;",
+      language: "javascript",
+      surface: emptySurface,
+      limits,
+      deadlineAt: Date.now() + 30_000,
+      onRequest: (request) => {
+        seen.push(request.requestId);
+        if (request.requestId === "r2") run.dispose();
+      },
+    });
+    expect((await run.next()).type).toBe("idle");
+    run.settle("r1", { ok: true, value: null });
+    expect(await run.next()).toMatchObject({ type: "failed", code: "aborted" });
+    expect(seen).toEqual(["r1", "r2"]);
+    const { event } = await runToEnd(pool, "return 'next'");
+    expect(event).toMatchObject({ type: "completed", value: "next" });
+    expect(pool.stats()).toMatchObject({ liveRuns: 0, workersReplaced: 0 });
+  });
 });

@@ -307,9 +307,9 @@ class GuestRun {
     this.finished = false;
     /**
      * Requests issued during a short drain wait here and leave with the state message that ends the
-     * drain: one message per round trip instead of two. A drain that runs long sends them at once so
-     * the host can start work in parallel.
-     * @type {import("@codecell/bridge").WorkerToHostMessage[]}
+     * drain: one message per round trip instead of two (an idle carries them itself). A drain that runs
+     * long sends them at once so the host can start work in parallel.
+     * @type {import("@codecell/bridge").HostRequest[]}
      */
     this.outbox = [];
     this.commandStartedAt = 0;
@@ -465,7 +465,7 @@ class GuestRun {
     const request = { requestId: `r${this.nextRequestNumber}`, ...body };
     this.pending.set(request.requestId, request);
     if (toolCall) this.pendingToolCalls += 1;
-    this.outbox.push({ type: "request", runId: this.runId, request });
+    this.outbox.push(request);
     if (performance.now() - this.commandStartedAt > OUTBOX_HOLD_MS) this.flushOutbox();
     return request.requestId;
   }
@@ -863,11 +863,23 @@ class GuestRun {
     this.release();
   }
 
-  /** @param {import("@codecell/bridge").WorkerToHostMessage} [last] @param {ArrayBuffer[]} [transfer] */
+  /**
+   * Send the held requests, and `last` (the state message that ends a drain) after them. An idle
+   * carries them in its `requests`: one flat message, cheaper to clone than a batch of a request and
+   * an idle (the message of every quick host call). Anything else follows them in one batch.
+   * @param {import("@codecell/bridge").WorkerToHostMessage} [last] @param {ArrayBuffer[]} [transfer]
+   */
   flushOutbox(last, transfer) {
-    if (last !== undefined) this.outbox.push(last);
-    const messages = this.outbox;
-    this.outbox = [];
+    const requests = this.outbox;
+    if (requests.length > 0) this.outbox = [];
+    if (last?.type === "idle" && requests.length > 0) {
+      last.requests = requests;
+      post(last, transfer);
+      return;
+    }
+    /** @type {import("@codecell/bridge").WorkerToHostMessage[]} */
+    const messages = requests.map((request) => ({ type: "request", runId: this.runId, request }));
+    if (last !== undefined) messages.push(last);
     if (messages.length === 1) post(/** @type {any} */ (messages[0]), transfer);
     else if (messages.length > 1) post({ type: "batch", messages }, transfer);
   }
