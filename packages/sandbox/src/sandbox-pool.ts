@@ -62,7 +62,6 @@ class WorkerSlot implements RunHost {
     if (!this.alive) return;
     const worker = startSandboxWorker(this.pool.defaultWasm);
     this.worker = worker;
-    if (this.runs.size === 0) worker.unref();
     worker.on("message", (raw: unknown) => {
       let message: WorkerToHostMessage;
       try {
@@ -112,6 +111,9 @@ class WorkerSlot implements RunHost {
         }),
       (error: Error) => this.markFailed(error),
     );
+    // After the listeners: adding a "message" listener refs a worker's port again, so an idle pool
+    // unref'd before it would keep its host's process alive until closed.
+    if (this.runs.size === 0) worker.unref();
   }
 
   /** Stop the worker (if it was ever spawned); a slot that never spawned never will. */

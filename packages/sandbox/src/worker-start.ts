@@ -42,7 +42,6 @@ function startEarly(): void {
   } catch {
     return;
   }
-  worker.unref();
   // Until a pool takes it, a crash or exit only means there is no early worker to take.
   const drop = () => {
     if (early?.worker !== worker) return;
@@ -55,6 +54,9 @@ function startEarly(): void {
   worker.on("error", drop);
   worker.on("exit", drop);
   worker.on("message", ignore);
+  // Only now: adding a "message" listener refs the worker's port again, and a process that imports the
+  // sandbox without running a cell must still exit at once, not when the unclaimed timer fires.
+  worker.unref();
   const timer = setTimeout(() => {
     drop();
     void worker.terminate();
