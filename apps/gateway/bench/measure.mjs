@@ -1,6 +1,8 @@
 // Measuring helpers shared by performance.bench.mjs, nested-call-profile.mjs and the side-by-side run
 // against other runtimes (bench/peers), so each figure is taken the same way everywhere.
+import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 
 /** The middle value (the upper one of an even count); NaN when there is none. */
 export function median(values) {
@@ -38,4 +40,28 @@ export async function cellsPerSecond(run, count, label) {
     }),
   );
   return (count / (performance.now() - started)) * 1000;
+}
+
+/**
+ * One measurement of performance-child.mjs (`cold|rss floor|engine`) in a fresh process of this Node,
+ * with `execArgv` (V8 flags) before the script: the one JSON line it prints.
+ */
+export function runPerformanceChild(args, execArgv = []) {
+  const script = fileURLToPath(new URL("./performance-child.mjs", import.meta.url));
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...execArgv, script, ...args], {
+      stdio: ["ignore", "pipe", "inherit"],
+      cwd: fileURLToPath(new URL("..", import.meta.url)),
+    });
+    let out = "";
+    child.stdout.on("data", (chunk) => {
+      out += chunk;
+    });
+    child.on("error", reject);
+    child.on("exit", (code) =>
+      code === 0
+        ? resolve(JSON.parse(out.trim()))
+        : reject(new Error(`performance-child ${[...execArgv, ...args].join(" ")} exited ${code}`)),
+    );
+  });
 }

@@ -7,12 +7,11 @@
 //                     time, so their transient memory does not overlap.
 // The V8 flags are for this measurement only; neither the sandbox nor the gateway sets them.
 // Prints medians and ratios, writes bench-results/memory.json. Run after a build.
-import { spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { median } from "./measure.mjs";
+import { median, runPerformanceChild } from "./measure.mjs";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 const appDir = join(here, "..");
@@ -24,23 +23,6 @@ const MODES = {
 };
 const SUBJECTS = ["floor", "engine"];
 
-function peakRss(flags, subject) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...flags, join(here, "performance-child.mjs"), "rss", subject], {
-      stdio: ["ignore", "pipe", "inherit"],
-      cwd: appDir,
-    });
-    let out = "";
-    child.stdout.on("data", (chunk) => {
-      out += chunk;
-    });
-    child.on("error", reject);
-    child.on("exit", (code) =>
-      code === 0 ? resolve(JSON.parse(out.trim())) : reject(new Error(`${subject} ${flags} exited ${code}`)),
-    );
-  });
-}
-
 const samples = Object.fromEntries(
   Object.keys(MODES).map((mode) => [mode, Object.fromEntries(SUBJECTS.map((s) => [s, []]))]),
 );
@@ -48,7 +30,7 @@ for (let round = 0; round < STARTS; round++) {
   for (const [mode, flags] of Object.entries(MODES)) {
     // Alternate which subject goes first, so neither always runs on a machine the other just warmed.
     for (const subject of round % 2 === 0 ? SUBJECTS : [...SUBJECTS].reverse())
-      samples[mode][subject].push(await peakRss(flags, subject));
+      samples[mode][subject].push(await runPerformanceChild(["rss", subject], flags));
   }
 }
 

@@ -18,7 +18,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { benchToolDefinitions, benchTools, CELLS } from "./bench-tools.mjs";
 import { floorRun, loadFloor } from "./floor.mjs";
-import { cellsPerSecond, median, threadCpuNanos } from "./measure.mjs";
+import { cellsPerSecond, median, runPerformanceChild, threadCpuNanos } from "./measure.mjs";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 const appDir = join(here, "..");
@@ -170,22 +170,6 @@ await client.close();
 await engine.close();
 
 // --- fresh processes: cold import -> first result, peak RSS, `codecell serve` start ------------------
-function runChild(args) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(here, "performance-child.mjs"), ...args], {
-      stdio: ["ignore", "pipe", "inherit"],
-      cwd: appDir,
-    });
-    let out = "";
-    child.stdout.on("data", (chunk) => {
-      out += chunk;
-    });
-    child.on("error", reject);
-    child.on("exit", (code) =>
-      code === 0 ? resolve(JSON.parse(out.trim())) : reject(new Error(`child ${args} exited ${code}`)),
-    );
-  });
-}
 
 /** CPU time so far of a child's main thread and of all its threads, in ms (schedstat; load does not add to it). */
 function childCpuMs(pid) {
@@ -276,8 +260,8 @@ const serve = [];
 await serveStart();
 for (let index = 0; index < STARTS; index++) {
   for (const subject of index % 2 === 0 ? ["floor", "engine"] : ["engine", "floor"]) {
-    cold[subject].push(await runChild(["cold", subject]));
-    rss[subject].push(await runChild(["rss", subject]));
+    cold[subject].push(await runPerformanceChild(["cold", subject]));
+    rss[subject].push(await runPerformanceChild(["rss", subject]));
   }
   serve.push(await serveStart());
 }
