@@ -304,22 +304,20 @@ const COMMANDS: Record<string, (args: string[]) => Promise<number | undefined>> 
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
-  // Help and version exit at once: the sandbox's early worker, started as the CLI loads, must not keep
-  // the process waiting for it.
   if (command === "--version" || command === "-v") {
     process.stdout.write(`${GATEWAY_VERSION}\n`);
-    process.exit(EXIT.ok);
+    return;
   }
   if (command === undefined || command === "--help" || command === "-h" || command === "help") {
     process.stdout.write(`${HELP.main}\n`);
-    process.exit(EXIT.ok);
+    return;
   }
   const run = COMMANDS[command];
   if (!run)
     throw new UsageError(`unknown command "${command}". Commands: serve, exec, catalog, check (see --help).`);
   if (rest.includes("--help") || rest.includes("-h")) {
     process.stdout.write(`${HELP[command]}\n`);
-    process.exit(EXIT.ok);
+    return;
   }
   const code = await run(rest);
   if (typeof code === "number") {

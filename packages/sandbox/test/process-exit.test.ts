@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { emptySurface, limits } from "./helpers.js";
 
 /**
  * Sandbox workers never keep their host's process alive on their own: a script that imports the
@@ -42,14 +43,6 @@ function runScript(body: string): Promise<{ code: number | null; stdout: string;
   });
 }
 
-const limits = {
-  memoryLimitBytes: 32 << 20,
-  maxOutputBytes: 65_536,
-  maxPendingToolCalls: 16,
-  maxSnapshotBytes: 10 << 20,
-};
-const surface = { allTools: [], toolFunctions: [], mcpServers: [], apiFiles: [], namespaces: [] };
-
 describe("a process using the sandbox", () => {
   it("exits once it has imported the package, while the early worker still waits for a pool", async () => {
     const result = await runScript("");
@@ -75,7 +68,7 @@ describe("a process using the sandbox", () => {
       const run = pool.run({
         code: "return 1 + 1",
         language: "javascript",
-        surface: ${JSON.stringify(surface)},
+        surface: ${JSON.stringify(emptySurface)},
         limits: ${JSON.stringify(limits)},
         timeoutMs: 30000,
         onRequest() {},
