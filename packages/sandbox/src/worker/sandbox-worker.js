@@ -11,6 +11,8 @@ import {
   takesToolCallSlot,
 } from "@codecell/bridge";
 import { CODE_MODE_LIMITS, CONSOLE_LEVELS, isCodeModeErrorCode } from "@codecell/contract/errors";
+// The plain-cell test only: the parser (acorn) is loaded on the first cell that needs it.
+import { isPlainJavaScriptCell } from "@codecell/transpile/plain-cell";
 import { JSException, QuickJS } from "quickjs-wasi";
 import { compileGuestPrelude, GUEST_PRELUDE_SOURCE } from "./guest-prelude.js";
 
@@ -113,8 +115,9 @@ function loadSnapshotCodec() {
   return snapshotCodec;
 }
 /**
- * The cell checker and TypeScript stripper (acorn, and sucrase on the first TypeScript cell). Loaded
- * while the worker starts, so a cell's preparation runs here, off the host's event loop.
+ * The cell checker and TypeScript stripper (acorn, and sucrase on the first TypeScript cell), run here,
+ * off the host's event loop. Loaded on the first cell that is not plain (see GuestRun.start): most
+ * cells never need it, and a worker that loads it costs its start-up CPU and memory.
  * @type {Promise<typeof import("@codecell/transpile")> | null}
  */
 let transpile = null;
@@ -604,7 +607,10 @@ class GuestRun {
 
   /** @param {string} surface @param {string} source @param {import("@codecell/contract").CodeModeLanguage} language */
   async start(surface, source, language) {
-    const code = await this.prepare(source, language);
+    // A plain cell (no module word, nothing that could close the function it is the body of) skips
+    // the parser: compiling it below is its syntax check, and the parser words the error if that fails.
+    const plain = language === "javascript" && isPlainJavaScriptCell(source);
+    const code = plain ? source : await this.prepare(source, language);
     if (code === null) return this.report();
     // Compiled at init; compiled aside here only if that failed (this throws what went wrong).
     const bytecode = preludeBytecode ?? (await compilePreludeAside());
@@ -628,6 +634,14 @@ class GuestRun {
     try {
       cell = vm.evalCode(`${CELL_PREFIX}${code}\n})`, CELL_FILENAME);
     } catch (error) {
+      // A plain cell that does not compile gets the parser's verdict, as every cell did before it ran:
+      // the same `invalid_input` message, line and column a checked cell gets.
+      if (plain && error instanceof JSException && this.forced === null) {
+        if ((await this.prepare(source, language)) === null) {
+          error.dispose();
+          return this.report();
+        }
+      }
       if (error instanceof JSException && error.name === "SyntaxError" && this.forced === null) {
         const data = { name: error.name, message: error.message, stack: error.stack ?? "" };
         this.outcome = {
@@ -1202,9 +1216,6 @@ function onMessage(raw) {
 }
 
 port.on("message", dispatch);
-// The cell checker loads while the worker waits for its pool's `init` (a worker can start as the
-// sandbox package loads, long before the first cell), not after it.
-void loadTranspile().catch(() => {});
 // A host message this thread cannot read leaves a run waiting for a command that never comes: exit, so
 // the host's exit handler fails this worker's runs at once and replaces it.
 port.on("messageerror", (error) => {
