@@ -182,16 +182,25 @@ function describeGuestError(data) {
 /**
  * A fresh VM per run, created ahead of time, so the next start skips instantiation. A worker builds
  * it when a run ends or has waited on the host for a while (IDLE_WORK_AFTER_MS), never between a
- * run's quick host calls, which it would hold up by a millisecond each time. A spare has never run
- * any code (not even the prelude) and is handed to exactly one run. Keyed by memory limit, the one
- * option that cannot change after creation; the interrupt handler follows whichever run owns it.
- * @type {Map<number, Promise<{ vm: QuickJS, owner: { run: GuestRun | null } }>>}
+ * run's quick host calls, which it would hold up by a millisecond each time. A spare has run no code
+ * but the evaluation of the prelude's bytecode (see createOwnedVm) and is handed to exactly one run.
+ * Keyed by memory limit, the one option that cannot change after creation; the interrupt handler
+ * follows whichever run owns it.
+ * @typedef {{ vm: QuickJS, owner: { run: GuestRun | null }, prelude: import("quickjs-wasi").JSValueHandle | null }} OwnedVm
+ * @type {Map<number, Promise<OwnedVm>>}
  */
 const spareVms = new Map();
 const MAX_SPARE_LIMITS = 2;
 
-/** @param {number} memoryLimit */
-function createOwnedVm(memoryLimit) {
+/**
+ * A VM for one run. With the prelude's bytecode in hand its evaluation is done here too, ahead of the
+ * run: it only makes the prelude function (nothing of the prelude runs until the run calls it with its
+ * host function and surface), and on a worker's first VM it is the bulk of a start's time (V8 compiles
+ * the QuickJS functions it needs on their first call). Should that fail (a memory limit too small for
+ * it), the VM is replaced by one without, and the run evaluates the prelude itself as before.
+ * @param {number} memoryLimit @param {boolean} [withPrelude] @returns {Promise<OwnedVm>}
+ */
+function createOwnedVm(memoryLimit, withPrelude = true) {
   /** @type {{ run: GuestRun | null }} */
   const owner = { run: null };
   return QuickJS.create({
@@ -201,7 +210,15 @@ function createOwnedVm(memoryLimit) {
     timezoneOffset: 0,
     interruptHandler: () => owner.run?.shouldInterrupt() === true,
     wasi: silentWasi,
-  }).then((vm) => ({ vm, owner }));
+  }).then((vm) => {
+    if (!withPrelude || preludeBytecode === null) return { vm, owner, prelude: null };
+    try {
+      return { vm, owner, prelude: vm.evalBytecode(preludeBytecode) };
+    } catch {
+      vm.dispose();
+      return createOwnedVm(memoryLimit, false);
+    }
+  });
 }
 
 /** @param {number} memoryLimit */
@@ -245,7 +262,7 @@ async function takeFreshVm(run) {
     owned = await createOwnedVm(limit);
   }
   owned.owner.run = run;
-  return owned.vm;
+  return owned;
 }
 
 class GuestRun {
@@ -614,11 +631,12 @@ class GuestRun {
     if (code === null) return this.report();
     // Compiled at init; compiled aside here only if that failed (this throws what went wrong).
     const bytecode = preludeBytecode ?? (await compilePreludeAside());
-    const vm = await takeFreshVm(this);
+    const owned = await takeFreshVm(this);
+    const vm = owned.vm;
     this.vm = vm;
     if (this.finished) return this.release();
     const host = vm.newFunction(HOST_FUNCTION_NAME, this.registerHost());
-    const prelude = vm.evalBytecode(bytecode);
+    const prelude = owned.prelude ?? vm.evalBytecode(bytecode);
     const surfaceHandle = vm.newString(surface);
     this.control = vm.callFunction(prelude, vm.undefined, host, surfaceHandle);
     this.controlToken = vm.exportHandle(this.control);
