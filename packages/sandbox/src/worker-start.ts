@@ -3,6 +3,12 @@ import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { loadQuickJsModule, preludeFor } from "./wasm-module.js";
 
+// The sandbox's process-wide state is here and in wasm-module.ts (the early worker; the compiled module
+// and the prelude bytecode checked against it). A bundler that inlines the rest of the sandbox (the
+// gateway's CLI does) takes both modules' exports from this entry instead, so the process holds one copy
+// of that state, the one this entry started the worker with.
+export { defaultWasmPath, loadQuickJsModule, preludeFor } from "./wasm-module.js";
+
 /**
  * The worker's script: the build's bundle of it and the modules it boots with (scripts/bundle-worker.mjs;
  * one file for the worker's module loader instead of fifteen), or, when running from source (tests), the
