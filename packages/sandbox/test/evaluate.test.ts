@@ -1,3 +1,5 @@
+import type { CodeModeError } from "@codecell/contract";
+import { checkModuleAccess } from "@codecell/transpile";
 import { afterAll, describe, expect, it } from "vitest";
 import { createSandboxPool } from "../src/index.js";
 import { limits, runToEnd, surface } from "./helpers.js";
@@ -75,6 +77,30 @@ describe("evaluation", () => {
   it("fails closed with invalid_input when the cell does not parse", async () => {
     const { event } = await runToEnd(pool, "return (1 + ;");
     expect(event).toMatchObject({ type: "failed", code: "invalid_input" });
+  });
+
+  // Plain cells (isPlainJavaScriptCell) skip the parser until QuickJS fails to compile them; the model
+  // must still get the parser's message, and a cell that closes its own function must still be refused.
+  it.each([
+    ["a plain cell", "const a = 1;\nreturn (a + );"],
+    ["a plain cell with a misplaced keyword", "const a = { b: 1 };\nreturn a.b const;"],
+    ["a cell the parser checks first", "const a = 1 / 2;\nreturn (a + ;"],
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the cell is source with a template literal
+    ["an unclosed template", "return `a${1}"],
+    ["a cell that closes its function", "}); globalThis.escaped = 1; (function () {"],
+    ["a cell that closes its function at the end", "return 1 }, function () {"],
+  ])("gives %s that does not parse the parser's invalid_input message", async (_name, code) => {
+    const expected = (() => {
+      try {
+        checkModuleAccess(code);
+      } catch (error) {
+        return error as CodeModeError;
+      }
+      throw new Error("expected the parser to refuse the cell");
+    })();
+    const { event } = await runToEnd(pool, code);
+    expect(event).toMatchObject({ type: "failed", code: "invalid_input", message: expected.message });
+    expect(expected.message).toMatch(/^The cell does not parse as JavaScript at line \d+:\d+: /);
   });
 
   it("fails at once when the cell awaits a promise nothing can settle", async () => {

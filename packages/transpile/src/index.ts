@@ -3,6 +3,7 @@ export {
   MODULE_ACCESS_CONSTRUCTS,
   type ModuleAccessConstruct,
 } from "./module-access.js";
+export { isPlainJavaScriptCell } from "./plain-cell.js";
 export { isTypeScriptOnly, prepareCell } from "./prepare-cell.js";
 export {
   type BindingOrigin,

@@ -11,6 +11,8 @@ import {
   takesToolCallSlot,
 } from "@codecell/bridge";
 import { CODE_MODE_LIMITS, CONSOLE_LEVELS, isCodeModeErrorCode } from "@codecell/contract/errors";
+// The plain-cell test only: the parser (acorn) is loaded on the first cell that needs it.
+import { isPlainJavaScriptCell } from "@codecell/transpile/plain-cell";
 import { JSException, QuickJS } from "quickjs-wasi";
 import { compileGuestPrelude, GUEST_PRELUDE_SOURCE } from "./guest-prelude.js";
 
@@ -113,8 +115,9 @@ function loadSnapshotCodec() {
   return snapshotCodec;
 }
 /**
- * The cell checker and TypeScript stripper (acorn, and sucrase on the first TypeScript cell). Loaded
- * while the worker starts, so a cell's preparation runs here, off the host's event loop.
+ * The cell checker and TypeScript stripper (acorn, and sucrase on the first TypeScript cell), run here,
+ * off the host's event loop. Loaded on the first cell that is not plain (see GuestRun.start): most
+ * cells never need it, and a worker that loads it costs its start-up CPU and memory.
  * @type {Promise<typeof import("@codecell/transpile")> | null}
  */
 let transpile = null;
@@ -179,16 +182,25 @@ function describeGuestError(data) {
 /**
  * A fresh VM per run, created ahead of time, so the next start skips instantiation. A worker builds
  * it when a run ends or has waited on the host for a while (IDLE_WORK_AFTER_MS), never between a
- * run's quick host calls, which it would hold up by a millisecond each time. A spare has never run
- * any code (not even the prelude) and is handed to exactly one run. Keyed by memory limit, the one
- * option that cannot change after creation; the interrupt handler follows whichever run owns it.
- * @type {Map<number, Promise<{ vm: QuickJS, owner: { run: GuestRun | null } }>>}
+ * run's quick host calls, which it would hold up by a millisecond each time. A spare has run no code
+ * but the evaluation of the prelude's bytecode (see createOwnedVm) and is handed to exactly one run.
+ * Keyed by memory limit, the one option that cannot change after creation; the interrupt handler
+ * follows whichever run owns it.
+ * @typedef {{ vm: QuickJS, owner: { run: GuestRun | null }, prelude: import("quickjs-wasi").JSValueHandle | null }} OwnedVm
+ * @type {Map<number, Promise<OwnedVm>>}
  */
 const spareVms = new Map();
 const MAX_SPARE_LIMITS = 2;
 
-/** @param {number} memoryLimit */
-function createOwnedVm(memoryLimit) {
+/**
+ * A VM for one run. With the prelude's bytecode in hand its evaluation is done here too, ahead of the
+ * run: it only makes the prelude function (nothing of the prelude runs until the run calls it with its
+ * host function and surface), and on a worker's first VM it is the bulk of a start's time (V8 compiles
+ * the QuickJS functions it needs on their first call). Should that fail (a memory limit too small for
+ * it), the VM is replaced by one without, and the run evaluates the prelude itself as before.
+ * @param {number} memoryLimit @param {boolean} [withPrelude] @returns {Promise<OwnedVm>}
+ */
+function createOwnedVm(memoryLimit, withPrelude = true) {
   /** @type {{ run: GuestRun | null }} */
   const owner = { run: null };
   return QuickJS.create({
@@ -198,7 +210,15 @@ function createOwnedVm(memoryLimit) {
     timezoneOffset: 0,
     interruptHandler: () => owner.run?.shouldInterrupt() === true,
     wasi: silentWasi,
-  }).then((vm) => ({ vm, owner }));
+  }).then((vm) => {
+    if (!withPrelude || preludeBytecode === null) return { vm, owner, prelude: null };
+    try {
+      return { vm, owner, prelude: vm.evalBytecode(preludeBytecode) };
+    } catch {
+      vm.dispose();
+      return createOwnedVm(memoryLimit, false);
+    }
+  });
 }
 
 /** @param {number} memoryLimit */
@@ -242,7 +262,7 @@ async function takeFreshVm(run) {
     owned = await createOwnedVm(limit);
   }
   owned.owner.run = run;
-  return owned.vm;
+  return owned;
 }
 
 class GuestRun {
@@ -662,15 +682,19 @@ class GuestRun {
 
   /** @param {string} surface @param {string} source @param {import("@codecell/contract").CodeModeLanguage} language */
   async start(surface, source, language) {
-    const code = await this.prepare(source, language);
+    // A plain cell (no module word, nothing that could close the function it is the body of) skips
+    // the parser: compiling it below is its syntax check, and the parser words the error if that fails.
+    const plain = language === "javascript" && isPlainJavaScriptCell(source);
+    const code = plain ? source : await this.prepare(source, language);
     if (code === null) return this.report();
     // Compiled at init; compiled aside here only if that failed (this throws what went wrong).
     const bytecode = preludeBytecode ?? (await compilePreludeAside());
-    const vm = await takeFreshVm(this);
+    const owned = await takeFreshVm(this);
+    const vm = owned.vm;
     this.vm = vm;
     if (this.finished) return this.release();
     const host = vm.newFunction(HOST_FUNCTION_NAME, this.registerHost());
-    const prelude = vm.evalBytecode(bytecode);
+    const prelude = owned.prelude ?? vm.evalBytecode(bytecode);
     const surfaceHandle = vm.newString(surface);
     this.control = vm.callFunction(prelude, vm.undefined, host, surfaceHandle);
     this.controlToken = vm.exportHandle(this.control);
@@ -686,6 +710,14 @@ class GuestRun {
     try {
       cell = vm.evalCode(`${CELL_PREFIX}${code}\n})`, CELL_FILENAME);
     } catch (error) {
+      // A plain cell that does not compile gets the parser's verdict, as every cell did before it ran:
+      // the same `invalid_input` message, line and column a checked cell gets.
+      if (plain && error instanceof JSException && this.forced === null) {
+        if ((await this.prepare(source, language)) === null) {
+          error.dispose();
+          return this.report();
+        }
+      }
       if (error instanceof JSException && error.name === "SyntaxError" && this.forced === null) {
         const data = { name: error.name, message: error.message, stack: error.stack ?? "" };
         this.outcome = {
@@ -1267,9 +1299,6 @@ function onMessage(raw) {
 }
 
 port.on("message", dispatch);
-// The cell checker loads while the worker waits for its pool's `init` (a worker can start as the
-// sandbox package loads, long before the first cell), not after it.
-void loadTranspile().catch(() => {});
 // A host message this thread cannot read leaves a run waiting for a command that never comes: exit, so
 // the host's exit handler fails this worker's runs at once and replaces it.
 port.on("messageerror", (error) => {
