@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The `codecell` command's start-up file: scripts/bundle-cli.mjs builds it into dist/cli.js, beside the
-// bundled CLI itself (dist/cli-bundle.cjs, src/cli.ts and its third-party dependencies). It exists for
+// bundled CLI itself (dist/cli-bundle.cjs: src/cli.ts, the `@codecell/*` packages and the third-party
+// dependencies). It exists for
 // the time from process start to the first `tools/list` and the first exec result (issue 18):
 //
 // 1. The sandbox starts booting its first worker and compiling QuickJS before anything else loads, so
@@ -23,7 +24,7 @@ declare const CLI_BUNDLE: {
   /** Its SHA-256 (hex) and length in bytes (it is ASCII, so also in characters). */
   sha256: string;
   length: number;
-  /** The packages it leaves to Node, by name: the `@codecell/*` packages it requires at load. */
+  /** The packages it leaves to Node, by name, and requires at load: the sandbox's worker start. */
   externals: string[];
 };
 
@@ -85,7 +86,8 @@ function writeCache(script: Script, file: string): void {
 // 1. The sandbox's early worker starts as this module loads (see @codecell/sandbox): three small modules,
 // before the rest of the sandbox and everything else.
 await import("@codecell/sandbox/worker-start");
-// The packages the bundle requires, loaded as the ES modules they are; the bundle gets them by name.
+// The packages the bundle leaves external, loaded as the ES modules they are (the worker start, already
+// loaded above, so the bundle's copy of the sandbox shares its state); the bundle gets them by name.
 const externals = new Map<string, unknown>(
   await Promise.all(CLI_BUNDLE.externals.map(async (name) => [name, await import(name)] as const)),
 );

@@ -159,6 +159,17 @@ describe("cold start: what the first result loads", () => {
       files.filter((file) => /[\\/]node_modules[\\/](@modelcontextprotocol|zod|ajv)[\\/]/.test(file)),
     ).toEqual([]);
     expect(heavyLibraries(files)).toEqual([]);
+    // So are the codecell packages: of them, only the sandbox's worker start loads as ES modules (it
+    // starts the first worker before anything else loads and holds the sandbox's process-wide state).
+    const workspaceModules = files
+      .filter((file) => /[\\/]packages[\\/]/.test(file))
+      .map((file) => file.replace(/^.*[\\/]packages[\\/]/, "").replaceAll("\\", "/"))
+      .sort();
+    expect(workspaceModules).toEqual([
+      "sandbox/dist/prelude-bytecode.js",
+      "sandbox/dist/wasm-module.js",
+      "sandbox/dist/worker-start.js",
+    ]);
     // Over stdio the HTTP transport and Node's HTTP stack stay unloaded (the trace does see built-ins:
     // the sandbox's worker_threads is there).
     expect(files).toContain("node:worker_threads");

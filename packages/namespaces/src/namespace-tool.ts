@@ -7,8 +7,14 @@ export type NamespaceToolMarker = Readonly<{
   inputMapper: NamespaceInputMapper | undefined;
 }>;
 
-// Markers are recognised by identity, so a look-alike plain object in scope data is just data.
-const markers = new WeakSet<object>();
+// Markers are recognised by identity, so a look-alike plain object in scope data is just data. The set
+// is the process's, under a registry symbol, not this module's: a plugin imports this package by name
+// while the host that loads it may carry its own copy (the gateway's CLI is one bundle), and a marker
+// made by either copy must be known to both, as CodeModeError is (see @codecell/contract).
+const MARKERS_KEY = Symbol.for("codecell.namespaceToolMarkers");
+const processGlobals = globalThis as unknown as Record<symbol, WeakSet<object> | undefined>;
+processGlobals[MARKERS_KEY] ??= new WeakSet<object>();
+const markers: WeakSet<object> = processGlobals[MARKERS_KEY];
 
 /**
  * Marks a scope member as a namespace function backed by the catalog tool `toolName`. The optional

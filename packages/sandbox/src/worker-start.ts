@@ -1,6 +1,12 @@
 import { Worker } from "node:worker_threads";
 import { loadQuickJsModule, preludeFor } from "./wasm-module.js";
 
+// The sandbox's process-wide state is here and in wasm-module.ts (the early worker; the compiled module
+// and the prelude bytecode checked against it). A bundler that inlines the rest of the sandbox (the
+// gateway's CLI does) takes both modules' exports from this entry instead, so the process holds one copy
+// of that state, the one this entry started the worker with.
+export { defaultWasmPath, loadQuickJsModule, preludeFor } from "./wasm-module.js";
+
 const WORKER_URL = new URL("./worker/sandbox-worker.js", import.meta.url);
 /** The worker started as this module loads is stopped if no pool has taken it by then. */
 const EARLY_WORKER_UNCLAIMED_MS = 10_000;
