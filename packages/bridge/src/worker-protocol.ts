@@ -209,6 +209,12 @@ export function isHostRequest(value: unknown): value is HostRequest {
   }
 }
 
+const isSettleItem = (item: unknown): boolean =>
+  isRecord(item) &&
+  typeof item.requestId === "string" &&
+  typeof item.ok === "boolean" &&
+  typeof item.json === "string";
+
 const isSignal: Check = (value) => value instanceof Int32Array && value.length >= 1;
 
 const hostMessageChecks: Record<HostToWorkerMessage["type"], Record<string, Check>> = {
@@ -241,9 +247,7 @@ const hostMessageChecks: Record<HostToWorkerMessage["type"], Record<string, Chec
   settle: {
     runId: isString,
     deadlineAt: isNumber,
-    items: isArrayOf(
-      (item) => isRecord(item) && isString(item.requestId) && isBoolean(item.ok) && isString(item.json),
-    ),
+    items: isArrayOf(isSettleItem),
   },
   suspend: { runId: isString },
   dispose: { runId: isString },
@@ -263,7 +267,28 @@ export function parseMessage<T>(
   return value as T;
 }
 
+/**
+ * A well-formed settle (the message of every nested call), checked field by field: the same checks as
+ * the table's, without walking it. Anything else, a malformed settle included, takes the table, which
+ * says what is wrong.
+ */
+function isWellFormedSettle(value: unknown): boolean {
+  if (
+    !isRecord(value) ||
+    value.type !== "settle" ||
+    typeof value.runId !== "string" ||
+    !isNumber(value.deadlineAt)
+  ) {
+    return false;
+  }
+  const items = value.items;
+  if (!Array.isArray(items)) return false;
+  for (let index = 0; index < items.length; index++) if (!isSettleItem(items[index])) return false;
+  return true;
+}
+
 /** Validate what the worker received from the host. */
 export function parseHostToWorkerMessage(value: unknown): HostToWorkerMessage {
+  if (isWellFormedSettle(value)) return value as HostToWorkerMessage;
   return parseMessage<HostToWorkerMessage>(value, hostMessageChecks, "host-to-worker");
 }

@@ -27,14 +27,15 @@ async function once(label, mode, source = GUEST_PRELUDE_SOURCE) {
   let next = 0;
   const queue = [];
   const host = vm.newFunction("codecellHost", (...args) => {
-    const op = args[0].toString();
-    if (op === "request") {
-      const text = args[1].toString();
+    // A request is the one call with a single argument; its reply is the request's number.
+    if (args.length === 1) {
+      const text = args[0].toString();
       if (mode === "parse") JSON.parse(text);
-      const id = `r${++next}`;
+      const id = ++next;
       queue.push(id);
-      return vm.newString(id);
+      return vm.newNumber(id);
     }
+    const op = args[0].toString();
     if (op === "done") queue.push(`done:${args[1].toString()}`);
     if (op === "fail") queue.push(`fail:${args[1].toString()}`);
     return vm.newString("");
@@ -47,12 +48,14 @@ async function once(label, mode, source = GUEST_PRELUDE_SOURCE) {
     "cell.js",
   );
   const started = threadNanos();
+  const toHandle = (arg) =>
+    typeof arg === "string" ? vm.newString(arg) : typeof arg === "number" ? vm.newNumber(arg) : arg;
   const call = (...args) => {
-    const handles = args.map((arg) => (typeof arg === "string" ? vm.newString(arg) : arg));
+    const handles = args.map(toHandle);
     const result = vm.callFunction(control, vm.undefined, ...handles);
     const reply = result.toString();
     result.dispose();
-    for (let i = 0; i < handles.length; i++) if (typeof args[i] === "string") handles[i].dispose();
+    for (let i = 0; i < handles.length; i++) if (handles[i] !== args[i]) handles[i].dispose();
     return reply;
   };
   call("start", cell);
@@ -60,7 +63,7 @@ async function once(label, mode, source = GUEST_PRELUDE_SOURCE) {
   let settled = 0;
   for (;;) {
     const item = queue.shift();
-    if (item === undefined || item.startsWith("done") || item.startsWith("fail")) {
+    if (item === undefined || typeof item !== "number") {
       if (item !== `done:${CALLS}`) throw new Error(String(item));
       break;
     }

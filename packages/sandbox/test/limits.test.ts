@@ -15,6 +15,12 @@ describe("deadline", () => {
   const spins = [
     { name: "a plain infinite loop", code: "while (true) {}" },
     { name: "a loop inside a promise job", code: "await null; while (true) {}" },
+    // Each job is short; only the endless queue of them never lets the worker's drain end.
+    { name: "an endless loop of awaits", code: "for (;;) await null;" },
+    {
+      name: "an endless chain of promise jobs",
+      code: "const spin = () => Promise.resolve().then(spin); spin(); await new Promise(() => {});",
+    },
     {
       name: "a loop in a getter hit while serializing the result",
       code: "return { get x() { for (;;) {} } }",

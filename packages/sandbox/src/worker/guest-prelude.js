@@ -14,12 +14,15 @@ import { CompileFlags } from "quickjs-wasi";
  * prelude is strict (no `caller`), and the engine's V8-style stack API, whose `CallSite.getFunction()`
  * hands out every function on the stack, is switched off before any guest code runs.
  *
- * Host protocol (all arguments and results are strings):
- * - host("request", bodyJson) -> request id, or `{"error": {...}}` JSON when refused
+ * Host protocol (all arguments are strings):
+ * - host(bodyJson) -> the request's id (a number), or `{"error": {...}}` JSON when refused. A request is
+ *   the one call with a single argument: the worker tells it by its argument count, without reading an
+ *   op string out of the VM (the call every tool call makes). Preludes in snapshots taken before this
+ *   form call host("request", bodyJson), which the worker still answers the same way.
  * - host("output", "text" | "json", text)
  * - host("done", resultJson) and host("fail", errorJson), once per run
  *
- * @param {(op: string, ...args: string[]) => string} host
+ * @param {(...args: string[]) => string | number} host
  * @param {string} surfaceText
  */
 export function guestPrelude(host, surfaceText) {
@@ -208,9 +211,15 @@ export function guestPrelude(host, surfaceText) {
     return requestText(text, resultIsVoid);
   }
 
+  /** The body of a call to `target` up to its input, as JSON text. */
+  function callPrefix(target) {
+    return `{"kind":"call","target":${apply(jsonStringify, undefined, [target])},"input":`;
+  }
+
   // A tool call's body is ours but for its input: only the input goes through the replacer (the
   // common shape of a cell, a loop of tool calls, pays for one small stringify, not the whole body).
-  function callRequest(target, input) {
+  // `prefix` is callPrefix(target), made once per tool for the tools.<name> functions.
+  function callRequest(target, input, prefix) {
     let inputText;
     try {
       inputText = jsonTextOf(input, "the tool input");
@@ -219,15 +228,12 @@ export function guestPrelude(host, surfaceText) {
     }
     // No JSON for the input (a function, say): the whole body goes as before, and the host says why.
     if (inputText === undefined) return request({ kind: "call", target, input }, false);
-    return requestText(
-      `{"kind":"call","target":${apply(jsonStringify, undefined, [target])},"input":${inputText}}`,
-      false,
-    );
+    return requestText(`${prefix}${inputText}}`, false);
   }
 
   function requestText(text, resultIsVoid) {
-    const reply = host("request", text);
-    if (apply(charCodeAt, reply, [0]) === 123) {
+    const reply = host(text);
+    if (typeof reply !== "number") {
       const data = jsonParse(reply).error;
       return rejected(makeError(data.name, data.message, data.code, data.details));
     }
@@ -355,7 +361,7 @@ export function guestPrelude(host, surfaceText) {
   const callTool = function call(idOrName, input) {
     try {
       const target = requireString(idOrName, "tools.call(id, input): id");
-      return callRequest(target, input === undefined ? {} : input);
+      return callRequest(target, input === undefined ? {} : input, callPrefix(target));
     } catch (error) {
       return rejected(error);
     }
@@ -364,7 +370,19 @@ export function guestPrelude(host, surfaceText) {
   for (const entry of surface.toolFunctions) {
     const toolId = entry.toolId;
     if (apply(hasOwn, tools, [entry.name])) continue;
-    const shortcut = (input) => callTool(toolId, input);
+    // The body's prefix is made once here rather than on every call; an id tools.call would refuse
+    // goes through tools.call, which says why.
+    const prefix = typeof toolId === "string" && toolId.length > 0 ? callPrefix(toolId) : null;
+    const shortcut =
+      prefix === null
+        ? (input) => callTool(toolId, input)
+        : (input) => {
+            try {
+              return callRequest(toolId, input === undefined ? {} : input, prefix);
+            } catch (error) {
+              return rejected(error);
+            }
+          };
     define(tools, entry.name, shortcut);
     defineAliases(tools, entry.aliases, shortcut);
   }

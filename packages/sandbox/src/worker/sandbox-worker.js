@@ -25,8 +25,6 @@ const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
 /** The cell is the body of an async function; the opening stays on line 1 so line numbers hold. */
 const CELL_PREFIX = "(async function () {";
 const CELL_FILENAME = "cell.js";
-/** Bound on drain rounds; each round runs every queued job, so this is never reached honestly. */
-const MAX_DRAIN_ROUNDS = 100_000;
 /**
  * Codes the prelude raises on its own (a bad `API.read` path). Every other code a guest error may carry
  * must first have been handed to this run by the worker or the host (see GuestRun.issuedCodes).
@@ -46,6 +44,8 @@ const IDLE_WORK_AFTER_MS = 2;
  * event loop for timers, spares and the engine's own tasks; the next host message starts a new period.
  */
 const SYNC_SERVE_MS = 2;
+/** What a report carries when there is nothing to list (shared: a structured clone copies it anyway). */
+const NOTHING = /** @type {any[]} */ (/** @type {unknown} */ (Object.freeze([])));
 
 if (parentPort === null) throw new Error("sandbox-worker.js must run as a worker thread");
 const port = parentPort;
@@ -301,6 +301,12 @@ class GuestRun {
     this.lastReply = null;
     /** @type {Map<string, import("quickjs-wasi").JSValueHandle>} */
     this.requestIdHandles = new Map();
+    /**
+     * Whether the guest knows its requests by number (request "r7" is 7) rather than by the id string.
+     * A VM restored from a snapshot taken before numbers were used (its bridge state does not say
+     * `numericIds`) keeps strings: its prelude has its pending calls filed under them.
+     */
+    this.numericIds = true;
     this.controlToken = 0;
     /** @type {Map<string, import("@codecell/bridge").HostRequest>} */
     this.pending = new Map();
@@ -371,6 +377,25 @@ class GuestRun {
       .finally(() => this.operationDone());
   }
 
+  /**
+   * enqueue(() => this.settle(items, deadlineAt)) for a run with nothing queued: the same bookkeeping,
+   * run at once.
+   * @param {import("@codecell/bridge").SettleItem[]} items @param {number} deadlineAt
+   */
+  settleNow(items, deadlineAt) {
+    operationsInFlight += 1;
+    this.operationsQueued += 1;
+    try {
+      if (!this.finished) {
+        this.commandStartedAt = performance.now();
+        this.settle(items, deadlineAt);
+      }
+    } catch (error) {
+      this.crash(error);
+    }
+    this.operationDone();
+  }
+
   /** @param {() => Promise<void> | void} operation */
   runOperation(operation) {
     if (this.finished) return undefined;
@@ -419,22 +444,47 @@ class GuestRun {
     // The previous reply has been handed to the guest (the library holds its own reference).
     this.lastReply?.dispose();
     this.lastReply = null;
+    // A request is the one call with a single argument (see the prelude's host protocol): reading the
+    // op string out of the VM would cost more than the rest of the call's bookkeeping here.
+    if (args.length === 1) {
+      const body = /** @type {import("quickjs-wasi").JSValueHandle} */ (args[0]);
+      return this.requestReply(this.onRequest(body.toString()));
+    }
     const op = args[0]?.toString();
     let reply = "";
     if (op === "request") {
-      reply = this.onRequest(args[1]?.toString() ?? "");
-      if (this.pending.has(reply) && !this.requestIdHandles.has(reply)) {
-        const id = vm.newString(reply);
-        this.requestIdHandles.set(reply, id);
-        return id;
-      }
-    } else if (op === "output")
+      // A prelude from a snapshot taken before the one-argument form.
+      return this.requestReply(this.onRequest(args[1]?.toString() ?? ""));
+    }
+    if (op === "output")
       reply = this.onOutput(args[1]?.toString() ?? "", args[2]?.toString() ?? "", args[3]?.toString());
     else if (op === "done") this.onDone(args[1]?.toString() ?? "null");
     else if (op === "fail") this.onFail(args[1]?.toString() ?? "{}");
     if (reply === "") return this.heldStrings().empty;
     this.lastReply = vm.newString(reply);
     return this.lastReply;
+  }
+
+  /**
+   * The guest's answer to a request: its number (a number costs one call into the VM to make, a string
+   * several), kept until the result is delivered, which passes the same value back; or the refusal.
+   * @param {{ requestId: string, number: number } | string} outcome
+   */
+  requestReply(outcome) {
+    const vm = /** @type {QuickJS} */ (this.vm);
+    if (typeof outcome === "string") {
+      this.lastReply = vm.newString(outcome);
+      return this.lastReply;
+    }
+    const id = this.newRequestId(outcome.requestId);
+    this.requestIdHandles.set(outcome.requestId, id);
+    return id;
+  }
+
+  /** The guest's value for a request id: see numericIds. @param {string} requestId */
+  newRequestId(requestId) {
+    const vm = /** @type {QuickJS} */ (this.vm);
+    return this.numericIds ? vm.newNumber(Number(requestId.slice(1))) : vm.newString(requestId);
   }
 
   /** @param {string} name @param {string} message @param {import("@codecell/contract").CodeModeErrorCode} code */
@@ -453,10 +503,14 @@ class GuestRun {
     return `${what} nests objects and arrays more than ${MAX_BRIDGE_DEPTH} levels deep, the sandbox bridge limit; flatten it (or send it as a string) before it crosses.`;
   }
 
-  /** @param {string} bodyText */
+  /**
+   * @param {string} bodyText
+   * @returns {{ requestId: string, number: number } | string} the new request, or a refusal (JSON)
+   */
   onRequest(bodyText) {
     if (this.forced !== null) return this.refusal("CodeModeError", this.forced.message, this.forced.code);
-    const bytes = byteLength(bodyText);
+    // UTF-8 takes at most 3 bytes per UTF-16 unit: a short body needs no count.
+    const bytes = bodyText.length * 3 <= MAX_REQUEST_BYTES ? 0 : byteLength(bodyText);
     if (bytes > MAX_REQUEST_BYTES) {
       return this.refusal(
         "CodeModeError",
@@ -482,12 +536,16 @@ class GuestRun {
       if (refusal !== null) return refusal;
     }
     this.nextRequestNumber += 1;
-    const request = { requestId: `r${this.nextRequestNumber}`, ...body };
-    this.pending.set(request.requestId, request);
+    const number = this.nextRequestNumber;
+    const requestId = `r${number}`;
+    // The body is a fresh object of JSON.parse's: it becomes the request itself (no copy).
+    const request = /** @type {import("@codecell/bridge").HostRequest} */ (body);
+    request.requestId = requestId;
+    this.pending.set(requestId, request);
     if (toolCall) this.pendingToolCalls += 1;
     this.outbox.push(request);
     if (performance.now() - this.commandStartedAt > OUTBOX_HOLD_MS) this.flushOutbox();
-    return request.requestId;
+    return { requestId, number };
   }
 
   /**
@@ -712,10 +770,9 @@ class GuestRun {
   }
 
   /**
-   * Hand one result to the prelude: control("settle", requestId, "1" | "0", json). The fixed arguments
-   * are made once per VM, the id is the string the request returned to the guest (made again only for
-   * a restored run's requests), and the prelude's reply is not read: a result costs one string into
-   * the VM.
+   * Hand one result to the prelude: control("settle", id, "1" | "0", json). The fixed arguments are made
+   * once per VM, the id is the value the request returned to the guest (made again only for a restored
+   * run's requests), and the prelude's reply is not read: a result costs one string into the VM.
    * @param {string} requestId @param {boolean} ok @param {string} json
    */
   deliver(requestId, ok, json) {
@@ -723,7 +780,7 @@ class GuestRun {
     const args = this.heldStrings();
     const kept = this.requestIdHandles.get(requestId);
     if (kept !== undefined) this.requestIdHandles.delete(requestId);
-    const id = kept ?? vm.newString(requestId);
+    const id = kept ?? this.newRequestId(requestId);
     /** @type {import("quickjs-wasi").JSValueHandle | null} */
     let text = null;
     try {
@@ -763,12 +820,13 @@ class GuestRun {
     for (const id of ids) id.dispose();
   }
 
+  /**
+   * Run the guest's promise jobs until none is left (executePendingJobs loops until the queue is empty,
+   * jobs queued by jobs included). A cell that keeps queueing jobs without end is stopped by the
+   * interrupt handler at its deadline, like any other endless loop.
+   */
   drain() {
-    const vm = /** @type {QuickJS} */ (this.vm);
-    for (let round = 0; round < MAX_DRAIN_ROUNDS; round++) {
-      if (vm.executePendingJobs() <= 0) return;
-    }
-    this.force("timeout", "The cell kept scheduling promise jobs without end and was stopped.");
+    /** @type {QuickJS} */ (this.vm).executePendingJobs();
   }
 
   /** @param {import("@codecell/bridge").SettleItem[]} items @param {number} deadlineAt */
@@ -841,6 +899,7 @@ class GuestRun {
       return this.report();
     }
     this.nextRequestNumber = state.nextRequestNumber;
+    this.numericIds = /** @type {{ numericIds?: unknown }} */ (state).numericIds === true;
     this.outputBytes = state.outputBytes;
     const returned = /** @type {{ returned?: { value: unknown } }} */ (state).returned;
     if (returned !== undefined) this.outcome = { type: "completed", value: returned.value };
@@ -873,6 +932,7 @@ class GuestRun {
     const bridgeState = {
       controlToken: this.controlToken,
       nextRequestNumber: this.nextRequestNumber,
+      numericIds: this.numericIds,
       outputBytes: this.outputBytes,
       pending: [...this.pending.values()],
       issuedCodes: [...this.issuedCodes],
@@ -945,6 +1005,7 @@ class GuestRun {
 
   takeOutput() {
     const output = this.output;
+    if (output.length === 0) return NOTHING;
     this.output = [];
     return output;
   }
@@ -964,7 +1025,7 @@ class GuestRun {
     if (this.pending.size > 0) {
       // The host learnt of each request from its request message; only a restored run's first idle
       // lists them (the host has not seen them in this life of the run).
-      const pending = this.announcePending ? [...this.pending.values()] : [];
+      const pending = this.announcePending ? [...this.pending.values()] : NOTHING;
       this.announcePending = false;
       this.flushOutbox({ type: "idle", runId: this.runId, pending, output: this.takeOutput() });
       this.scheduleIdleWork();
@@ -1217,11 +1278,15 @@ function onMessage(raw) {
       run.enqueue(() => run.restore(message.snapshot));
       return;
     }
-    case "settle":
-      runs
-        .get(message.runId)
-        ?.enqueue(() => runs.get(message.runId)?.settle(message.items, message.deadlineAt));
+    case "settle": {
+      const run = runs.get(message.runId);
+      if (run === undefined) return;
+      // The message of every quick host call: with nothing of its run in progress it runs at once,
+      // without a closure to queue it.
+      if (run.operationsQueued === 0) run.settleNow(message.items, message.deadlineAt);
+      else run.enqueue(() => runs.get(message.runId)?.settle(message.items, message.deadlineAt));
       return;
+    }
     case "suspend":
       runs.get(message.runId)?.enqueue(() => runs.get(message.runId)?.suspend());
       return;
