@@ -1,3 +1,5 @@
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { loadQuickJsModule, preludeFor } from "./wasm-module.js";
 
@@ -7,7 +9,15 @@ import { loadQuickJsModule, preludeFor } from "./wasm-module.js";
 // of that state, the one this entry started the worker with.
 export { defaultWasmPath, loadQuickJsModule, preludeFor } from "./wasm-module.js";
 
-const WORKER_URL = new URL("./worker/sandbox-worker.js", import.meta.url);
+/**
+ * The worker's script: the build's bundle of it and the modules it boots with (scripts/bundle-worker.mjs;
+ * one file for the worker's module loader instead of fifteen), or, when running from source (tests), the
+ * script itself.
+ */
+const WORKER_BUNDLE_URL = new URL("./worker/sandbox-worker.bundle.js", import.meta.url);
+const WORKER_URL = existsSync(fileURLToPath(WORKER_BUNDLE_URL))
+  ? WORKER_BUNDLE_URL
+  : new URL("./worker/sandbox-worker.js", import.meta.url);
 /** The worker started as this module loads is stopped if no pool has taken it by then. */
 const EARLY_WORKER_UNCLAIMED_MS = 10_000;
 

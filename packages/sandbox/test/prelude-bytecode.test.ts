@@ -10,7 +10,12 @@ import { limits, surface } from "./helpers.js";
 // These tests check what the file holds, that the host refuses it whenever it might not be ours or not
 // fit, and that the built worker takes it only when it was compiled from its own prelude source.
 
-const DIST_WORKER = new URL("../dist/worker/sandbox-worker.js", import.meta.url);
+// The worker script tsc builds, and the one-file bundle of it that the built package starts
+// (scripts/bundle-worker.mjs): both must take the shipped bytecode.
+const DIST_WORKERS = [
+  new URL("../dist/worker/sandbox-worker.js", import.meta.url),
+  new URL("../dist/worker/sandbox-worker.bundle.js", import.meta.url),
+];
 const MANIFEST = new URL("../dist/worker/guest-prelude.bytecode.json", import.meta.url);
 const manifestText = readFileSync(MANIFEST, "utf8");
 const manifest = JSON.parse(manifestText) as Record<string, unknown> & { source: string; bytecode: string };
@@ -61,58 +66,77 @@ describe("the prelude bytecode shipped in dist", () => {
   });
 });
 
-describe("the built worker", () => {
-  // A prelude that differs from the real one only by a mark the cell can see: if the worker evaluates
-  // this bytecode, `preludeMark` is defined.
-  const marked = manifest.source.replace(
-    "const globalObject = globalThis;",
-    "const globalObject = globalThis; globalObject.preludeMark = 'shipped';",
-  );
-  const workers: Worker[] = [];
-  afterAll(() => Promise.all(workers.map((worker) => worker.terminate())));
+describe.each(DIST_WORKERS.map((url) => [url.pathname.replace(/.*\/dist\//, "dist/"), url]))(
+  "the built worker %s",
+  (_name, workerUrl) => {
+    // A prelude that differs from the real one only by a mark the cell can see: if the worker evaluates
+    // this bytecode, `preludeMark` is defined.
+    const marked = manifest.source.replace(
+      "const globalObject = globalThis;",
+      "const globalObject = globalThis; globalObject.preludeMark = 'shipped';",
+    );
+    const workers: Worker[] = [];
+    afterAll(() => Promise.all(workers.map((worker) => worker.terminate())));
 
-  /** Starts the built worker with this `prelude` in init and runs `return typeof preludeMark`. */
-  async function markSeen(prelude: { source: string; bytecode: Uint8Array }): Promise<unknown> {
-    const worker = new Worker(DIST_WORKER, { execArgv: [] });
-    workers.push(worker);
-    const messages: Record<string, unknown>[] = [];
-    let wake = () => {};
-    worker.on("message", (message: Record<string, unknown>) => {
-      const items = message.type === "batch" ? (message.messages as Record<string, unknown>[]) : [message];
-      messages.push(...items);
-      wake();
+    /** Starts the built worker with this `prelude` in init and runs `return typeof preludeMark`. */
+    async function markSeen(prelude: { source: string; bytecode: Uint8Array }): Promise<unknown> {
+      const worker = new Worker(workerUrl, { execArgv: [] });
+      workers.push(worker);
+      const messages: Record<string, unknown>[] = [];
+      let wake = () => {};
+      worker.on("message", (message: Record<string, unknown>) => {
+        const items = message.type === "batch" ? (message.messages as Record<string, unknown>[]) : [message];
+        messages.push(...items);
+        wake();
+      });
+      const next = async (type: string) => {
+        for (;;) {
+          const found = messages.find((message) => message.type === type || message.type === "failed");
+          if (found) return found;
+          await new Promise<void>((resolve) => {
+            wake = resolve;
+          });
+        }
+      };
+      worker.postMessage({ type: "init", module: wasmModule, snapshotSecret: null, prelude });
+      expect(await next("ready")).toMatchObject({ type: "ready" });
+      worker.postMessage({
+        type: "start",
+        runId: "r1",
+        code: "return typeof preludeMark",
+        language: "javascript",
+        surface: JSON.stringify(surface),
+        limits,
+        deadlineAt: Date.now() + 60_000,
+        signal: new Int32Array(new SharedArrayBuffer(4)),
+      });
+      const outcome = await next("completed");
+      expect(outcome).toMatchObject({ type: "completed" });
+      return outcome.value;
+    }
+
+    it("evaluates the shipped bytecode when it was compiled from its own prelude source", async () => {
+      expect(await markSeen({ source: manifest.source, bytecode: await compileIn(marked) })).toBe("string");
     });
-    const next = async (type: string) => {
-      for (;;) {
-        const found = messages.find((message) => message.type === type || message.type === "failed");
-        if (found) return found;
-        await new Promise<void>((resolve) => {
-          wake = resolve;
-        });
-      }
-    };
-    worker.postMessage({ type: "init", module: wasmModule, snapshotSecret: null, prelude });
-    expect(await next("ready")).toMatchObject({ type: "ready" });
-    worker.postMessage({
-      type: "start",
-      runId: "r1",
-      code: "return typeof preludeMark",
-      language: "javascript",
-      surface: JSON.stringify(surface),
-      limits,
-      deadlineAt: Date.now() + 60_000,
-      signal: new Int32Array(new SharedArrayBuffer(4)),
+
+    it("compiles its own prelude when the shipped source is not exactly its own", async () => {
+      expect(await markSeen({ source: marked, bytecode: await compileIn(marked) })).toBe("undefined");
     });
-    const outcome = await next("completed");
-    expect(outcome).toMatchObject({ type: "completed" });
-    return outcome.value;
-  }
+  },
+);
 
-  it("evaluates the shipped bytecode when it was compiled from its own prelude source", async () => {
-    expect(await markSeen({ source: manifest.source, bytecode: await compileIn(marked) })).toBe("string");
-  });
-
-  it("compiles its own prelude when the shipped source is not exactly its own", async () => {
-    expect(await markSeen({ source: marked, bytecode: await compileIn(marked) })).toBe("undefined");
+describe("the bundled worker", () => {
+  it("loads at boot only Node, quickjs-wasi and the prelude's own file beside it", () => {
+    const text = readFileSync(DIST_WORKERS[1] as URL, "utf8");
+    const imported = [...text.matchAll(/^import\s[^;]*?from\s+"([^"]+)";/gm)].map((match) => match[1]);
+    expect(imported.filter((specifier) => !specifier?.startsWith("node:")).sort()).toEqual([
+      "./guest-prelude.js",
+      "quickjs-wasi",
+    ]);
+    // Loaded on first use only (`x ??= import(...);`; type annotations in comments say import() too).
+    expect([...text.matchAll(/\?\?= import\("([^"]+)"\);/g)].map((match) => match[1]).sort()).toEqual([
+      "./snapshot-codec.js",
+      "@codecell/transpile",
+    ]);
   });
 });
