@@ -177,12 +177,12 @@ describe("host requests", () => {
       {
         surface,
         answer: (request) => {
-          const text = String((request as { input: { text: string } }).input.text);
+          const text = String((request as unknown as { input: { text: string } }).input.text);
           return { ok: true, value: { echo: text, length: text.length } };
         },
       },
     );
-    expect(requests.map((request) => (request as { input: { text: string } }).input.text)).toEqual(samples);
+    expect(requests.map((request) => (request as unknown as { input: { text: string } }).input.text)).toEqual(samples);
     expect(event).toMatchObject({ type: "completed", value: samples.map(() => true) });
   });
 
