@@ -79,6 +79,17 @@ type SessionLog = {
   lastWrite: number;
 };
 
+/**
+ * Entries keep their times as milliseconds since this module loaded: a small integer is stored in the
+ * record itself, while an epoch timestamp is a heap number of its own. Every nested call keeps an entry
+ * until newer ones push it out, so each is copied to the old generation, and two objects fewer per entry
+ * is garbage-collector time saved on every call. (Past about 24 days of uptime the offsets no longer fit
+ * and V8 stores them as numbers again: slower, still right.)
+ */
+const TIME_ORIGIN = Date.now();
+const sinceOrigin = (): number => Date.now() - TIME_ORIGIN;
+const isoAt = (offset: number): string => new Date(TIME_ORIGIN + offset).toISOString();
+
 // A class with every field set in the constructor: one object shape for every entry keeps recording
 // monomorphic, which is most of what makes it cheap on the nested-call path.
 class EntryRecord implements TrajectoryHandle {
@@ -88,6 +99,7 @@ class EntryRecord implements TrajectoryHandle {
   code: string | undefined = undefined;
   error: string | undefined = undefined;
   notes: string[] | undefined = undefined;
+  /** Milliseconds since TIME_ORIGIN. */
   endedAt: number | undefined = undefined;
   bytes = 0;
   evicted = false;
@@ -101,6 +113,7 @@ class EntryRecord implements TrajectoryHandle {
     readonly parentToolCallId: string | undefined,
     public codeModeRunId: string | undefined,
     readonly via: string | undefined,
+    /** Milliseconds since TIME_ORIGIN. */
     readonly startedAt: number,
   ) {}
 }
@@ -155,7 +168,7 @@ export class TrajectoryRecorder {
       entry.parentToolCallId,
       entry.codeModeRunId,
       entry.via,
-      Date.now(),
+      sinceOrigin(),
     );
     const { input } = entry;
     let size = ENTRY_OVERHEAD_BYTES;
@@ -187,7 +200,7 @@ export class TrajectoryRecorder {
   ): void {
     const record = handle as EntryRecord;
     record.status = status;
-    record.endedAt = Date.now();
+    record.endedAt = sinceOrigin();
     if (failure?.code) record.code = failure.code;
     if (failure) {
       record.error = failure.error.length > 2000 ? `${failure.error.slice(0, 2000)}…` : failure.error;
@@ -337,7 +350,7 @@ function toEntry(record: EntryRecord): TrajectoryEntry {
     toolCallId: record.toolCallId,
     tool: record.tool,
     status: record.status,
-    startedAt: new Date(record.startedAt).toISOString(),
+    startedAt: isoAt(record.startedAt),
   };
   if (record.parentToolCallId !== undefined) entry.parentToolCallId = record.parentToolCallId;
   if (record.codeModeRunId !== undefined) entry.codeModeRunId = record.codeModeRunId;
@@ -348,7 +361,7 @@ function toEntry(record: EntryRecord): TrajectoryEntry {
   if (record.error !== undefined) entry.error = record.error;
   if (record.notes !== undefined) entry.notes = [...record.notes];
   if (record.endedAt !== undefined) {
-    entry.endedAt = new Date(record.endedAt).toISOString();
+    entry.endedAt = isoAt(record.endedAt);
     entry.durationMs = record.endedAt - record.startedAt;
   }
   return entry;

@@ -1,0 +1,201 @@
+// The host's main-thread work for one nested call, without the thread hop: `pnpm --filter
+// @codecell/engine bench:main-thread` after a build. Runs C2k's shape (1,000 sequential calls of an async
+// `inc` tool in one exec) through the real engine and the sandbox's real run handle, with the sandbox
+// worker replaced by a stand-in on the main thread that answers each settle with the next request one
+// event-loop turn later (setImmediate, as a message would arrive). What it prints is the engine's and
+// the run handle's share of a nested call alone: bytes allocated and async resources (promises,
+// microtasks, immediates: one immediate per call is the stand-in's) made per call, which load does not
+// change, and main-thread CPU per call (schedstat), which it does. The real channel (posting, the
+// doorbell, the message event) is in the sandbox's bench/nested-call.mjs and the gateway's bench:profile.
+// Writes bench-results/main-thread-call.json.
+
+import { createHook } from "node:async_hooks";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { loadavg } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const CALLS = 1000;
+const RUNS = Number(process.env.BENCH_RUNS ?? 15);
+
+async function measure() {
+  const { parseWorkerToHostMessage } = await import("@codecell/bridge");
+  const { createCodeModeEngine } = await import("../dist/index.js");
+  // The run handle is the sandbox's internal class; the bench reads it from the built package beside this one.
+  const { RunHandle } = await import("../../sandbox/dist/sandbox-run.js");
+
+  /** The worker's side of one run: an idle with the next request per settle, then completed. */
+  class StandInWorker {
+    constructor(run, target) {
+      this.run = run;
+      this.target = target;
+      this.issued = 0;
+    }
+    deliver(message) {
+      setImmediate(() => this.run.receive(parseWorkerToHostMessage(message)));
+    }
+    next() {
+      const { runId } = this.run;
+      if (this.issued === CALLS) return { type: "completed", runId, value: CALLS, output: [] };
+      this.issued++;
+      const request = {
+        requestId: `r${this.issued}`,
+        kind: "call",
+        target: this.target,
+        input: { value: 1 },
+      };
+      return { type: "idle", runId, requests: [request], pending: [], output: [] };
+    }
+    post(message) {
+      if (message.type === "start") {
+        this.deliver({ type: "started", runId: this.run.runId, deadlineAt: Date.now() + 60_000 });
+        this.deliver(this.next());
+      } else if (message.type === "settle") this.deliver(this.next());
+    }
+    unresponsive() {
+      throw new Error("the stand-in worker never stops answering");
+    }
+    detach() {}
+  }
+
+  let runs = 0;
+  const pool = {
+    run(options) {
+      const run = new RunHandle({
+        runId: `00000000-0000-4000-8000-${String(++runs).padStart(12, "0")}`,
+        owner: options.owner,
+        limits: options.limits,
+        deadlineAt: options.deadlineAt,
+        timeoutMs: options.timeoutMs,
+        startupTimeoutMs: 30_000,
+        signal: options.signal,
+        onRequest: options.onRequest,
+        maxBridgeValueBytes: 8 << 20,
+        watchdogGraceMs: 100,
+        restored: false,
+      });
+      const target = options.surface.toolFunctions.find((fn) => fn.name === "inc").toolId;
+      run.placed();
+      const worker = new StandInWorker(run, target);
+      queueMicrotask(() =>
+        run.attach(worker, {
+          type: "start",
+          runId: run.runId,
+          deadlineAt: run.deadline,
+          signal: run.abortFlag,
+        }),
+      );
+      return run;
+    },
+    restore() {
+      throw new Error("not used");
+    },
+    stats: () => ({ workers: 0, liveRuns: 0, workersReplaced: 0 }),
+    close: async () => {},
+  };
+  const engine = createCodeModeEngine({ config: { enabled: true, timeoutMs: 60_000 }, pool });
+  const prepared = engine.prepareRun({
+    tools: [
+      {
+        name: "inc",
+        description: "Return the input value",
+        parameters: { type: "object", properties: { value: { type: "number" } } },
+        source: "plugin",
+        owner: "bench",
+      },
+    ],
+    context: { agentId: "bench", sessionKey: "bench", sessionId: "bench", runId: "bench" },
+    executor: { callTool: async (call) => call.input.value },
+  });
+  let id = 0;
+  const exec = async () => {
+    const result = await prepared.exec({ code: "return 1" }, { toolCallId: `b${++id}` });
+    if (result.value !== CALLS) throw new Error(`unexpected result ${JSON.stringify(result).slice(0, 200)}`);
+  };
+  const mainNanos = () =>
+    Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, "utf8").split(" ")[0]);
+  const settle = () => new Promise((resolve) => setTimeout(resolve, 10));
+
+  for (let index = 0; index < 5; index++) await exec();
+  const cpu = [];
+  for (let index = 0; index < RUNS; index++) {
+    const before = mainNanos();
+    await exec();
+    cpu.push((mainNanos() - before) / 1000 / CALLS);
+  }
+  cpu.sort((a, b) => a - b);
+
+  const resources = {};
+  const hook = createHook({
+    init(_id, type) {
+      resources[type] = (resources[type] ?? 0) + 1;
+    },
+  });
+  hook.enable();
+  await exec();
+  hook.disable();
+
+  // The young generation is made large enough (in the child's flags) that no GC runs during a cell:
+  // the heap's growth is then what the cell allocated.
+  const bytes = [];
+  for (let index = 0; index < 3; index++) {
+    globalThis.gc();
+    await settle();
+    globalThis.gc();
+    await settle();
+    const before = process.memoryUsage().heapUsed;
+    await exec();
+    bytes.push((process.memoryUsage().heapUsed - before) / CALLS);
+  }
+  bytes.sort((a, b) => a - b);
+  await engine.close();
+  return {
+    cpuMicrosMedian: cpu[Math.floor(cpu.length / 2)],
+    cpuMicrosMin: cpu[0],
+    asyncResourcesPerCall: Object.fromEntries(
+      Object.entries(resources)
+        .map(([type, count]) => [type, Number((count / CALLS).toFixed(2))])
+        .filter(([, perCall]) => perCall > 0),
+    ),
+    bytesPerCall: Math.round(bytes[1]),
+  };
+}
+
+if (process.argv[2] === "child") {
+  process.stdout.write(`${JSON.stringify(await measure())}\n`);
+  process.exit(0);
+}
+
+const child = spawnSync(
+  process.execPath,
+  [
+    "--expose-gc",
+    "--min-semi-space-size=128",
+    "--max-semi-space-size=128",
+    fileURLToPath(import.meta.url),
+    "child",
+  ],
+  { encoding: "utf8" },
+);
+if (child.status !== 0) throw new Error(`child failed: ${child.stderr}`);
+const result = JSON.parse(child.stdout.trim());
+console.log(
+  `\nMain-thread work of one nested call (engine and run handle, worker stood in; ${RUNS} x ${CALLS} calls; load average ${loadavg()
+    .map((load) => load.toFixed(1))
+    .join(" ")})`,
+);
+console.table({
+  "CPU µs per call, median (load changes it)": Number(result.cpuMicrosMedian.toFixed(2)),
+  "CPU µs per call, best run": Number(result.cpuMicrosMin.toFixed(2)),
+  "bytes allocated per call": result.bytesPerCall,
+  ...Object.fromEntries(
+    Object.entries(result.asyncResourcesPerCall).map(([type, perCall]) => [`${type} made per call`, perCall]),
+  ),
+});
+mkdirSync(join(here, "..", "bench-results"), { recursive: true });
+writeFileSync(
+  join(here, "..", "bench-results", "main-thread-call.json"),
+  `${JSON.stringify({ node: process.version, date: new Date().toISOString(), loadavg: loadavg(), ...result }, null, 2)}\n`,
+);
