@@ -26,6 +26,7 @@ import { readdirSync, readFileSync, realpathSync } from "node:fs";
 import { dirname, join, relative, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build, transform } from "esbuild";
+import { lazySdkSchemas } from "./lazy-sdk-schemas.mjs";
 
 const appDir = new URL("..", import.meta.url);
 const manifest = JSON.parse(readFileSync(new URL("package.json", appDir), "utf8"));
@@ -148,6 +149,35 @@ const workspaceModules = {
   },
 };
 
+/** The MCP SDK's protocol schemas, each built on first use (see scripts/lazy-sdk-schemas.mjs). */
+const lazySchemas = {
+  name: "lazy-sdk-schemas",
+  setup(build) {
+    build.onLoad({ filter: /[\\/]@modelcontextprotocol[\\/]sdk[\\/]dist[\\/]esm[\\/]types\.js$/ }, (args) => {
+      const { contents, count } = lazySdkSchemas(readFileSync(args.path, "utf8"));
+      // The SDK defined some 150 when this was written; far fewer means the module changed shape.
+      if (count < 100)
+        throw new Error(`only ${count} lazy schemas in ${args.path}; see scripts/lazy-sdk-schemas.mjs`);
+      return { contents, loader: "js" };
+    });
+  },
+};
+
+/**
+ * zod's messages in English only: zod re-exports all of its ~50 locales (about 300 KB, a fifth of the
+ * bundle, read from disk at every start) as `z.locales`, and sets English as the default. Nothing in the
+ * CLI, its packages or the MCP SDK selects another locale.
+ */
+const englishZod = {
+  name: "english-zod",
+  setup(build) {
+    build.onLoad({ filter: /[\\/]zod[\\/]v4[\\/]locales[\\/]index\.js$/ }, () => ({
+      contents: 'export { default as en } from "./en.js";\n',
+      loader: "js",
+    }));
+  },
+};
+
 /** In the bundle, src/cli-host.ts is what the start-up file hands over (see that file). */
 const hostFromEntry = {
   name: "host-from-entry",
@@ -206,7 +236,7 @@ const bundled = await build({
   charset: "ascii",
   sourcemap: true,
   metafile: true,
-  plugins: [workspaceModules, hostFromEntry],
+  plugins: [workspaceModules, lazySchemas, englishZod, hostFromEntry],
   logLevel: "warning",
 });
 

@@ -164,6 +164,28 @@ describe("host requests", () => {
     if (event.type === "completed") expect((event.value as Record<string, unknown>).yielded).toBe(true);
   });
 
+  it("carries every string exactly both ways: ASCII, non-ASCII, lone surrogates, NUL, long text", async () => {
+    // Short ASCII takes the worker's short way into and out of the VM; the rest the library's.
+    const samples = ["", "a", "é and 😀", "\ud800 alone", "tail \udfff", "nul \u0000 inside", "\uFFFD"];
+    samples.push("x".repeat(5000), `${"y".repeat(1500)}é`);
+    const { event, requests } = await runToEnd(
+      pool,
+      `const samples = ${JSON.stringify(samples)};
+       const back = [];
+       for (const text of samples) back.push(await tools.call("core:host:read_file", { text }));
+       return back.map((value, index) => value.echo === samples[index] && value.length === samples[index].length);`,
+      {
+        surface,
+        answer: (request) => {
+          const text = String((request as unknown as { input: { text: string } }).input.text);
+          return { ok: true, value: { echo: text, length: text.length } };
+        },
+      },
+    );
+    expect(requests.map((request) => (request as unknown as { input: { text: string } }).input.text)).toEqual(samples);
+    expect(event).toMatchObject({ type: "completed", value: samples.map(() => true) });
+  });
+
   it("reports idle with the pending list and continues when results arrive out of order", async () => {
     const requests: string[] = [];
     const run = pool.run({

@@ -129,7 +129,9 @@ describe("the bundled worker", () => {
   it("loads at boot only Node, quickjs-wasi and the prelude's own file beside it", () => {
     const text = readFileSync(DIST_WORKERS[1] as URL, "utf8");
     const imported = [...text.matchAll(/^import\s[^;]*?from\s+"([^"]+)";/gm)].map((match) => match[1]);
-    expect(imported.filter((specifier) => !specifier?.startsWith("node:")).sort()).toEqual([
+    // A module the bundle inlines keeps its own import statement of an external (one module either way).
+    const modules = [...new Set(imported.filter((specifier) => !specifier?.startsWith("node:")))];
+    expect(modules.sort()).toEqual([
       "./guest-prelude.js",
       "quickjs-wasi",
     ]);

@@ -15,6 +15,7 @@ import { CODE_MODE_LIMITS, CONSOLE_LEVELS, isCodeModeErrorCode } from "@codecell
 import { isPlainJavaScriptCell } from "@codecell/transpile/plain-cell";
 import { JSException, QuickJS } from "quickjs-wasi";
 import { compileGuestPrelude, GUEST_PRELUDE_SOURCE } from "./guest-prelude.js";
+import { VmStrings } from "./vm-strings.js";
 
 /** The one host function; its name is baked into snapshots, so it must never change. */
 const HOST_FUNCTION_NAME = "codecellHost";
@@ -290,6 +291,9 @@ class GuestRun {
      * @type {{ op: import("quickjs-wasi").JSValueHandle, ok: import("quickjs-wasi").JSValueHandle, failed: import("quickjs-wasi").JSValueHandle, empty: import("quickjs-wasi").JSValueHandle } | null}
      */
     this.fixedStrings = null;
+    /** The short way for a call's strings into and out of this run's VM (see vmStrings). */
+    /** @type {VmStrings | null} */
+    this.strings = null;
     /**
      * quickjs-wasi takes its own reference to whatever a host callback returns and leaves the returned
      * handle to the callback: a reply never freed here would stay in the VM's heap for the rest of the
@@ -448,7 +452,7 @@ class GuestRun {
     // op string out of the VM would cost more than the rest of the call's bookkeeping here.
     if (args.length === 1) {
       const body = /** @type {import("quickjs-wasi").JSValueHandle} */ (args[0]);
-      return this.requestReply(this.onRequest(body.toString()));
+      return this.requestReply(this.onRequest(this.vmStrings().read(body)));
     }
     const op = args[0]?.toString();
     let reply = "";
@@ -758,6 +762,11 @@ class GuestRun {
     return reply;
   }
 
+  vmStrings() {
+    this.strings ??= new VmStrings(/** @type {QuickJS} */ (this.vm));
+    return this.strings;
+  }
+
   heldStrings() {
     const vm = /** @type {QuickJS} */ (this.vm);
     this.fixedStrings ??= {
@@ -784,7 +793,7 @@ class GuestRun {
     /** @type {import("quickjs-wasi").JSValueHandle | null} */
     let text = null;
     try {
-      text = vm.newString(json);
+      text = this.vmStrings().newString(json);
       vm.callFunction(
         /** @type {import("quickjs-wasi").JSValueHandle} */ (this.control),
         vm.undefined,
@@ -818,6 +827,7 @@ class GuestRun {
     }
     lastReply?.dispose();
     for (const id of ids) id.dispose();
+    this.strings?.release();
   }
 
   /**
@@ -1114,6 +1124,7 @@ class GuestRun {
       }
     }
     this.fixedStrings = null;
+    this.strings = null;
     this.lastReply = null;
     this.requestIdHandles.clear();
     this.vm = null;
