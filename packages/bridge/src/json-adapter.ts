@@ -173,6 +173,10 @@ function fastReplacer(_key: string, value: unknown): unknown {
 }
 
 function fastJsonText(value: unknown): string | undefined {
+  // A primitive (the common tool result) needs no replacer, and JSON.stringify without one stays on
+  // V8's fast path; only a bigint needs the replacer's conversion.
+  if (typeof value !== "object" && typeof value !== "bigint") return JSON.stringify(value) ?? "null";
+  if (value === null) return "null";
   try {
     return JSON.stringify(value, fastReplacer) ?? "null";
   } catch {

@@ -52,6 +52,9 @@ export type WorkerToHostMessage =
   /** Several of the above in order: the requests of a short drain travel with the state that ends it. */
   | { type: "batch"; messages: WorkerToHostMessage[] };
 
+// Made once: a check table entry that built its checker per message would cost a closure per call.
+const isHostRequestArray = isArrayOf(isHostRequest);
+
 const workerMessageChecks: Record<WorkerToHostMessage["type"], Record<string, Check>> = {
   ready: {},
   "init-failed": { message: isString },
@@ -59,8 +62,8 @@ const workerMessageChecks: Record<WorkerToHostMessage["type"], Record<string, Ch
   request: { runId: isString, request: isHostRequest },
   idle: {
     runId: isString,
-    requests: (value) => value === undefined || isArrayOf(isHostRequest)(value),
-    pending: isArrayOf(isHostRequest),
+    requests: (value) => value === undefined || isHostRequestArray(value),
+    pending: isHostRequestArray,
     output: isArrayOf(isOutput),
   },
   completed: { runId: isString, value: isJson, output: isArrayOf(isOutput) },
@@ -74,7 +77,7 @@ const workerMessageChecks: Record<WorkerToHostMessage["type"], Record<string, Ch
   suspended: {
     runId: isString,
     snapshot: (value) => value instanceof Uint8Array,
-    pending: isArrayOf(isHostRequest),
+    pending: isHostRequestArray,
   },
   "suspend-failed": { runId: isString, code: isCodeModeErrorCode, message: isString },
   batch: {

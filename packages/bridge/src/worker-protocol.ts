@@ -146,14 +146,16 @@ export const isArrayOf =
     Array.isArray(value) && value.every(item);
 export const isJson: Check = (value) => value !== undefined && typeof value !== "function";
 
-function expectFields(value: unknown, fields: Record<string, Check>, what: string): Record<string, unknown> {
-  if (!isRecord(value)) throw new ProtocolError(`${what}: expected an object`);
+/**
+ * The first field `value` lacks or holds malformed, or null when every check passes. The caller words
+ * the error: building its label for every message would cost a string per nested call.
+ */
+function refusedField(value: Record<string, unknown>, fields: Record<string, Check>): string | null {
   // for-in over the fixed check tables (V8 caches their keys): no entries array per message.
   for (const key in fields) {
-    if (!(fields[key] as Check)(value[key]))
-      throw new ProtocolError(`${what}: field "${key}" is missing or malformed`);
+    if (!(fields[key] as Check)(value[key])) return key;
   }
-  return value;
+  return null;
 }
 
 const isLimits: Check = (value) =>
@@ -195,7 +197,10 @@ export function parseHostRequestBody(value: unknown): HostRequestBody {
   if (!isRecord(value) || typeof value.kind !== "string" || !(value.kind in requestBodyChecks)) {
     throw new ProtocolError("host request: unknown kind");
   }
-  expectFields(value, requestBodyChecks[value.kind as HostRequestKind], `host request "${value.kind}"`);
+  const refused = refusedField(value, requestBodyChecks[value.kind as HostRequestKind]);
+  if (refused !== null) {
+    throw new ProtocolError(`host request "${value.kind}": field "${refused}" is missing or malformed`);
+  }
   return value as HostRequestBody;
 }
 
@@ -263,7 +268,10 @@ export function parseMessage<T>(
       `${side} message: unknown type ${JSON.stringify(isRecord(value) ? value.type : value)}`,
     );
   }
-  expectFields(value, checks[value.type] as Record<string, Check>, `${side} message "${value.type}"`);
+  const refused = refusedField(value, checks[value.type] as Record<string, Check>);
+  if (refused !== null) {
+    throw new ProtocolError(`${side} message "${value.type}": field "${refused}" is missing or malformed`);
+  }
   return value as T;
 }
 

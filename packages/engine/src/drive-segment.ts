@@ -26,7 +26,12 @@ export type SegmentEnd =
  * once per call, and a timer plus a listener each time cost more than the call); `close()` drops them.
  */
 export class ReadyQueue {
-  #items: Array<[string, SettleOutcome, string?]> = [];
+  // The items in order, in three parallel arrays that are reused: a loop of quick calls passes one
+  // item per call through here, and an array (or a tuple) per item or per drain is garbage each time.
+  readonly #ids: string[] = [];
+  readonly #outcomes: SettleOutcome[] = [];
+  readonly #toolIds: Array<string | undefined> = [];
+  #count = 0;
   #wake: (() => void) | null = null;
   #timer: NodeJS.Timeout | null = null;
   #timerDueAt = 0;
@@ -43,27 +48,66 @@ export class ReadyQueue {
 
   /** `toolId` names a nested call's tool, so an outcome left here at suspension is stored with it. */
   push(requestId: string, outcome: SettleOutcome, toolId?: string): void {
-    this.#items.push([requestId, outcome, toolId]);
+    const index = this.#count++;
+    this.#ids[index] = requestId;
+    this.#outcomes[index] = outcome;
+    this.#toolIds[index] = toolId;
     this.#fire();
   }
 
+  /** Takes every item out, in order. */
   drain(): Array<[string, SettleOutcome, string?]> {
-    const items = this.#items;
-    this.#items = [];
+    const items: Array<[string, SettleOutcome, string?]> = [];
+    for (let index = 0; index < this.#count; index++) {
+      items.push([this.#ids[index]!, this.#outcomes[index]!, this.#toolIds[index]]);
+    }
+    this.#clear();
     return items;
   }
 
+  /**
+   * Settles every item in the run, in order, and empties the queue; whether any was taken. An id the
+   * guest no longer waits for (already settled) is dropped: there is nothing to deliver.
+   */
+  settleInto(run: SandboxRun): boolean {
+    let delivered = false;
+    // Re-reads the count: an item pushed meanwhile goes in with the rest.
+    for (let index = 0; index < this.#count; index++) {
+      try {
+        run.settle(this.#ids[index]!, this.#outcomes[index]!);
+        delivered = true;
+      } catch {
+        // Not pending any more.
+      }
+    }
+    this.#clear();
+    return delivered;
+  }
+
+  #clear(): void {
+    // The slots stay (no reallocation next time); their values are let go of.
+    for (let index = 0; index < this.#count; index++) {
+      this.#ids[index] = undefined as never;
+      this.#outcomes[index] = undefined as never;
+      this.#toolIds[index] = undefined;
+    }
+    this.#count = 0;
+  }
+
   get size(): number {
-    return this.#items.length;
+    return this.#count;
   }
 
   has(requestId: string): boolean {
-    return this.#items.some(([id]) => id === requestId);
+    for (let index = 0; index < this.#count; index++) {
+      if (this.#ids[index] === requestId) return true;
+    }
+    return false;
   }
 
   /** Resolves when an item arrives, the deadline passes or the signal aborts. */
   waitForItem(deadlineAt: number, signal: AbortSignal): Promise<void> {
-    if (this.#items.length > 0 || signal.aborted) return Promise.resolve();
+    if (this.#count > 0 || signal.aborted) return Promise.resolve();
     const now = Date.now();
     if (now >= deadlineAt) return Promise.resolve();
     // The deadline moves only when a wait gives the run a fresh one: re-arm then, not per wait.
@@ -179,16 +223,7 @@ async function drive(
         if (Date.now() >= run.deadline) return suspend(run, "pending_tools", output);
         await ready.waitForItem(run.deadline, signal);
       }
-      const items = ready.drain();
-      for (let index = 0; index < items.length; index++) {
-        const item = items[index]!;
-        try {
-          run.settle(item[0], item[1]);
-          delivered = true;
-        } catch {
-          // The guest no longer waits for this id (already settled): nothing to deliver.
-        }
-      }
+      delivered = ready.settleInto(run);
     }
   }
 }

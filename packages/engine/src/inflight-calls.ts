@@ -1,3 +1,4 @@
+import { RequestTable } from "@codecell/bridge";
 import type { SettleOutcome } from "@codecell/sandbox";
 import type { SnapshotStore } from "@codecell/snapshot-store";
 import type { CallCancellation } from "./call-cancellation.js";
@@ -33,7 +34,7 @@ export type OutcomeSink = (requestId: string, outcome: SettleOutcome, call: Read
  * drives the VM they go straight to it.
  */
 export class InflightCalls {
-  readonly #calls = new Map<string, InflightCall>();
+  readonly #calls = new RequestTable<InflightCall>();
   readonly #queue: QueuedStart[] = [];
   #queueHead = 0;
   #running = 0;
@@ -208,7 +209,7 @@ export class InflightCalls {
       return;
     }
     // Calls that settled between the snapshot and the store write.
-    for (const [requestId, call] of this.#calls) {
+    for (const [requestId, call] of this.#calls.entries()) {
       if (call.outcome) this.#record(requestId, call.outcome);
     }
   }

@@ -297,13 +297,20 @@ function startMcpRequest(
 }
 
 /**
- * What the executor gets for one nested call. `signal` and `aborted` are getters on the prototype: the
- * signal is made only when read, and an object literal with getters costs microseconds to make (it is
- * built on V8's slow path), a class instance nanoseconds. `note` and `progress` are the instance's own
- * functions, so a host can pass them on detached.
+ * What the executor gets for one nested call. `signal`, `aborted`, `note` and `progress` are getters on
+ * the prototype: the signal is made only when read, and an object literal with getters costs
+ * microseconds to make (it is built on V8's slow path), a class instance nanoseconds. `note` and
+ * `progress` are made on first read and kept, each a function of its own, so a host can pass them on
+ * detached; an executor that never reads them costs no closure for them.
  */
 class ExecutorCall implements NestedToolCall {
   readonly #cancel: CallCancellation;
+  readonly #requestId: string;
+  readonly #trajectory: TrajectoryRecorder;
+  readonly #entry: TrajectoryHandle;
+  readonly #onProgress: ((event: RunProgress) => void) | undefined;
+  #note: ((text: string) => void) | null = null;
+  #progress: ((update: ToolProgress) => void) | null = null;
 
   constructor(
     readonly toolId: string,
@@ -312,10 +319,16 @@ class ExecutorCall implements NestedToolCall {
     readonly via: NestedCallVia,
     readonly parent: NestedToolCall["parent"],
     readonly context: RunContext,
-    readonly note: (text: string) => void,
-    readonly progress: (update: ToolProgress) => void,
+    requestId: string,
+    trajectory: TrajectoryRecorder,
+    entry: TrajectoryHandle,
+    onProgress: ((event: RunProgress) => void) | undefined,
     cancel: CallCancellation,
   ) {
+    this.#requestId = requestId;
+    this.#trajectory = trajectory;
+    this.#entry = entry;
+    this.#onProgress = onProgress;
     this.#cancel = cancel;
   }
 
@@ -325,6 +338,25 @@ class ExecutorCall implements NestedToolCall {
 
   get aborted(): boolean {
     return this.#cancel.aborted;
+  }
+
+  get note(): (text: string) => void {
+    if (this.#note === null) {
+      const trajectory = this.#trajectory;
+      const entry = this.#entry;
+      this.#note = (text) => trajectory.note(entry, text);
+    }
+    return this.#note;
+  }
+
+  get progress(): (update: ToolProgress) => void {
+    if (this.#progress === null) {
+      const onProgress = this.#onProgress;
+      const { toolId } = this;
+      const callId = this.#requestId;
+      this.#progress = (update) => onProgress?.({ kind: "tool", toolId, callId, ...update });
+    }
+    return this.#progress;
   }
 }
 
@@ -373,8 +405,10 @@ function runNestedCall(
           via,
           parent.forExecutor,
           scope.context,
-          (text) => scope.trajectory.note(entry, text),
-          (update) => parent.progress?.({ kind: "tool", toolId, callId: requestId, ...update }),
+          requestId,
+          scope.trajectory,
+          entry,
+          parent.progress,
           cancel,
         ),
       );

@@ -75,11 +75,8 @@ class WorkerSlot implements RunHost {
         );
         return;
       }
-      for (const item of message.type === "batch" ? message.messages : [message]) {
-        if (item.type === "ready") this.markReady();
-        else if (item.type === "init-failed") this.markFailed(new Error(item.message));
-        else if (item.type !== "batch") this.runs.get(item.runId)?.receive(item);
-      }
+      if (message.type !== "batch") this.take(message);
+      else for (const item of message.messages) this.take(item);
     });
     // A message the host cannot read (values are depth-bounded in the worker, so this is a bug or a
     // broken channel) belongs to no known run: the worker's state can no longer be trusted.
@@ -114,6 +111,13 @@ class WorkerSlot implements RunHost {
     // After the listeners: adding a "message" listener refs a worker's port again, so an idle pool
     // unref'd before it would keep its host's process alive until closed.
     if (this.runs.size === 0) worker.unref();
+  }
+
+  /** One message from the worker (a quick call's is never a batch: no array is made for it). */
+  private take(message: WorkerToHostMessage): void {
+    if (message.type === "ready") this.markReady();
+    else if (message.type === "init-failed") this.markFailed(new Error(message.message));
+    else if (message.type !== "batch") this.runs.get(message.runId)?.receive(message);
   }
 
   /** Stop the worker (if it was ever spawned); a slot that never spawned never will. */

@@ -182,7 +182,9 @@ describe("host requests", () => {
         },
       },
     );
-    expect(requests.map((request) => (request as unknown as { input: { text: string } }).input.text)).toEqual(samples);
+    expect(requests.map((request) => (request as unknown as { input: { text: string } }).input.text)).toEqual(
+      samples,
+    );
     expect(event).toMatchObject({ type: "completed", value: samples.map(() => true) });
   });
 

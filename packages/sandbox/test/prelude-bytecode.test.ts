@@ -131,10 +131,7 @@ describe("the bundled worker", () => {
     const imported = [...text.matchAll(/^import\s[^;]*?from\s+"([^"]+)";/gm)].map((match) => match[1]);
     // A module the bundle inlines keeps its own import statement of an external (one module either way).
     const modules = [...new Set(imported.filter((specifier) => !specifier?.startsWith("node:")))];
-    expect(modules.sort()).toEqual([
-      "./guest-prelude.js",
-      "quickjs-wasi",
-    ]);
+    expect(modules.sort()).toEqual(["./guest-prelude.js", "quickjs-wasi"]);
     // Loaded on first use only (`x ??= import(...);`; type annotations in comments say import() too).
     expect([...text.matchAll(/\?\?= import\("([^"]+)"\);/g)].map((match) => match[1]).sort()).toEqual([
       "./snapshot-codec.js",
