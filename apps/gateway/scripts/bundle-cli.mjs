@@ -164,6 +164,35 @@ const lazySchemas = {
 };
 
 /**
+ * Ajv (and its formats) evaluated only when a JSON Schema validator is built: the SDK's server and client
+ * modules import it to build one by default, which the gateway never does for a server (it passes its
+ * own, built with the first approval; src/mcp-front.ts) and which a client builds only when it is made.
+ * Here that default is a lazy `require` of the same module, so Ajv's 40-odd modules wait until then.
+ */
+const lazyAjv = {
+  name: "lazy-ajv",
+  setup(build) {
+    const IMPORT = "import { AjvJsonSchemaValidator } from '../validation/ajv-provider.js';\n";
+    const USE = "new AjvJsonSchemaValidator()";
+    build.onLoad(
+      { filter: /[\\/]@modelcontextprotocol[\\/]sdk[\\/]dist[\\/]esm[\\/](server|client)[\\/]index\.js$/ },
+      (args) => {
+        const source = readFileSync(args.path, "utf8");
+        if (source.split(IMPORT).length !== 2 || source.split(USE).length !== 2) {
+          throw new Error(`${args.path} no longer imports Ajv as scripts/bundle-cli.mjs expects`);
+        }
+        return {
+          contents: source
+            .replace(IMPORT, "")
+            .replace(USE, 'new (require("../validation/ajv-provider.js").AjvJsonSchemaValidator)()'),
+          loader: "js",
+        };
+      },
+    );
+  },
+};
+
+/**
  * zod's messages in English only: zod re-exports all of its ~50 locales (about 300 KB, a fifth of the
  * bundle, read from disk at every start) as `z.locales`, and sets English as the default. Nothing in the
  * CLI, its packages or the MCP SDK selects another locale.
@@ -236,7 +265,7 @@ const bundled = await build({
   charset: "ascii",
   sourcemap: true,
   metafile: true,
-  plugins: [workspaceModules, lazySchemas, englishZod, hostFromEntry],
+  plugins: [workspaceModules, lazySchemas, lazyAjv, englishZod, hostFromEntry],
   logLevel: "warning",
 });
 

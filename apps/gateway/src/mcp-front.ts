@@ -21,7 +21,7 @@ import {
   SetLevelRequestSchema,
   type ToolAnnotations,
 } from "@modelcontextprotocol/sdk/types.js";
-import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
+import type { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import type { jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
 import type { ApprovalClient } from "./approvals.js";
 import { CallProgress, ClientLog, cellOutputMessages, loggingLevelOf } from "./call-feedback.js";
@@ -108,6 +108,11 @@ function errorResult(error: unknown): CallToolResult {
   };
 }
 
+/** The SDK's Ajv-based validator, imported when the first approval is asked for (see createSessionServer). */
+let ajvValidatorClass: typeof AjvJsonSchemaValidator | undefined;
+async function loadAjvValidator(): Promise<void> {
+  ajvValidatorClass ??= (await import("@modelcontextprotocol/sdk/validation/ajv")).AjvJsonSchemaValidator;
+}
 /**
  * One MCP server object for one client session. It answers tools/list with exec and wait (or the
  * passthrough tools when code mode is off), routes tools/call, and offers the session's trajectory and
@@ -126,10 +131,14 @@ export function createSessionServer(
 } {
   // The SDK would build an Ajv instance with all its formats for every server object, on the way to the
   // first tools/list; it only checks elicitation answers (approvals), so it is built when one comes.
+  // Ajv itself is imported then too: in the CLI's bundle, its modules are not even evaluated before.
   let ajv: AjvJsonSchemaValidator | undefined;
   const jsonSchemaValidator: jsonSchemaValidator = {
     getValidator: (schema) => {
-      ajv ??= new AjvJsonSchemaValidator();
+      if (ajvValidatorClass === undefined) {
+        throw new Error("the JSON Schema validator is used before an approval loaded it (see askApproval)");
+      }
+      ajv ??= new ajvValidatorClass();
       return ajv.getValidator(schema);
     },
   };
@@ -147,6 +156,7 @@ export function createSessionServer(
     canElicit: () => Boolean(server.getClientCapabilities()?.elicitation?.form),
     async askApproval(message, signal) {
       const related = inFlight.at(-1);
+      await loadAjvValidator();
       const answer = await server.elicitInput(
         {
           mode: "form",
