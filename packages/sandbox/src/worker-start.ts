@@ -9,15 +9,17 @@ import { loadQuickJsModule, preludeFor } from "./wasm-module.js";
 // of that state, the one this entry started the worker with.
 export { defaultWasmPath, loadQuickJsModule, preludeFor } from "./wasm-module.js";
 
+const WORKER_SCRIPT_URL = new URL("./worker/sandbox-worker.js", import.meta.url);
+const WORKER_BUNDLE_URL = new URL("./worker/sandbox-worker.bundle.js", import.meta.url);
 /**
  * The worker's script: the build's bundle of it and the modules it boots with (scripts/bundle-worker.mjs;
- * one file for the worker's module loader instead of fifteen), or, when running from source (tests), the
- * script itself.
+ * one file for the worker's module loader instead of fifteen). The script itself when running from
+ * source (tests), and when profiling (see workerExecArgv), so a profile still names each module.
  */
-const WORKER_BUNDLE_URL = new URL("./worker/sandbox-worker.bundle.js", import.meta.url);
-const WORKER_URL = existsSync(fileURLToPath(WORKER_BUNDLE_URL))
-  ? WORKER_BUNDLE_URL
-  : new URL("./worker/sandbox-worker.js", import.meta.url);
+const WORKER_URL =
+  process.env.CODECELL_WORKER_CPU_PROF_DIR === undefined && existsSync(fileURLToPath(WORKER_BUNDLE_URL))
+    ? WORKER_BUNDLE_URL
+    : WORKER_SCRIPT_URL;
 /** The worker started as this module loads is stopped if no pool has taken it by then. */
 const EARLY_WORKER_UNCLAIMED_MS = 10_000;
 
