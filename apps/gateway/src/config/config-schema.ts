@@ -1,108 +1,171 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: hints show ${ENV} references as users write them
 import { z } from "zod";
 
+/** A schema built the first time it is asked for (see gatewayConfigFields), then the same one. */
+function once<Schema>(build: () => Schema): () => Schema {
+  let schema: Schema | undefined;
+  return () => {
+    schema ??= build();
+    return schema;
+  };
+}
+
 /**
  * The gateway's config file, apart from `tools.codeMode` (validated by `@codecell/contract`) and the
  * shape of each `mcpServers` entry (checked one by one so every entry gets its own message).
  */
-export const stdioServerSchema = z.strictObject({
-  command: z.string().min(1),
-  args: z.array(z.string()).optional(),
-  env: z.record(z.string(), z.string()).optional(),
-  cwd: z.string().min(1).optional(),
-  connectTimeoutMs: z.number().int().min(100).max(600_000).optional(),
-});
+export const stdioServerSchema = once(() =>
+  z.strictObject({
+    command: z.string().min(1),
+    args: z.array(z.string()).optional(),
+    env: z.record(z.string(), z.string()).optional(),
+    cwd: z.string().min(1).optional(),
+    connectTimeoutMs: z.number().int().min(100).max(600_000).optional(),
+  }),
+);
 
-export const packageServerSchema = z.strictObject({
-  package: z.string().min(1),
-  bin: z.string().min(1).optional(),
-  args: z.array(z.string()).optional(),
-  env: z.record(z.string(), z.string()).optional(),
-  cwd: z.string().min(1).optional(),
-  connectTimeoutMs: z.number().int().min(100).max(600_000).optional(),
-});
+export const packageServerSchema = once(() =>
+  z.strictObject({
+    package: z.string().min(1),
+    bin: z.string().min(1).optional(),
+    args: z.array(z.string()).optional(),
+    env: z.record(z.string(), z.string()).optional(),
+    cwd: z.string().min(1).optional(),
+    connectTimeoutMs: z.number().int().min(100).max(600_000).optional(),
+  }),
+);
 
-export const httpServerSchema = z.strictObject({
-  url: z.url({ protocol: /^https?$/ }),
-  headers: z.record(z.string(), z.string()).optional(),
-  transport: z.enum(["streamable-http", "sse"]).optional(),
-  connectTimeoutMs: z.number().int().min(100).max(600_000).optional(),
-});
+export const httpServerSchema = once(() =>
+  z.strictObject({
+    url: z.url({ protocol: /^https?$/ }),
+    headers: z.record(z.string(), z.string()).optional(),
+    transport: z.enum(["streamable-http", "sse"]).optional(),
+    connectTimeoutMs: z.number().int().min(100).max(600_000).optional(),
+  }),
+);
 
-const patternList = z.array(z.string().trim().min(1));
+const patternList = () => z.array(z.string().trim().min(1));
 
-export const pluginEntrySchema = z.union([
-  z.string().min(1),
-  z.strictObject({ module: z.string().min(1), options: z.unknown().optional() }),
-]);
+export const pluginEntrySchema = once(() =>
+  z.union([
+    z.string().min(1),
+    z.strictObject({ module: z.string().min(1), options: z.unknown().optional() }),
+  ]),
+);
 
 /** Live (waiting or running) runs the store holds at once; shared by every replica on Redis. */
-const maxLiveRuns = z.number().int().min(1).max(1_000_000).optional();
+const maxLiveRuns = () => z.number().int().min(1).max(1_000_000).optional();
 
-export const snapshotStoreSchema = z.discriminatedUnion("kind", [
-  z.strictObject({ kind: z.literal("memory"), maxLiveRuns }),
-  z.strictObject({
-    kind: z.literal("sqlite"),
-    path: z.string().min(1),
-    secret: z.string().min(1).optional(),
-    maxLiveRuns,
-  }),
-  z.strictObject({
-    kind: z.literal("redis"),
-    maxLiveRuns,
-    url: z.url({ protocol: /^rediss?$/ }),
-    keyPrefix: z.string().min(1).max(200).optional(),
-    secret: z.string().min(32),
-    replicaLeaseMs: z.number().int().min(300).max(600_000).optional(),
-  }),
-]);
+export const snapshotStoreSchema = once(() =>
+  z.discriminatedUnion("kind", [
+    z.strictObject({ kind: z.literal("memory"), maxLiveRuns: maxLiveRuns() }),
+    z.strictObject({
+      kind: z.literal("sqlite"),
+      path: z.string().min(1),
+      secret: z.string().min(1).optional(),
+      maxLiveRuns: maxLiveRuns(),
+    }),
+    z.strictObject({
+      kind: z.literal("redis"),
+      maxLiveRuns: maxLiveRuns(),
+      url: z.url({ protocol: /^rediss?$/ }),
+      keyPrefix: z.string().min(1).max(200).optional(),
+      secret: z.string().min(32),
+      replicaLeaseMs: z.number().int().min(300).max(600_000).optional(),
+    }),
+  ]),
+);
 
 /** A token's name is the principal that owns the runs it starts; it appears in logs, never the token. */
-export const httpTokenSchema = z.strictObject({
-  name: z.string().regex(/^[A-Za-z0-9_.@-]{1,64}$/),
-  token: z.string().min(16).max(4096),
-});
+export const httpTokenSchema = once(() =>
+  z.strictObject({
+    name: z.string().regex(/^[A-Za-z0-9_.@-]{1,64}$/),
+    token: z.string().min(16).max(4096),
+  }),
+);
 
-export const httpSettingsSchema = z.strictObject({
-  tokens: z.array(httpTokenSchema).optional(),
-  allowedHosts: z.array(z.string().trim().min(1)).optional(),
-  maxSessionsPerPrincipal: z.number().int().min(1).max(100_000).optional(),
-  sessionIdleSeconds: z
-    .number()
-    .int()
-    .min(5)
-    .max(7 * 24 * 3600)
-    .optional(),
-  streamResumeSeconds: z.number().min(0).max(3600).optional(),
-});
+export const httpSettingsSchema = once(() =>
+  z.strictObject({
+    tokens: z.array(httpTokenSchema()).optional(),
+    allowedHosts: z.array(z.string().trim().min(1)).optional(),
+    maxSessionsPerPrincipal: z.number().int().min(1).max(100_000).optional(),
+    sessionIdleSeconds: z
+      .number()
+      .int()
+      .min(5)
+      .max(7 * 24 * 3600)
+      .optional(),
+    streamResumeSeconds: z.number().min(0).max(3600).optional(),
+  }),
+);
 
-export const gatewayConfigSchema = z.strictObject({
-  $schema: z.string().optional(),
-  tools: z
-    .strictObject({
-      codeMode: z.unknown().optional(),
-      allow: patternList.optional(),
-      deny: patternList.optional(),
-      approval: patternList.optional(),
-    })
-    .optional(),
-  mcpServers: z.record(z.string().regex(/^[A-Za-z0-9_-]+$/), z.unknown()).optional(),
-  mcpStartupWaitMs: z.number().int().min(0).max(600_000).optional(),
-  plugins: z.array(pluginEntrySchema).optional(),
-  snapshotStore: snapshotStoreSchema.optional(),
-  workspace: z
-    .union([
-      z.string().min(1),
-      z.strictObject({
-        path: z.string().min(1),
-        maxBytes: z.number().int().positive().optional(),
-        maxWriteBytesPerRun: z.number().int().positive().optional(),
-      }),
-    ])
-    .optional(),
-  http: httpSettingsSchema.optional(),
-  logging: z.strictObject({ cellOutput: z.boolean().optional() }).optional(),
-});
+/**
+ * The config file's top-level fields, each schema built on first use: building the whole file's schema
+ * (some eighty zod schemas) was a large part of `codecell serve`'s start-up, and a config usually has a
+ * few of its fields (issue 18). Every field is optional.
+ */
+const gatewayConfigFields = {
+  $schema: () => z.string().optional(),
+  tools: () =>
+    z
+      .strictObject({
+        codeMode: z.unknown().optional(),
+        allow: patternList().optional(),
+        deny: patternList().optional(),
+        approval: patternList().optional(),
+      })
+      .optional(),
+  mcpServers: () => z.record(z.string().regex(/^[A-Za-z0-9_-]+$/), z.unknown()).optional(),
+  mcpStartupWaitMs: () => z.number().int().min(0).max(600_000).optional(),
+  plugins: () => z.array(pluginEntrySchema()).optional(),
+  snapshotStore: () => snapshotStoreSchema().optional(),
+  workspace: () =>
+    z
+      .union([
+        z.string().min(1),
+        z.strictObject({
+          path: z.string().min(1),
+          maxBytes: z.number().int().positive().optional(),
+          maxWriteBytesPerRun: z.number().int().positive().optional(),
+        }),
+      ])
+      .optional(),
+  http: () => httpSettingsSchema().optional(),
+  logging: () => z.strictObject({ cellOutput: z.boolean().optional() }).optional(),
+};
+type GatewayConfigField = keyof typeof gatewayConfigFields;
+type GatewayConfigShape = { [Field in GatewayConfigField]: ReturnType<(typeof gatewayConfigFields)[Field]> };
+
+const builtFields: Partial<GatewayConfigShape> = {};
+function fieldSchema<Field extends GatewayConfigField>(field: Field): GatewayConfigShape[Field] {
+  builtFields[field] ??= gatewayConfigFields[field]() as GatewayConfigShape[Field];
+  return builtFields[field] as GatewayConfigShape[Field];
+}
+
+/** The whole config file's schema: what error messages are worked out against (load-config.ts). */
+export const gatewayConfigSchema = once(() =>
+  z.strictObject(
+    Object.fromEntries(
+      Object.keys(gatewayConfigFields).map((field) => [field, fieldSchema(field as GatewayConfigField)]),
+    ) as GatewayConfigShape,
+  ),
+);
+
+/**
+ * The config file's schema with only the top-level fields `input` has. It accepts exactly what the whole
+ * schema accepts (every field is optional, and a key it does not know is refused by both), with the
+ * same output; when it refuses, parse with the whole schema for the messages.
+ */
+export function gatewayConfigSchemaFor(
+  input: Record<string, unknown>,
+): ReturnType<typeof gatewayConfigSchema> {
+  const present = (Object.keys(gatewayConfigFields) as GatewayConfigField[]).filter((field) =>
+    Object.hasOwn(input, field),
+  );
+  return z.strictObject(
+    Object.fromEntries(present.map((field) => [field, fieldSchema(field)])),
+  ) as unknown as ReturnType<typeof gatewayConfigSchema>;
+}
 
 /** What each field takes, for "expected ..." in error messages. */
 export const FIELD_HINTS: Record<string, string> = {
@@ -161,4 +224,4 @@ export const FIELD_HINTS: Record<string, string> = {
     "seconds (0 to 3600, default 5) a client whose response stream dropped has to resume it with Last-Event-ID before its request is cancelled",
 };
 
-export type GatewayConfigFile = z.infer<typeof gatewayConfigSchema>;
+export type GatewayConfigFile = z.infer<ReturnType<typeof gatewayConfigSchema>>;

@@ -22,6 +22,7 @@ import { type ConfigProblem, describeValue } from "./config-problem.js";
 import {
   FIELD_HINTS,
   gatewayConfigSchema,
+  gatewayConfigSchemaFor,
   httpServerSchema,
   packageServerSchema,
   pluginEntrySchema,
@@ -244,11 +245,11 @@ function checkServer(
   const entry = raw as Record<string, unknown>;
   const schema =
     "url" in entry
-      ? httpServerSchema
+      ? httpServerSchema()
       : "package" in entry
-        ? packageServerSchema
+        ? packageServerSchema()
         : "command" in entry
-          ? stdioServerSchema
+          ? stdioServerSchema()
           : null;
   if (!schema) {
     const kinds = `"command" (a program started over stdio), "package" (an installed npm package with a bin) or "url" (Streamable HTTP)`;
@@ -351,8 +352,11 @@ export function resolveGatewayConfig(
     });
     return { config: null, problems, warnings: [] };
   }
-  const parsed = gatewayConfigSchema.safeParse(expanded);
-  if (!parsed.success) problems.push(...zodProblems(parsed.error, expanded, file, gatewayConfigSchema));
+  // Checked with the schema of the fields it has; a refusal is worked out against the whole file's schema,
+  // which refuses exactly the same, so every message is as that schema gives it.
+  const accepted = gatewayConfigSchemaFor(expanded as Record<string, unknown>).safeParse(expanded);
+  const parsed = accepted.success ? accepted : gatewayConfigSchema().safeParse(expanded);
+  if (!parsed.success) problems.push(...zodProblems(parsed.error, expanded, file, gatewayConfigSchema()));
   const data = (parsed.success ? parsed.data : expanded) as Record<string, unknown>;
   const tools = (parsed.success ? parsed.data.tools : undefined) ?? {};
 
@@ -395,7 +399,7 @@ export function resolveGatewayConfig(
   const rawPlugins = (expanded as { plugins?: unknown }).plugins;
   if (Array.isArray(rawPlugins)) {
     for (const [index, raw] of rawPlugins.entries()) {
-      const entry = pluginEntrySchema.safeParse(raw);
+      const entry = pluginEntrySchema().safeParse(raw);
       if (!entry.success) continue;
       const { data } = entry;
       const spec = typeof data === "string" ? data : data.module;
