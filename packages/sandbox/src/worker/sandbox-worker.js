@@ -381,25 +381,6 @@ class GuestRun {
       .finally(() => this.operationDone());
   }
 
-  /**
-   * enqueue(() => this.settle(items, deadlineAt)) for a run with nothing queued: the same bookkeeping,
-   * run at once.
-   * @param {import("@codecell/bridge").SettleItem[]} items @param {number} deadlineAt
-   */
-  settleNow(items, deadlineAt) {
-    operationsInFlight += 1;
-    this.operationsQueued += 1;
-    try {
-      if (!this.finished) {
-        this.commandStartedAt = performance.now();
-        this.settle(items, deadlineAt);
-      }
-    } catch (error) {
-      this.crash(error);
-    }
-    this.operationDone();
-  }
-
   /** @param {() => Promise<void> | void} operation */
   runOperation(operation) {
     if (this.finished) return undefined;
@@ -1291,11 +1272,8 @@ function onMessage(raw) {
     }
     case "settle": {
       const run = runs.get(message.runId);
-      if (run === undefined) return;
-      // The message of every quick host call: with nothing of its run in progress it runs at once,
-      // without a closure to queue it.
-      if (run.operationsQueued === 0) run.settleNow(message.items, message.deadlineAt);
-      else run.enqueue(() => runs.get(message.runId)?.settle(message.items, message.deadlineAt));
+      // The message of every quick host call: with nothing of its run in progress, enqueue runs it at once.
+      run?.enqueue(() => runs.get(message.runId)?.settle(message.items, message.deadlineAt));
       return;
     }
     case "suspend":
