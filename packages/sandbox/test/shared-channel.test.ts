@@ -149,7 +149,10 @@ describe("the shared channel between the host and a worker", () => {
       const request = idle.pending.find((item) => !settled.has(item.requestId));
       if (request === undefined || (request as { target?: string }).target === "last") break;
       settled.add(request.requestId);
-      run.settle(request.requestId, { ok: true, value: (request as unknown as { input: { v: number } }).input.v });
+      run.settle(request.requestId, {
+        ok: true,
+        value: (request as unknown as { input: { v: number } }).input.v,
+      });
     }
     expect(idle?.type).toBe("idle");
     const suspended = await run.suspend();
