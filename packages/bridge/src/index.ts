@@ -10,6 +10,13 @@ export { exceedsJsonDepth, MAX_BRIDGE_DEPTH } from "./json-depth.js";
 export { parseWorkerToHostMessage, type WorkerToHostMessage } from "./protocol.js";
 export { RequestTable } from "./request-table.js";
 export {
+  countsOnPort,
+  createSharedChannelBuffer,
+  isSharedChannelBuffer,
+  SHARED_SLOT_BYTES,
+  SharedChannel,
+} from "./shared-channel.js";
+export {
   type CompiledWasmModule,
   type GuestSurface,
   type HostRequest,

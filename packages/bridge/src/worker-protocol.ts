@@ -1,6 +1,7 @@
 // Type-only: sandbox workers load this module on start-up, so it must not pull in the contract's zod.
 import type { CodeModeLanguage, JsonValue, ToolCatalogEntry } from "@codecell/contract";
 import { CONSOLE_LEVELS } from "@codecell/contract/errors";
+import { isSharedChannelBuffer } from "./shared-channel.js";
 
 /** The JSON surface the engine builds and the trusted prelude installs as guest globals. */
 export type GuestSurface = {
@@ -90,6 +91,11 @@ export type HostToWorkerMessage =
        * `receiveMessageOnPort`, without a turn of its event loop. Absent: the worker only listens.
        */
       doorbell?: Int32Array;
+      /**
+       * The shared channel of this worker (see shared-channel.ts): quick settles and the answers to
+       * them cross through it while the other side is spinning for them. Absent: the port only.
+       */
+      channel?: SharedArrayBuffer;
       /**
        * The guest prelude's bytecode shipped in the sandbox package, with the source it was compiled
        * from, when the host has checked it against the wasm it runs. The worker takes it only when the
@@ -227,6 +233,7 @@ const hostMessageChecks: Record<HostToWorkerMessage["type"], Record<string, Chec
     module: isWasmModule,
     snapshotSecret: (value) => value === null || isString(value),
     doorbell: (value) => value === undefined || isSignal(value),
+    channel: (value) => value === undefined || isSharedChannelBuffer(value),
     prelude: (value) =>
       value === undefined ||
       value === null ||

@@ -2,9 +2,12 @@ import { randomUUID } from "node:crypto";
 import { availableParallelism } from "node:os";
 import type { Worker } from "node:worker_threads";
 import {
+  countsOnPort,
+  createSharedChannelBuffer,
   type HostToWorkerMessage,
   type ProtocolError,
   parseWorkerToHostMessage,
+  SharedChannel,
   type WorkerToHostMessage,
 } from "@codecell/bridge";
 import { CodeModeError, type CodeModeErrorCode } from "@codecell/contract/errors";
@@ -22,6 +25,19 @@ const EXTRA_WORKER_IDLE_MS = 10_000;
 /** While the pool grows, how often a waiting run looks again at the workers it could take. */
 const GROWTH_POLL_MS = 5;
 const DEFAULT_STARTUP_TIMEOUT_MS = 30_000;
+/**
+ * After it sends a worker a result, the host spins this long for the worker's answer (the next request
+ * of a loop of quick calls) in the shared channel, instead of returning to its event loop and being
+ * woken by a message event. A spin that ends empty makes the host skip its next 1, 3, 7 ... 63 spins
+ * for that worker (see WorkerSlot.awaitQuickAnswer).
+ */
+const HOST_SPIN_MS = 0.1;
+/**
+ * The most time one turn of the host's event loop spends in a run of spins and the calls they serve
+ * synchronously: past it, answers come through the port again until the loop has turned once, so
+ * timers and other clients' I/O run at least this often (see Pool.maySpin).
+ */
+const HOST_SYNC_SERVE_MS = 2;
 
 /** One warm worker thread and the runs it hosts. */
 class WorkerSlot implements RunHost {
@@ -34,6 +50,12 @@ class WorkerSlot implements RunHost {
    * result wakes on it and reads the message off its port at once (see the worker's serveWaitingRuns).
    */
   private readonly doorbell = new Int32Array(new SharedArrayBuffer(4));
+  /** Quick settles down, and the worker's answers up, while the other side spins (@codecell/bridge). */
+  private readonly channelBuffer = createSharedChannelBuffer();
+  private readonly channel = new SharedChannel(this.channelBuffer, "host");
+  /** Consecutive spins that ended without an answer, and spins still to skip because of them. */
+  private spinMisses = 0;
+  private spinsToSkip = 0;
   isReady = false;
   /** Its start failed (init-failed, crash): it will never be ready. */
   startFailed = false;
@@ -63,20 +85,10 @@ class WorkerSlot implements RunHost {
     const worker = startSandboxWorker(this.pool.defaultWasm);
     this.worker = worker;
     worker.on("message", (raw: unknown) => {
-      let message: WorkerToHostMessage;
-      try {
-        message = parseWorkerToHostMessage(raw);
-      } catch (error) {
-        this.pool.replace(
-          this,
-          null,
-          "internal_error",
-          `a sandbox worker broke the protocol: ${(error as ProtocolError).message}`,
-        );
-        return;
-      }
-      if (message.type !== "batch") this.take(message);
-      else for (const item of message.messages) this.take(item);
+      // Counted, so the worker knows when the port is empty of its messages (it uses the shared
+      // channel only then).
+      if (countsOnPort((raw as { type?: unknown } | null)?.type)) this.channel.noteTaken();
+      this.receive(raw);
     });
     // A message the host cannot read (values are depth-bounded in the worker, so this is a bug or a
     // broken channel) belongs to no known run: the worker's state can no longer be trusted.
@@ -104,6 +116,7 @@ class WorkerSlot implements RunHost {
           module: compiled,
           snapshotSecret,
           doorbell: this.doorbell,
+          channel: this.channelBuffer,
           prelude: preludeFor(compiled),
         }),
       (error: Error) => this.markFailed(error),
@@ -111,6 +124,24 @@ class WorkerSlot implements RunHost {
     // After the listeners: adding a "message" listener refs a worker's port again, so an idle pool
     // unref'd before it would keep its host's process alive until closed.
     if (this.runs.size === 0) worker.unref();
+  }
+
+  /** A message from the worker, through the port or the shared channel: checked the same way. */
+  private receive(raw: unknown): void {
+    let message: WorkerToHostMessage;
+    try {
+      message = parseWorkerToHostMessage(raw);
+    } catch (error) {
+      this.pool.replace(
+        this,
+        null,
+        "internal_error",
+        `a sandbox worker broke the protocol: ${(error as ProtocolError).message}`,
+      );
+      return;
+    }
+    if (message.type !== "batch") this.take(message);
+    else for (const item of message.messages) this.take(item);
   }
 
   /** One message from the worker (a quick call's is never a batch: no array is made for it). */
@@ -129,11 +160,74 @@ class WorkerSlot implements RunHost {
 
   post(message: HostToWorkerMessage, transfer?: ArrayBuffer[]): void {
     if (!this.alive || this.worker === null) return;
-    if (transfer === undefined) this.worker.postMessage(message);
-    else this.worker.postMessage(message, transfer);
-    // After the post, so a worker woken by the bell finds the message on its port.
+    const settle = message.type === "settle";
+    // Listening starts before the settle leaves: a worker that answers at once finds the host there.
+    const spinning = settle && this.startListening();
+    // A settle goes through the shared channel when the worker is waiting for it in serveWaitingRuns.
+    if (!settle || !this.channel.canSend() || !this.channel.send(JSON.stringify(message))) {
+      if (countsOnPort(message.type)) this.channel.notePosted();
+      if (transfer === undefined) this.worker.postMessage(message);
+      else this.worker.postMessage(message, transfer);
+    }
+    // After the message is in place, so a worker woken by the bell finds it.
     Atomics.add(this.doorbell, 0, 1);
     Atomics.notify(this.doorbell, 0);
+    if (spinning) this.awaitQuickAnswer();
+  }
+
+  /** Whether to spin for the answer to the settle being sent (and if so, the slot now listens). */
+  private startListening(): boolean {
+    if (this.spinsToSkip > 0) {
+      this.spinsToSkip -= 1;
+      return false;
+    }
+    // A message of the worker's is on its way through the port: the answer follows it there.
+    if (!this.channel.caughtUp() || !this.pool.maySpin(performance.now())) return false;
+    this.channel.listen();
+    return true;
+  }
+
+  /**
+   * The worker usually answers a settle within tens of microseconds (the guest's next call): spin for
+   * that answer in the shared channel, bounded by HOST_SPIN_MS and the pool's per-turn budget, and
+   * handle it here, at once. If it does not come in time the host stops listening and the answer comes
+   * through the port as before; the exchange on the slot decides which, so it comes exactly once.
+   */
+  private awaitQuickAnswer(): void {
+    const channel = this.channel;
+    const postedBefore = channel.peerPostedCount();
+    const until = performance.now() + HOST_SPIN_MS;
+    let text: string | null = null;
+    for (;;) {
+      if (channel.full()) {
+        text = channel.take(false);
+        break;
+      }
+      // The worker posted on the port meanwhile: its answer will follow that message there.
+      if (performance.now() >= until || channel.peerPostedCount() !== postedBefore) {
+        text = channel.stopListening();
+        break;
+      }
+    }
+    if (text === null) {
+      this.spinMisses = Math.min(this.spinMisses + 1, 6);
+      this.spinsToSkip = (1 << this.spinMisses) - 1;
+      return;
+    }
+    this.spinMisses = 0;
+    let raw: unknown;
+    try {
+      raw = JSON.parse(text);
+    } catch (error) {
+      this.pool.replace(
+        this,
+        null,
+        "internal_error",
+        `a sandbox worker broke the protocol: its shared-channel message is not JSON (${(error as Error).message})`,
+      );
+      return;
+    }
+    this.receive(raw);
   }
 
   adopt(run: RunHandle): void {
@@ -191,6 +285,11 @@ class Pool implements SandboxPool {
   private readonly maxWorkers: number;
   private readonly retireTimers = new Map<WorkerSlot, NodeJS.Timeout>();
   private readonly releaseWaiters: (() => void)[] = [];
+  /** When this turn of the event loop started spinning for workers' answers (-1: it has not). */
+  private spinTurnStartedAt = -1;
+  private readonly turnEnded = () => {
+    this.spinTurnStartedAt = -1;
+  };
 
   constructor(options: SandboxPoolOptions) {
     const size = Math.max(1, Math.floor(options.size ?? availableParallelism()));
@@ -274,6 +373,20 @@ class Pool implements SandboxPool {
         await slot.terminate();
       }),
     );
+  }
+
+  /**
+   * Whether a worker slot may spin for an answer now: yes until HOST_SYNC_SERVE_MS have passed since the
+   * first spin of this turn of the event loop (an immediate marks the turn's end), so a run making a
+   * long loop of quick calls yields to the loop at least that often.
+   */
+  maySpin(now: number): boolean {
+    if (this.spinTurnStartedAt < 0) {
+      this.spinTurnStartedAt = now;
+      setImmediate(this.turnEnded);
+      return true;
+    }
+    return now - this.spinTurnStartedAt < HOST_SYNC_SERVE_MS;
   }
 
   /** A worker has no runs: an extra one (beyond `size`) retires if it stays that way. */

@@ -2,12 +2,14 @@
 import { parentPort, receiveMessageOnPort } from "node:worker_threads";
 // Both entries are zod-free, so a worker starts without loading the contract's schemas.
 import {
+  countsOnPort,
   exceedsJsonDepth,
   MAX_BRIDGE_DEPTH,
   MAX_ERROR_MESSAGE_LENGTH,
   MAX_ERROR_NAME_LENGTH,
   parseHostRequestBody,
   parseHostToWorkerMessage,
+  SharedChannel,
   takesToolCallSlot,
 } from "@codecell/bridge";
 import { CODE_MODE_LIMITS, CONSOLE_LEVELS, isCodeModeErrorCode } from "@codecell/contract/errors";
@@ -45,6 +47,14 @@ const IDLE_WORK_AFTER_MS = 2;
  * event loop for timers, spares and the engine's own tasks; the next host message starts a new period.
  */
 const SYNC_SERVE_MS = 2;
+/**
+ * How long the worker, waiting for the host's next message, spins on the doorbell before it sleeps on
+ * it (a sleep and its wake-up are system calls, the bulk of a thread hop on this kind of machine). A
+ * spin that ends without a message makes the worker skip the next 1, 3, 7 ... 63 spins (see spinFor).
+ */
+const WORKER_SPIN_MS = 0.1;
+/** Messages the worker may hand over through the shared channel: plain JSON data, no transfers. */
+const SHARED_CHANNEL_TYPES = new Set(["started", "request", "idle", "completed", "failed", "batch"]);
 /** What a report carries when there is nothing to list (shared: a structured clone copies it anyway). */
 const NOTHING = /** @type {any[]} */ (/** @type {unknown} */ (Object.freeze([])));
 
@@ -58,6 +68,9 @@ let snapshotSecret = null;
 /** The host's doorbell (init): its count goes up after every message the host posts. */
 /** @type {Int32Array | null} */
 let doorbell = null;
+/** The host's shared channel of this worker (init; see @codecell/bridge shared-channel). */
+/** @type {SharedChannel | null} */
+let channel = null;
 /**
  * The prelude's bytecode, evaluated into every VM (evaluating bytecode skips parsing the prelude for
  * each VM). Only our own bytes reach QuickJS's bytecode reader: either the bytecode our build compiled
@@ -129,8 +142,24 @@ function loadTranspile() {
 /** @type {Map<string, GuestRun>} */
 const runs = new Map();
 
-/** @param {import("@codecell/bridge").WorkerToHostMessage} message @param {ArrayBuffer[]} [transfer] */
+/**
+ * Send a message to the host: handed over through the shared channel when the host is spinning for it
+ * (it just sent this worker a result) and it fits, else posted on the port.
+ * @param {import("@codecell/bridge").WorkerToHostMessage} message @param {ArrayBuffer[]} [transfer]
+ */
 function post(message, transfer) {
+  const shared = channel;
+  if (shared !== null) {
+    if (
+      transfer === undefined &&
+      SHARED_CHANNEL_TYPES.has(message.type) &&
+      shared.canSend() &&
+      shared.send(JSON.stringify(message))
+    ) {
+      return;
+    }
+    if (countsOnPort(message.type)) shared.notePosted();
+  }
   if (transfer === undefined) port.postMessage(message);
   else port.postMessage(message, transfer);
 }
@@ -1125,8 +1154,61 @@ let serving = false;
 
 /** @param {unknown} raw */
 function dispatch(raw) {
-  handle(raw);
+  takeFromPort(raw);
   if (!serving) serveWaitingRuns();
+}
+
+/**
+ * A message taken off the port, counted so the host knows when the port is empty of its messages (it
+ * uses the shared channel only then).
+ * @param {unknown} raw
+ */
+function takeFromPort(raw) {
+  if (channel !== null && countsOnPort(/** @type {{ type?: unknown } | null} */ (raw)?.type))
+    channel.noteTaken();
+  handle(raw);
+}
+
+/**
+ * A message the host handed over through the shared channel: JSON text, checked exactly like a port
+ * message once parsed.
+ * @param {string} text
+ */
+function handleShared(text) {
+  try {
+    onMessage(JSON.parse(text));
+  } catch (error) {
+    protocolViolation(error);
+  }
+}
+
+/** Consecutive spins that ended without a message, and spins still to skip because of them. */
+let spinMisses = 0;
+let spinsToSkip = 0;
+
+/**
+ * Spin (bounded by WORKER_SPIN_MS) until the doorbell moves past `rung`: whether it did. Spins that keep
+ * ending empty (slow tools, a host busy elsewhere) are skipped more and more often, so a worker whose
+ * host answers slowly sleeps at once instead of burning a core.
+ * @param {Int32Array} bell @param {number} rung @param {number} now
+ */
+function spinFor(bell, rung, now) {
+  if (spinsToSkip > 0) {
+    spinsToSkip -= 1;
+    return false;
+  }
+  const until = now + WORKER_SPIN_MS;
+  do {
+    for (let index = 0; index < 64; index++) {
+      if (Atomics.load(bell, 0) !== rung) {
+        spinMisses = 0;
+        return true;
+      }
+    }
+  } while (performance.now() < until);
+  spinMisses = Math.min(spinMisses + 1, 6);
+  spinsToSkip = (1 << spinMisses) - 1;
+  return false;
 }
 
 /**
@@ -1141,23 +1223,33 @@ function serveWaitingRuns() {
   const bell = doorbell;
   if (bell === null) return;
   serving = true;
+  // While it serves here, the host may hand a settle over through the shared channel.
+  const shared = channel;
+  shared?.listen();
   try {
     const started = performance.now();
     while (operationsInFlight === 0 && runs.size > 0) {
-      // Read the bell before looking at the port: a message posted after this load changes the count,
-      // so the wait below returns at once instead of sleeping past it.
+      // Read the bell before looking for a message: one sent after this load changes the count, so the
+      // spin and the wait below return at once instead of sleeping past it.
       const rung = Atomics.load(bell, 0);
-      const next = receiveMessageOnPort(port);
-      const left = SYNC_SERVE_MS - (performance.now() - started);
-      if (next !== undefined) {
-        handle(next.message);
-        if (left <= 0) return;
-        continue;
-      }
-      if (left <= 0 || Atomics.wait(bell, 0, rung, left) === "timed-out") return;
+      // The shared slot first: the host uses it only once this worker has taken everything it posted
+      // on the port, so whatever the port holds now was sent after it.
+      const text = shared === null ? null : shared.take(true);
+      const next = text === null ? receiveMessageOnPort(port) : undefined;
+      const now = performance.now();
+      const left = SYNC_SERVE_MS - (now - started);
+      if (text !== null) handleShared(text);
+      else if (next !== undefined) takeFromPort(next.message);
+      else if (left > 0 && spinFor(bell, rung, now)) continue;
+      else if (left <= 0 || Atomics.wait(bell, 0, rung, left) === "timed-out") return;
+      else continue;
+      if (left <= 0) return;
     }
   } finally {
     serving = false;
+    // The host's exchange won the race with this one: its settle is handled here, not lost.
+    const late = shared?.stopListening() ?? null;
+    if (late !== null) handleShared(late);
   }
 }
 
@@ -1248,6 +1340,7 @@ function onMessage(raw) {
     case "init": {
       snapshotSecret = message.snapshotSecret;
       doorbell = message.doorbell ?? null;
+      if (message.channel !== undefined) channel = new SharedChannel(message.channel, "worker");
       adoptShippedPrelude(message.prelude);
       answerInit(/** @type {import("quickjs-wasi").QuickJSOptions["wasm"]} */ (message.module)).catch(
         protocolViolation,
