@@ -190,5 +190,8 @@ describe("cold start: what the first result loads", () => {
     // the sandbox's worker_threads is there).
     expect(files).toContain("node:worker_threads");
     expect(files.filter((file) => /^node:(_?https?|http2|_http_\w+|tls|_tls_\w+)$/.test(file))).toEqual([]);
+    // No downstream server and no shell command ran, so nothing was spawned: child_process (and the
+    // dgram module it loads) waits for the first one.
+    expect(files.filter((file) => /^node:(child_process|dgram)$/.test(file))).toEqual([]);
   });
 });
