@@ -162,8 +162,10 @@ class WorkerSlot implements RunHost {
   post(message: HostToWorkerMessage, transfer?: ArrayBuffer[]): void {
     if (!this.alive || this.worker === null) return;
     const settle = message.type === "settle";
-    // Listening starts before the settle leaves: a worker that answers at once finds the host there.
-    const spinning = settle && this.startListening();
+    // The host spins for the answer only when the worker is waiting for this settle in serveWaitingRuns
+    // (it then answers within microseconds; one back in its event loop takes longer to wake than a spin
+    // lasts). Listening starts before the settle leaves, so a worker that answers at once finds it.
+    const spinning = settle && this.channel.peerListening() && this.startListening();
     // A settle goes through the shared channel when the worker is waiting for it in serveWaitingRuns
     // and it fits (a large result is not encoded for the slot only to be refused there).
     if (
