@@ -207,6 +207,38 @@ const englishZod = {
   },
 };
 
+/**
+ * zod's object schemas generate their fast parser (a `new Function`) on their second synchronous parse
+ * instead of their first. zod compiles one per object schema the first time it parses with it; at
+ * start-up almost every schema parses once (each config field, the initialize and tools/list requests),
+ * so that was some 10 ms of compiling code that never ran again, which V8's code cache cannot keep. A
+ * first parse takes zod's own general path, the one its `jitless` setting selects (same result, same
+ * issues); every later parse is as fast as before.
+ */
+const zodFastParserOnReuse = {
+  name: "zod-fast-parser-on-reuse",
+  setup(build) {
+    const CONDITION = "if (jit && fastEnabled && ctx?.async === false && ctx.jitless !== true) {";
+    const ASSIGN = "inst._zod.parse = (payload, ctx) => {";
+    build.onLoad({ filter: /[\\/]zod[\\/]v4[\\/]core[\\/]schemas\.js$/ }, (args) => {
+      const source = readFileSync(args.path, "utf8");
+      const at = source.indexOf(CONDITION);
+      const assignAt = source.lastIndexOf(ASSIGN, at);
+      if (at < 0 || source.indexOf(CONDITION, at + 1) >= 0 || assignAt < 0) {
+        throw new Error(`${args.path} no longer builds object parsers as scripts/bundle-cli.mjs expects`);
+      }
+      return {
+        contents:
+          source.slice(0, assignAt) +
+          `let syncParses = 0;\n    ${source.slice(assignAt, at)}` +
+          CONDITION.replace(") {", " && (fastpass !== undefined || ++syncParses > 1)) {") +
+          source.slice(at + CONDITION.length),
+        loader: "js",
+      };
+    });
+  },
+};
+
 /** In the bundle, src/cli-host.ts is what the start-up file hands over (see that file). */
 const hostFromEntry = {
   name: "host-from-entry",
@@ -265,7 +297,7 @@ const bundled = await build({
   charset: "ascii",
   sourcemap: true,
   metafile: true,
-  plugins: [workspaceModules, lazySchemas, lazyAjv, englishZod, hostFromEntry],
+  plugins: [workspaceModules, lazySchemas, lazyAjv, englishZod, zodFastParserOnReuse, hostFromEntry],
   logLevel: "warning",
 });
 

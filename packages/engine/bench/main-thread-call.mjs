@@ -20,7 +20,45 @@ const here = dirname(fileURLToPath(import.meta.url));
 const CALLS = 1000;
 const RUNS = Number(process.env.BENCH_RUNS ?? 15);
 
-async function measure() {
+/**
+ * The window of `runs` cells whose garbage collections the parent reads from V8's trace, after enough
+ * cells that the trajectory is full and evicting (a long session's steady state: 10,000 entries kept,
+ * the oldest pushed out per call).
+ */
+async function measureGc(exec, runs) {
+  for (let index = 0; index < 12; index++) await exec();
+  const from = performance.now();
+  for (let index = 0; index < runs; index++) await exec();
+  return { gcWindow: { from, to: performance.now(), calls: runs * CALLS } };
+}
+
+/**
+ * Sums V8's `--trace-gc-nvp` lines inside the window: pause time and count by kind, and bytes copied
+ * within the young generation and promoted to the old one (what a call leaves alive is copied there,
+ * and later marked and swept there).
+ */
+function gcFromTrace(trace, { from, to, calls }) {
+  const sums = { scavenges: 0, markCompacts: 0, pauseMs: 0, survivedBytes: 0, promotedBytes: 0 };
+  for (const line of trace.split("\n")) {
+    const at = /\s(\d+) ms: pause=([\d.]+) .*?\bgc=(\w+)\b/.exec(line);
+    if (!at || Number(at[1]) < from || Number(at[1]) > to) continue;
+    if (at[3] === "s") sums.scavenges++;
+    else if (at[3] === "mc") sums.markCompacts++;
+    sums.pauseMs += Number(at[2]);
+    sums.survivedBytes += Number(/\bnew_space_survived=(\d+)/.exec(line)?.[1] ?? 0);
+    sums.promotedBytes += Number(/\bpromoted=(\d+)/.exec(line)?.[1] ?? 0);
+  }
+  const per1000 = (value) => Number(((value * 1000) / calls).toFixed(2));
+  return {
+    scavengesPer1000Calls: per1000(sums.scavenges),
+    markCompactsPer1000Calls: per1000(sums.markCompacts),
+    gcPauseMsPer1000Calls: per1000(sums.pauseMs),
+    survivedBytesPerCall: Math.round(sums.survivedBytes / calls),
+    promotedBytesPerCall: Math.round(sums.promotedBytes / calls),
+  };
+}
+
+async function measure(mode) {
   const { parseWorkerToHostMessage } = await import("@codecell/bridge");
   const { createCodeModeEngine } = await import("../dist/index.js");
   // The run handle is the sandbox's internal class; the bench reads it from the built package beside this one.
@@ -118,6 +156,11 @@ async function measure() {
     Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, "utf8").split(" ")[0]);
   const settle = () => new Promise((resolve) => setTimeout(resolve, 10));
 
+  if (mode === "gc") {
+    const gc = await measureGc(exec, RUNS);
+    await engine.close();
+    return gc;
+  }
   for (let index = 0; index < 5; index++) await exec();
   const cpu = [];
   for (let index = 0; index < RUNS; index++) {
@@ -164,23 +207,25 @@ async function measure() {
 }
 
 if (process.argv[2] === "child") {
-  process.stdout.write(`${JSON.stringify(await measure())}\n`);
+  process.stdout.write(`${JSON.stringify(await measure(process.argv[3]))}\n`);
   process.exit(0);
 }
 
-const child = spawnSync(
-  process.execPath,
-  [
-    "--expose-gc",
-    "--min-semi-space-size=128",
-    "--max-semi-space-size=128",
-    fileURLToPath(import.meta.url),
-    "child",
-  ],
-  { encoding: "utf8" },
-);
-if (child.status !== 0) throw new Error(`child failed: ${child.stderr}`);
-const result = JSON.parse(child.stdout.trim());
+function runChild(flags, mode, env = process.env) {
+  const child = spawnSync(process.execPath, [...flags, fileURLToPath(import.meta.url), "child", mode], {
+    encoding: "utf8",
+    env,
+    maxBuffer: 256 << 20,
+  });
+  if (child.status !== 0) throw new Error(`child failed: ${child.stderr}`);
+  const lines = child.stdout.trim().split("\n");
+  return { result: JSON.parse(lines.at(-1)), trace: lines.slice(0, -1).join("\n") };
+}
+
+const measured = runChild(["--expose-gc", "--min-semi-space-size=128", "--max-semi-space-size=128"], "cpu");
+// Node's default heap sizes, as a host runs, and no early sandbox worker (its isolate would trace too).
+const traced = runChild(["--trace-gc-nvp"], "gc", { ...process.env, CODECELL_SANDBOX_EARLY_START: "0" });
+const result = { ...measured.result, ...gcFromTrace(traced.trace, traced.result.gcWindow) };
 console.log(
   `\nMain-thread work of one nested call (engine and run handle, worker stood in; ${RUNS} x ${CALLS} calls; load average ${loadavg()
     .map((load) => load.toFixed(1))
@@ -190,6 +235,11 @@ console.table({
   "CPU µs per call, median (load changes it)": Number(result.cpuMicrosMedian.toFixed(2)),
   "CPU µs per call, best run": Number(result.cpuMicrosMin.toFixed(2)),
   "bytes allocated per call": result.bytesPerCall,
+  "bytes a call leaves alive past a scavenge (copied in the young generation)": result.survivedBytesPerCall,
+  "bytes promoted to the old generation per call": result.promotedBytesPerCall,
+  "scavenges per 1,000 calls": result.scavengesPer1000Calls,
+  "mark-compacts per 1,000 calls": result.markCompactsPer1000Calls,
+  "GC pause ms per 1,000 calls (load changes it)": result.gcPauseMsPer1000Calls,
   ...Object.fromEntries(
     Object.entries(result.asyncResourcesPerCall).map(([type, perCall]) => [`${type} made per call`, perCall]),
   ),

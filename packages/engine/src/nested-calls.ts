@@ -270,15 +270,15 @@ function startMcpRequest(
   const tool = `mcp:${server.name}:${op}`;
   const start: CallStart = (cancel, settle) => {
     const { signal } = cancel;
-    const entry = scope.trajectory.start(scope.context.sessionId, {
-      kind: "nested",
-      toolCallId: `${parent.toolCallId}/${request.requestId}`,
-      parentToolCallId: parent.toolCallId,
+    const entry = scope.trajectory.startNested(
+      scope.context.sessionId,
+      parent.toolCallId,
+      parent.codeModeRunId,
       tool,
-      codeModeRunId: parent.codeModeRunId,
-      via: "mcp",
-      input: request.args,
-    });
+      "mcp",
+      request.requestId,
+      request.args,
+    );
     const failed = (error: unknown): void => {
       const settled = toolFailure(`MCP ${op} of "${server.name}"`, error, cancel);
       scope.trajectory.end(entry, "failed", { code: settled.error.code, error: settled.error.message });
@@ -380,15 +380,15 @@ function runNestedCall(
   telemetry.nested.calls++;
   recordNestedToolId(telemetry, toolId);
   const start: CallStart = (cancel, settle) => {
-    const entry = scope.trajectory.start(scope.context.sessionId, {
-      kind: "nested",
-      toolCallId: `${parent.toolCallId}/${requestId}`,
-      parentToolCallId: parent.toolCallId,
-      tool: toolId,
-      codeModeRunId: parent.codeModeRunId,
+    const entry = scope.trajectory.startNested(
+      scope.context.sessionId,
+      parent.toolCallId,
+      parent.codeModeRunId,
+      toolId,
       via,
-      input: scope.redactInput(toolId, input),
-    });
+      requestId,
+      scope.redactInput(toolId, input),
+    );
     const failed = (error: unknown): void => {
       telemetry.nested.failedCalls++;
       const settled = toolFailure(`Tool ${toolId}`, error, cancel);

@@ -227,7 +227,7 @@ export class ActiveRun implements PreparedRun {
         call,
         telemetry,
         startedAt,
-        control.toolCallId,
+        call.toolCallId,
         runId,
       );
       if (
@@ -248,7 +248,7 @@ export class ActiveRun implements PreparedRun {
     } catch (error) {
       result = this.#failure(error, telemetry, startedAt);
     }
-    return this.#finishControl(control, result);
+    return this.#finishControl(control, EXEC_TOOL_NAME, call.toolCallId, result);
   }
 
   async wait(input: unknown, call: ControlCall): Promise<CodeModeResult> {
@@ -275,7 +275,7 @@ export class ActiveRun implements PreparedRun {
     } catch (error) {
       result = this.#failure(error, telemetry, startedAt);
     }
-    return this.#finishControl(control, result);
+    return this.#finishControl(control, WAIT_TOOL_NAME, call.toolCallId, result);
   }
 
   /**
@@ -307,7 +307,7 @@ export class ActiveRun implements PreparedRun {
       language: "typescript",
       detectedLanguage: "typescript",
     }));
-    return this.#runExec(code, "typescript", call, telemetry, startedAt, control.toolCallId, runId);
+    return this.#runExec(code, "typescript", call, telemetry, startedAt, call.toolCallId, runId);
   }
 
   #failure(error: unknown, telemetry: CodeModeTelemetry, startedAt: number): CodeModeResult {
@@ -315,7 +315,12 @@ export class ActiveRun implements PreparedRun {
     return this.#failed("internal_error", `Internal error: ${String(error)}`, telemetry, [], startedAt);
   }
 
-  #finishControl(control: TrajectoryHandle, result: CodeModeResult): CodeModeResult {
+  #finishControl(
+    control: TrajectoryHandle,
+    tool: string,
+    toolCallId: string,
+    result: CodeModeResult,
+  ): CodeModeResult {
     const { engine } = this;
     engine.countResult(result);
     if (result.status === "waiting") {
@@ -330,7 +335,7 @@ export class ActiveRun implements PreparedRun {
       result.status === "failed" ? { code: result.code, error: result.error } : undefined,
     );
     engine.debug?.(
-      `${control.tool} ${control.toolCallId}: ${result.status}${result.status === "failed" ? ` (${result.code ?? "guest error"}: ${result.error.slice(0, 200)})` : ""}; nested calls ${result.telemetry.nested.calls}, searches ${result.telemetry.nested.searches}, describes ${result.telemetry.nested.describes}`,
+      `${tool} ${toolCallId}: ${result.status}${result.status === "failed" ? ` (${result.code ?? "guest error"}: ${result.error.slice(0, 200)})` : ""}; nested calls ${result.telemetry.nested.calls}, searches ${result.telemetry.nested.searches}, describes ${result.telemetry.nested.describes}`,
     );
     return result;
   }

@@ -61,60 +61,240 @@ export type TruncatedInput = { $truncated: { bytes: number; preview: string } };
 const ENTRY_OVERHEAD_BYTES = 256;
 const PREVIEW_CHARS = 512;
 
-/** The recorder's handle on one entry while it runs; fields are set through the recorder. */
-export type TrajectoryHandle = {
-  readonly kind: TrajectoryEntry["kind"];
-  readonly toolCallId: string;
-  readonly tool: string;
-};
-
-type SessionLog = {
-  readonly sessionId: string;
-  entries: EntryRecord[];
-  /** Index of the oldest kept entry; entries before it were evicted and wait to be compacted away. */
-  head: number;
-  bytes: number;
-  live: boolean;
-  /** Sequence number of its latest entry. */
-  lastWrite: number;
-};
+const STATUSES: readonly TrajectoryEntry["status"][] = ["running", "completed", "waiting", "failed"];
+const RUNNING = 0;
 
 /**
- * Entries keep their times as milliseconds since this module loaded: a small integer is stored in the
- * record itself, while an epoch timestamp is a heap number of its own. Every nested call keeps an entry
- * until newer ones push it out, so each is copied to the old generation, and two objects fewer per entry
- * is garbage-collector time saved on every call. (Past about 24 days of uptime the offsets no longer fit
- * and V8 stores them as numbers again: slower, still right.)
+ * What consecutive entries share: a loop's nested calls under one exec have the same kind, tool, parent,
+ * run and route, so they point at one object instead of holding five fields each. A nested entry's
+ * toolCallId is `<parent>/<request id>`: the entry keeps the request id, and the prefix lives here.
  */
-const TIME_ORIGIN = Date.now();
-const sinceOrigin = (): number => Date.now() - TIME_ORIGIN;
-const isoAt = (offset: number): string => new Date(TIME_ORIGIN + offset).toISOString();
-
-// A class with every field set in the constructor: one object shape for every entry keeps recording
-// monomorphic, which is most of what makes it cheap on the nested-call path.
-class EntryRecord implements TrajectoryHandle {
-  inputJson: string | undefined = undefined;
-  status: TrajectoryEntry["status"] = "running";
-  yieldReason: string | undefined = undefined;
-  code: string | undefined = undefined;
-  error: string | undefined = undefined;
-  notes: string[] | undefined = undefined;
-  /** Milliseconds since TIME_ORIGIN. */
-  endedAt: number | undefined = undefined;
-  bytes = 0;
-  evicted = false;
+class EntryGroup {
+  readonly idPrefix: string;
 
   constructor(
-    readonly seq: number,
-    readonly log: SessionLog,
     readonly kind: TrajectoryEntry["kind"],
-    readonly toolCallId: string,
     readonly tool: string,
     readonly parentToolCallId: string | undefined,
-    public codeModeRunId: string | undefined,
+    readonly codeModeRunId: string | undefined,
     readonly via: string | undefined,
-    /** Milliseconds since TIME_ORIGIN. */
-    readonly startedAt: number,
+    nestedIds: boolean,
+  ) {
+    this.idPrefix = nestedIds ? `${parentToolCallId}/` : "";
+  }
+}
+
+/** The fields few entries have (a yield's reason, a failure, an executor's notes). */
+type EntryExtra = { yieldReason?: string; code?: string; error?: string; notes?: string[] };
+
+/** How many recently used groups a log compares a new nested entry against. */
+const RECENT_GROUPS = 8;
+
+/**
+ * One session's entries, oldest first, in a ring of columns: numbers in typed arrays, and four arrays
+ * of references (the shared group, the id, the input's JSON, the rare extras). Every nested call keeps
+ * its entry until newer ones push it out (10,000 by default), so whatever an entry is made of is copied
+ * to the old generation and marked there on every full collection: here that is the id and input
+ * strings (the input's text is shared with the previous entry when it reads the same), not an object
+ * of fifteen fields, two strings and two timestamps. Entries are numbered from the log's first; a
+ * number below `head` was pushed out.
+ */
+class SessionLog {
+  live = true;
+  bytes = 0;
+  /** Sequence number of its latest entry (the total cap frees the sessions written to longest ago). */
+  lastWrite = 0;
+  /** Number of the oldest kept entry; `tail` is the next one's. */
+  head = 0;
+  tail = 0;
+  #mask: number;
+  seqs: Float64Array;
+  startedAt: Float64Array;
+  /** NaN while the entry runs. */
+  endedAt: Float64Array;
+  sizes: Float64Array;
+  statuses: Uint8Array;
+  groups: Array<EntryGroup | undefined>;
+  ids: Array<string | undefined>;
+  inputs: Array<string | undefined>;
+  extras: Array<EntryExtra | undefined>;
+  readonly #recentGroups: EntryGroup[] = [];
+  #nextRecent = 0;
+  /** The latest input's JSON, handed to the next entry whose input reads the same. */
+  #lastInput: string | undefined = undefined;
+
+  constructor(
+    readonly sessionId: string,
+    capacity = 8,
+  ) {
+    this.#mask = capacity - 1;
+    this.seqs = new Float64Array(capacity);
+    this.startedAt = new Float64Array(capacity);
+    this.endedAt = new Float64Array(capacity);
+    this.sizes = new Float64Array(capacity);
+    this.statuses = new Uint8Array(capacity);
+    this.groups = new Array(capacity).fill(undefined);
+    this.ids = new Array(capacity).fill(undefined);
+    this.inputs = new Array(capacity).fill(undefined);
+    this.extras = new Array(capacity).fill(undefined);
+  }
+
+  get size(): number {
+    return this.tail - this.head;
+  }
+
+  slot(entry: number): number {
+    return entry & this.#mask;
+  }
+
+  /** The entry is still kept (not pushed out, its session not forgotten). */
+  holds(entry: number): boolean {
+    return this.live && entry >= this.head && entry < this.tail;
+  }
+
+  append(seq: number, group: EntryGroup, id: string, inputJson: string | undefined, bytes: number): number {
+    if (this.tail - this.head > this.#mask) this.#grow();
+    const entry = this.tail++;
+    const slot = entry & this.#mask;
+    this.seqs[slot] = seq;
+    this.startedAt[slot] = Date.now();
+    this.endedAt[slot] = Number.NaN;
+    this.sizes[slot] = bytes;
+    this.statuses[slot] = RUNNING;
+    this.groups[slot] = group;
+    this.ids[slot] = id;
+    this.inputs[slot] = inputJson;
+    this.extras[slot] = undefined;
+    this.bytes += bytes;
+    this.lastWrite = seq;
+    return entry;
+  }
+
+  /** Pushes the oldest entry out; what it held in bytes. */
+  evictOldest(): number {
+    const slot = this.head++ & this.#mask;
+    const bytes = this.sizes[slot]!;
+    this.bytes -= bytes;
+    this.groups[slot] = undefined;
+    this.ids[slot] = undefined;
+    this.inputs[slot] = undefined;
+    this.extras[slot] = undefined;
+    return bytes;
+  }
+
+  /** A group equal to one of the last few, or a new one remembered in their place. */
+  nestedGroup(tool: string, parentToolCallId: string, codeModeRunId: string, via: string): EntryGroup {
+    const recent = this.#recentGroups;
+    for (let index = 0; index < recent.length; index++) {
+      const group = recent[index]!;
+      if (
+        group.tool === tool &&
+        group.parentToolCallId === parentToolCallId &&
+        group.codeModeRunId === codeModeRunId &&
+        group.via === via
+      ) {
+        return group;
+      }
+    }
+    const group = new EntryGroup("nested", tool, parentToolCallId, codeModeRunId, via, true);
+    recent[this.#nextRecent] = group;
+    this.#nextRecent = (this.#nextRecent + 1) % RECENT_GROUPS;
+    return group;
+  }
+
+  /** The previous input's string when this one reads the same: one string kept for both. */
+  sharedInput(json: string): string {
+    if (json === this.#lastInput) return this.#lastInput;
+    this.#lastInput = json;
+    return json;
+  }
+
+  #grow(): void {
+    const capacity = (this.#mask + 1) * 2;
+    const mask = capacity - 1;
+    const seqs = new Float64Array(capacity);
+    const startedAt = new Float64Array(capacity);
+    const endedAt = new Float64Array(capacity);
+    const sizes = new Float64Array(capacity);
+    const statuses = new Uint8Array(capacity);
+    const groups = new Array<EntryGroup | undefined>(capacity).fill(undefined);
+    const ids = new Array<string | undefined>(capacity).fill(undefined);
+    const inputs = new Array<string | undefined>(capacity).fill(undefined);
+    const extras = new Array<EntryExtra | undefined>(capacity).fill(undefined);
+    for (let entry = this.head; entry < this.tail; entry++) {
+      const from = entry & this.#mask;
+      const to = entry & mask;
+      seqs[to] = this.seqs[from]!;
+      startedAt[to] = this.startedAt[from]!;
+      endedAt[to] = this.endedAt[from]!;
+      sizes[to] = this.sizes[from]!;
+      statuses[to] = this.statuses[from]!;
+      groups[to] = this.groups[from];
+      ids[to] = this.ids[from];
+      inputs[to] = this.inputs[from];
+      extras[to] = this.extras[from];
+    }
+    this.#mask = mask;
+    this.seqs = seqs;
+    this.startedAt = startedAt;
+    this.endedAt = endedAt;
+    this.sizes = sizes;
+    this.statuses = statuses;
+    this.groups = groups;
+    this.ids = ids;
+    this.inputs = inputs;
+    this.extras = extras;
+  }
+
+  /** The entry's rare fields, made the first time one is set. */
+  extraOf(slot: number): EntryExtra {
+    let extra = this.extras[slot];
+    if (extra === undefined) {
+      extra = {};
+      this.extras[slot] = extra;
+    }
+    return extra;
+  }
+
+  toolCallId(slot: number): string {
+    return this.groups[slot]!.idPrefix + this.ids[slot]!;
+  }
+
+  /** The entry as users read it, made when it is read. */
+  toEntry(entry: number): TrajectoryEntry {
+    const slot = entry & this.#mask;
+    const group = this.groups[slot]!;
+    const result: TrajectoryEntry = {
+      kind: group.kind,
+      toolCallId: group.idPrefix + this.ids[slot]!,
+      tool: group.tool,
+      status: STATUSES[this.statuses[slot]!]!,
+      startedAt: new Date(this.startedAt[slot]!).toISOString(),
+    };
+    if (group.parentToolCallId !== undefined) result.parentToolCallId = group.parentToolCallId;
+    if (group.codeModeRunId !== undefined) result.codeModeRunId = group.codeModeRunId;
+    if (group.via !== undefined) result.via = group.via;
+    const inputJson = this.inputs[slot];
+    if (inputJson !== undefined) result.input = JSON.parse(inputJson) as JsonValue;
+    const extra = this.extras[slot];
+    if (extra?.yieldReason !== undefined) result.yieldReason = extra.yieldReason;
+    if (extra?.code !== undefined) result.code = extra.code;
+    if (extra?.error !== undefined) result.error = extra.error;
+    if (extra?.notes !== undefined) result.notes = [...extra.notes];
+    const endedAt = this.endedAt[slot]!;
+    if (!Number.isNaN(endedAt)) {
+      result.endedAt = new Date(endedAt).toISOString();
+      result.durationMs = endedAt - this.startedAt[slot]!;
+    }
+    return result;
+  }
+}
+
+/** The recorder's handle on one entry: its log and its number there. */
+export class TrajectoryHandle {
+  constructor(
+    readonly log: SessionLog,
+    readonly entry: number,
   ) {}
 }
 
@@ -127,13 +307,16 @@ function utf8Bytes(text: string): number {
  * entries (oldest first out), an input longer than `maxInputBytes` is kept as a `$truncated` marker
  * with a preview, all logs together are bounded (least recently written session first out), and a
  * session's log is freed with `forget`. Recording serializes the input once (the byte cap needs its
- * size) and keeps that text; everything else on the hot path is constant work.
+ * size) and keeps that text; everything else on the hot path is constant work. Entries become
+ * `TrajectoryEntry` objects only when they are read.
  */
 export class TrajectoryRecorder {
   readonly #logs = new Map<string, SessionLog>();
   readonly #limits: TrajectoryLimits;
   #totalBytes = 0;
   #seq = 0;
+  /** The log written last: a busy session is looked up once, not per call. */
+  #lastLog: SessionLog | null = null;
 
   constructor(limits: Partial<TrajectoryLimits> = {}) {
     this.#limits = { ...DEFAULT_TRAJECTORY_LIMITS, ...limits };
@@ -149,6 +332,7 @@ export class TrajectoryRecorder {
     return this.#logs.size;
   }
 
+  /** Starts an entry of any kind (the model's exec and wait calls). */
   start(
     sessionId: string,
     entry: Pick<
@@ -158,38 +342,65 @@ export class TrajectoryRecorder {
       input?: JsonValue;
     },
   ): TrajectoryHandle {
-    const log = this.#log(sessionId);
-    const record = new EntryRecord(
-      ++this.#seq,
-      log,
+    const group = new EntryGroup(
       entry.kind,
-      entry.toolCallId,
       entry.tool,
       entry.parentToolCallId,
       entry.codeModeRunId,
       entry.via,
-      sinceOrigin(),
+      false,
     );
-    const { input } = entry;
+    return this.#append(this.#log(sessionId), group, entry.toolCallId, entry.input);
+  }
+
+  /** Starts a nested call's entry; its toolCallId is `<parentToolCallId>/<requestId>`. */
+  startNested(
+    sessionId: string,
+    parentToolCallId: string,
+    codeModeRunId: string,
+    tool: string,
+    via: string,
+    requestId: string,
+    input: JsonValue | undefined,
+  ): TrajectoryHandle {
+    const log = this.#log(sessionId);
+    return this.#append(log, log.nestedGroup(tool, parentToolCallId, codeModeRunId, via), requestId, input);
+  }
+
+  #append(log: SessionLog, group: EntryGroup, id: string, input: JsonValue | undefined): TrajectoryHandle {
+    let inputJson: string | undefined;
     let size = ENTRY_OVERHEAD_BYTES;
     if (input !== undefined) {
-      const inputJson = this.#boundedJson(input);
-      record.inputJson = inputJson;
+      inputJson = log.sharedInput(this.#boundedJson(input));
       size += utf8Bytes(inputJson);
     }
-    log.entries.push(record);
-    this.#grow(record, size);
+    const entry = log.append(++this.#seq, group, id, inputJson, size);
+    this.#totalBytes += size;
     this.#trim(log);
-    return record;
+    return new TrajectoryHandle(log, entry);
   }
 
   /** Sets the run id or the yield reason of an entry once they are known. */
   annotate(handle: TrajectoryHandle, fields: { codeModeRunId?: string; yieldReason?: string }): void {
-    const record = handle as EntryRecord;
-    if (fields.codeModeRunId !== undefined) record.codeModeRunId = fields.codeModeRunId;
+    const { log, entry } = handle;
+    if (!log.holds(entry)) return;
+    const slot = log.slot(entry);
+    if (fields.codeModeRunId !== undefined) {
+      // A group may be shared: the entry gets one of its own, and its whole id.
+      const group = log.groups[slot]!;
+      log.ids[slot] = log.toolCallId(slot);
+      log.groups[slot] = new EntryGroup(
+        group.kind,
+        group.tool,
+        group.parentToolCallId,
+        fields.codeModeRunId,
+        group.via,
+        false,
+      );
+    }
     if (fields.yieldReason !== undefined) {
-      record.yieldReason = fields.yieldReason;
-      this.#grow(record, utf8Bytes(fields.yieldReason));
+      log.extraOf(slot).yieldReason = fields.yieldReason;
+      this.#grow(log, slot, utf8Bytes(fields.yieldReason));
     }
   }
 
@@ -198,35 +409,44 @@ export class TrajectoryRecorder {
     status: TrajectoryEntry["status"],
     failure?: { code?: string; error: string },
   ): void {
-    const record = handle as EntryRecord;
-    record.status = status;
-    record.endedAt = sinceOrigin();
-    if (failure?.code) record.code = failure.code;
+    const { log, entry } = handle;
+    // An entry pushed out (or of a forgotten session) is no longer read.
+    if (!log.holds(entry)) return;
+    const slot = log.slot(entry);
+    log.statuses[slot] = STATUSES.indexOf(status);
+    log.endedAt[slot] = Date.now();
     if (failure) {
-      record.error = failure.error.length > 2000 ? `${failure.error.slice(0, 2000)}…` : failure.error;
-      this.#grow(record, utf8Bytes(record.error));
+      const extra = log.extraOf(slot);
+      if (failure.code) extra.code = failure.code;
+      extra.error = failure.error.length > 2000 ? `${failure.error.slice(0, 2000)}…` : failure.error;
+      this.#grow(log, slot, utf8Bytes(extra.error));
     }
   }
 
   /** At most 20 notes of 500 characters per entry: hosts annotate decisions, not logs. */
   note(handle: TrajectoryHandle, text: string): void {
-    const record = handle as EntryRecord;
-    record.notes ??= [];
-    if (record.notes.length >= 20) return;
+    const { log, entry } = handle;
+    if (!log.holds(entry)) return;
+    const slot = log.slot(entry);
+    const extra = log.extraOf(slot);
+    extra.notes ??= [];
+    if (extra.notes.length >= 20) return;
     const line = String(text).slice(0, 500);
-    record.notes.push(line);
-    this.#grow(record, utf8Bytes(line));
+    extra.notes.push(line);
+    this.#grow(log, slot, utf8Bytes(line));
   }
 
   /** Replaces an entry's input (already bounded and redacted by the caller) from what was recorded. */
   updateInput(handle: TrajectoryHandle, update: (recorded: JsonValue | undefined) => JsonValue): void {
-    const record = handle as EntryRecord;
-    const before = record.inputJson;
+    const { log, entry } = handle;
+    if (!log.holds(entry)) return;
+    const slot = log.slot(entry);
+    const before = log.inputs[slot];
     const next = this.#boundedJson(
       update(before === undefined ? undefined : (JSON.parse(before) as JsonValue)),
     );
-    record.inputJson = next;
-    this.#grow(record, utf8Bytes(next) - (before === undefined ? 0 : utf8Bytes(before)));
+    log.inputs[slot] = next;
+    this.#grow(log, slot, utf8Bytes(next) - (before === undefined ? 0 : utf8Bytes(before)));
   }
 
   /** Frees a session's log; entries still running are no longer kept or counted. */
@@ -236,6 +456,7 @@ export class TrajectoryRecorder {
     log.live = false;
     this.#totalBytes -= log.bytes;
     this.#logs.delete(sessionId);
+    if (this.#lastLog === log) this.#lastLog = null;
     return true;
   }
 
@@ -252,37 +473,45 @@ export class TrajectoryRecorder {
     parentToolCallId?: string;
     codeModeRunId?: string;
   }): TrajectoryExport {
-    let records: EntryRecord[];
-    if (filter?.sessionId !== undefined) {
-      const log = this.#logs.get(filter.sessionId);
-      records = log ? log.entries.slice(log.head) : [];
-    } else {
-      records = [...this.#logs.values()].flatMap((log) => log.entries.slice(log.head));
-      records.sort((a, b) => a.seq - b.seq);
-    }
     const entries: TrajectoryEntry[] = [];
-    for (const record of records) {
+    const keep = (log: SessionLog, entry: number): void => {
+      const slot = log.slot(entry);
+      const group = log.groups[slot]!;
       if (
         filter?.parentToolCallId &&
-        record.parentToolCallId !== filter.parentToolCallId &&
-        record.toolCallId !== filter.parentToolCallId
+        group.parentToolCallId !== filter.parentToolCallId &&
+        log.toolCallId(slot) !== filter.parentToolCallId
       ) {
-        continue;
+        return;
       }
-      if (filter?.codeModeRunId && record.codeModeRunId !== filter.codeModeRunId) continue;
-      entries.push(toEntry(record));
+      if (filter?.codeModeRunId && group.codeModeRunId !== filter.codeModeRunId) return;
+      entries.push(log.toEntry(entry));
+    };
+    if (filter?.sessionId !== undefined) {
+      const log = this.#logs.get(filter.sessionId);
+      if (log) for (let entry = log.head; entry < log.tail; entry++) keep(log, entry);
+      return { format: TRAJECTORY_FORMAT, entries };
     }
+    const all: Array<{ log: SessionLog; entry: number; seq: number }> = [];
+    for (const log of this.#logs.values()) {
+      for (let entry = log.head; entry < log.tail; entry++) {
+        all.push({ log, entry, seq: log.seqs[log.slot(entry)]! });
+      }
+    }
+    all.sort((a, b) => a.seq - b.seq);
+    for (const { log, entry } of all) keep(log, entry);
     return { format: TRAJECTORY_FORMAT, entries };
   }
 
   #log(sessionId: string): SessionLog {
+    const last = this.#lastLog;
+    if (last !== null && last.sessionId === sessionId) return last;
     let log = this.#logs.get(sessionId);
     if (!log) {
-      log = { sessionId, entries: [], head: 0, bytes: 0, live: true, lastWrite: 0 };
+      log = new SessionLog(sessionId);
       this.#logs.set(sessionId, log);
     }
-    // The total cap frees the sessions written to longest ago first.
-    log.lastWrite = this.#seq + 1;
+    this.#lastLog = log;
     return log;
   }
 
@@ -304,10 +533,10 @@ export class TrajectoryRecorder {
     return JSON.stringify(marker);
   }
 
-  #grow(record: EntryRecord, bytes: number): void {
-    if (record.evicted || !record.log.live) return;
-    record.bytes += bytes;
-    record.log.bytes += bytes;
+  /** A kept entry (the caller checked) grows by `bytes`. */
+  #grow(log: SessionLog, slot: number, bytes: number): void {
+    log.sizes[slot] = log.sizes[slot]! + bytes;
+    log.bytes += bytes;
     this.#totalBytes += bytes;
   }
 
@@ -315,17 +544,10 @@ export class TrajectoryRecorder {
     const limits = this.#limits;
     // Keep the newest entry even when it alone passes the cap (its input is bounded anyway).
     while (
-      log.entries.length - log.head > 1 &&
-      (log.bytes > limits.maxBytesPerSession || log.entries.length - log.head > limits.maxEntriesPerSession)
+      log.size > 1 &&
+      (log.bytes > limits.maxBytesPerSession || log.size > limits.maxEntriesPerSession)
     ) {
-      this.#evict(log.entries[log.head]!);
-      // Let go of it now, not at the next compaction: a busy session would keep twice its cap alive.
-      log.entries[log.head] = undefined as never;
-      log.head++;
-    }
-    if (log.head > 1024 && log.head * 2 > log.entries.length) {
-      log.entries = log.entries.slice(log.head);
-      log.head = 0;
+      this.#totalBytes -= log.evictOldest();
     }
     while (this.#totalBytes > limits.maxTotalBytes) {
       let idlest: SessionLog | undefined;
@@ -336,35 +558,6 @@ export class TrajectoryRecorder {
       this.forget(idlest.sessionId);
     }
   }
-
-  #evict(record: EntryRecord): void {
-    record.evicted = true;
-    record.log.bytes -= record.bytes;
-    this.#totalBytes -= record.bytes;
-  }
-}
-
-function toEntry(record: EntryRecord): TrajectoryEntry {
-  const entry: TrajectoryEntry = {
-    kind: record.kind,
-    toolCallId: record.toolCallId,
-    tool: record.tool,
-    status: record.status,
-    startedAt: isoAt(record.startedAt),
-  };
-  if (record.parentToolCallId !== undefined) entry.parentToolCallId = record.parentToolCallId;
-  if (record.codeModeRunId !== undefined) entry.codeModeRunId = record.codeModeRunId;
-  if (record.via !== undefined) entry.via = record.via;
-  if (record.inputJson !== undefined) entry.input = JSON.parse(record.inputJson) as JsonValue;
-  if (record.yieldReason !== undefined) entry.yieldReason = record.yieldReason;
-  if (record.code !== undefined) entry.code = record.code;
-  if (record.error !== undefined) entry.error = record.error;
-  if (record.notes !== undefined) entry.notes = [...record.notes];
-  if (record.endedAt !== undefined) {
-    entry.endedAt = isoAt(record.endedAt);
-    entry.durationMs = record.endedAt - record.startedAt;
-  }
-  return entry;
 }
 
 /**

@@ -1,5 +1,5 @@
-import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
 
 /**
  * The guest prelude compiled to QuickJS bytecode at build time (scripts/build-prelude-bytecode.mjs),
@@ -23,8 +23,16 @@ export const PRELUDE_BYTECODE_FORMAT = 1;
 
 const MANIFEST_URL = new URL("./worker/guest-prelude.bytecode.json", import.meta.url);
 
+/**
+ * node:crypto, loaded on the first hash rather than with this module: this module loads before the
+ * sandbox's early worker is started (src/worker-start.ts), and loading crypto first (about 10 ms of CPU
+ * here) would start that thread, the first cell's critical path, that much later.
+ */
+let crypto: typeof import("node:crypto") | undefined;
+
 function sha256(data: string | Uint8Array): string {
-  return createHash("sha256").update(data).digest("hex");
+  crypto ??= createRequire(import.meta.url)("node:crypto") as typeof import("node:crypto");
+  return crypto.createHash("sha256").update(data).digest("hex");
 }
 
 /**

@@ -52,14 +52,18 @@ let early: EarlyWorker | null = null;
  */
 function startEarly(): void {
   if (process.env.CODECELL_SANDBOX_EARLY_START === "0") return;
+  // The thread first: its boot is the longest way to the first cell, while reading and compiling the
+  // wasm (begun right after) is done long before the worker can take it.
+  let spawned: Worker | null = null;
+  try {
+    spawned = spawnWorker();
+  } catch {
+    // No early worker; the wasm still starts compiling for the pool.
+  }
   const module = loadQuickJsModule();
   module.catch(() => {});
-  let worker: Worker;
-  try {
-    worker = spawnWorker();
-  } catch {
-    return;
-  }
+  if (spawned === null) return;
+  const worker = spawned;
   // Until a pool takes it, a crash or exit only means there is no early worker to take.
   const drop = () => {
     if (early?.worker !== worker) return;

@@ -1,5 +1,5 @@
-import { spawn } from "node:child_process";
 import { type FileHandle, lstat, readdir } from "node:fs/promises";
+import { createRequire } from "node:module";
 import { CodeModeError, type HostTool, type JsonValue } from "@codecell/contract";
 import { WorkspaceFiles } from "./workspace-files.js";
 import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits, WorkspaceQuota } from "./workspace-quota.js";
@@ -239,6 +239,18 @@ function fileTools(workspace: string, limits: WorkspaceLimits): CoreTool[] {
   ];
 }
 
+/**
+ * node:child_process, loaded with the first shell command: it (and the dgram module it loads) is a few
+ * milliseconds of every `codecell serve` start-up that runs no command.
+ */
+let childProcessModule: typeof import("node:child_process") | undefined;
+function childProcess(): typeof import("node:child_process") {
+  childProcessModule ??= createRequire(import.meta.url)(
+    "node:child_process",
+  ) as typeof import("node:child_process");
+  return childProcessModule;
+}
+
 function shellTool(workspace: string): CoreTool {
   return {
     name: "exec",
@@ -262,7 +274,7 @@ function shellTool(workspace: string): CoreTool {
       const timeoutMs =
         typeof input.timeoutMs === "number" ? Math.min(Math.max(1, input.timeoutMs), 600_000) : 30_000;
       return new Promise((resolvePromise, reject) => {
-        const child = spawn("/bin/sh", ["-c", input.command as string], {
+        const child = childProcess().spawn("/bin/sh", ["-c", input.command as string], {
           cwd: workspace,
           signal,
           timeout: timeoutMs,
