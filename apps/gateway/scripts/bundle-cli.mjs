@@ -12,29 +12,30 @@
 //   code cache. The bundle's hash, length and external packages are written into it here.
 //
 // One package stays outside the bundle, loaded by name as the ES module it is, so the process holds
-// exactly one copy of it: @codecell/sandbox/worker-start. It starts the sandbox's first worker as it
-// loads (before anything else), and it and wasm-module.js hold the sandbox's process-wide state (the
-// early worker, the compiled wasm and its checked prelude bytecode); the rest of the sandbox is inlined
-// and takes those modules' exports from this entry. The packages that plugins (loaded at run time)
-// import by name, @codecell/contract and @codecell/namespaces, are inlined too: what must be shared with
-// a plugin's copy is kept under registry symbols (CodeModeError's brand, the namespace tool markers).
-// Inlined modules that read `import.meta.url` (to load a library on demand from their own package) get
-// their module's real location (scripts/package-import-meta.mjs). Files the packages read at run time
-// (the sandbox's worker script, quickjs.wasm, the prelude bytecode) stay where they are in each package.
+// exactly one copy of it: @codecell/sandbox/worker-start (it starts the sandbox's first worker as it loads,
+// before anything else, and holds the sandbox's process-wide state). The packages that plugins (loaded at
+// run time) import by name, @codecell/contract and @codecell/namespaces, are inlined too: what must be
+// shared with a plugin's copy is kept under registry symbols (CodeModeError's brand, the namespace
+// registry and tool markers). How the packages are found and inlined is shared with the engine's bundle:
+// the repository's scripts/workspace-bundle.mjs. Files the packages read at run time (the sandbox's
+// worker script, quickjs.wasm, the prelude bytecode) stay where they are in each package.
 import { createHash } from "node:crypto";
-import { readdirSync, readFileSync, realpathSync } from "node:fs";
-import { dirname, join, relative, sep } from "node:path";
-import { fileURLToPath } from "node:url";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { build, transform } from "esbuild";
+import {
+  checkWorkerStartExports,
+  dependencyChains,
+  inlinedImportMeta,
+  sandboxStateFromWorkerStart,
+  WORKER_START,
+  workspacePackages,
+} from "../../../scripts/workspace-bundle.mjs";
 import { lazySdkSchemas } from "./lazy-sdk-schemas.mjs";
 
 const appDir = new URL("..", import.meta.url);
 const manifest = JSON.parse(readFileSync(new URL("package.json", appDir), "utf8"));
-/** Loaded by name outside the bundle (see above). */
-const WORKER_START = "@codecell/sandbox/worker-start";
 const external = [WORKER_START];
-/** The sandbox modules whose exports the bundle takes from WORKER_START (it re-exports them). */
-const SANDBOX_STATE_MODULES = ["worker-start.js", "wasm-module.js"];
 const BUNDLE_FILE = "cli-bundle.cjs";
 /** The bundle's parameters; src/cli-entry.ts calls it with these, in this order. */
 const BUNDLE_PARAMETERS = [
@@ -47,105 +48,19 @@ const BUNDLE_PARAMETERS = [
   "__codecellHost",
 ];
 
-/** The workspace's packages (not this app) by folder: name, main file, workspace dependencies. */
-function workspacePackages() {
-  const packagesDir = realpathSync(new URL("../../packages", appDir));
-  const found = new Map();
-  for (const folder of readdirSync(packagesDir)) {
-    const dir = join(packagesDir, folder);
-    let pkg;
-    try {
-      pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8"));
-    } catch {
-      continue;
-    }
-    const main = pkg.exports?.["."]?.default;
-    if (typeof main !== "string") continue;
-    found.set(dir, {
-      name: pkg.name,
-      main: join(dir, main),
-      dependencies: Object.keys(pkg.dependencies ?? {}).filter((name) => name.startsWith("@codecell/")),
-    });
-  }
-  return found;
-}
-const packagesByDir = workspacePackages();
-const packagesByName = new Map([...packagesByDir.values()].map((pkg) => [pkg.name, pkg]));
-
-/** How Node reaches each workspace package from the gateway: the shortest chain of dependencies. */
-function dependencyChains() {
-  const chains = new Map();
-  let frontier = Object.keys(manifest.dependencies)
-    .filter((name) => packagesByName.has(name))
-    .map((name) => [name]);
-  while (frontier.length > 0) {
-    const next = [];
-    for (const chain of frontier) {
-      const name = chain.at(-1);
-      if (chains.has(name)) continue;
-      chains.set(name, chain);
-      for (const dependency of packagesByName.get(name).dependencies) next.push([...chain, dependency]);
-    }
-    frontier = next;
-  }
-  return chains;
-}
-const chains = dependencyChains();
-
-/** The workspace package a file belongs to, or undefined (this app's own files, node_modules). */
-function packageOf(file) {
-  for (const [dir, pkg] of packagesByDir) if (file.startsWith(`${dir}${sep}`)) return pkg;
-  return undefined;
-}
-
-const IMPORT_META_HELPER = fileURLToPath(new URL("package-import-meta.mjs", import.meta.url));
+const packages = workspacePackages();
 
 /**
- * Inlines the workspace packages: the engine by its module without the top-level await (the start-up
- * file has already started the sandbox's worker, which is what that await orders), the sandbox's state
- * modules from WORKER_START, and each module's `import.meta` as its place in its installed package.
+ * The engine by its modules without the top-level await of its entry (the start-up file has already
+ * started the sandbox's worker, which is what that await orders), not by its published bundle, which
+ * would bring second copies of the packages the CLI inlines as well.
  */
-const workspaceModules = {
-  name: "workspace-modules",
+const engineModules = {
+  name: "engine-modules",
   setup(build) {
-    build.onResolve({ filter: /^@codecell\/engine$/ }, () => {
-      const engine = packagesByName.get("@codecell/engine");
-      return { path: join(dirname(engine.main), "engine-api.js") };
-    });
-    build.onResolve({ filter: /^\.\/[\w-]+\.js$/ }, (args) => {
-      const pkg = packageOf(args.importer);
-      if (pkg?.name !== "@codecell/sandbox") return undefined;
-      const file = args.path.slice(2);
-      if (SANDBOX_STATE_MODULES.includes(file)) return { path: WORKER_START, external: true };
-      if (file === "prelude-bytecode.js") {
-        throw new Error(`${args.importer} imports ${args.path}, which only ${WORKER_START} may load`);
-      }
-      return undefined;
-    });
-    build.onLoad({ filter: /\.js$/ }, async (args) => {
-      const pkg = packageOf(args.path);
-      if (pkg === undefined) return undefined;
-      const source = readFileSync(args.path, "utf8");
-      if (!source.includes("import.meta")) return undefined;
-      const chain = chains.get(pkg.name);
-      if (chain === undefined)
-        throw new Error(`${pkg.name} is bundled but the gateway does not depend on it`);
-      const fromMain = `./${relative(dirname(pkg.main), args.path).split(sep).join("/")}`;
-      const { code } = await transform(source, {
-        define: { "import.meta": "__codecellImportMeta" },
-        loader: "js",
-        format: "esm",
-        sourcefile: args.path,
-      });
-      return {
-        contents:
-          `import { packageImportMeta } from ${JSON.stringify(IMPORT_META_HELPER)};\n` +
-          `const __codecellImportMeta = packageImportMeta(${JSON.stringify(chain)}, ${JSON.stringify(fromMain)});\n` +
-          code,
-        loader: "js",
-        resolveDir: dirname(args.path),
-      };
-    });
+    build.onResolve({ filter: /^@codecell\/engine$/ }, () => ({
+      path: join(packages.byName.get("@codecell/engine").dir, "dist", "engine-api.js"),
+    }));
   },
 };
 
@@ -252,29 +167,7 @@ const hostFromEntry = {
   },
 };
 
-/** Every name the bundle takes from WORKER_START must be one it exports. */
-async function checkWorkerStartExports() {
-  const sandboxDir = dirname(packagesByName.get("@codecell/sandbox").main);
-  const exportsOf = async (file) => {
-    const result = await build({
-      entryPoints: [join(sandboxDir, file)],
-      bundle: false,
-      write: false,
-      metafile: true,
-      format: "esm",
-      outdir: "out",
-      logLevel: "silent",
-    });
-    return Object.values(result.metafile.outputs).find((output) => output.entryPoint)?.exports ?? [];
-  };
-  const offered = new Set(await exportsOf("worker-start.js"));
-  for (const file of SANDBOX_STATE_MODULES) {
-    const missing = (await exportsOf(file)).filter((name) => !offered.has(name));
-    if (missing.length > 0)
-      throw new Error(`${WORKER_START} does not re-export ${missing.join(", ")} of ${file}`);
-  }
-}
-await checkWorkerStartExports();
+await checkWorkerStartExports(packages, build);
 
 const bundled = await build({
   absWorkingDir: new URL(".", appDir).pathname,
@@ -297,7 +190,21 @@ const bundled = await build({
   charset: "ascii",
   sourcemap: true,
   metafile: true,
-  plugins: [workspaceModules, lazySchemas, lazyAjv, englishZod, zodFastParserOnReuse, hostFromEntry],
+  plugins: [
+    engineModules,
+    sandboxStateFromWorkerStart(packages),
+    inlinedImportMeta({
+      packages,
+      chains: dependencyChains(packages, Object.keys(manifest.dependencies)),
+      transform,
+      bundleName: "the gateway",
+    }),
+    lazySchemas,
+    lazyAjv,
+    englishZod,
+    zodFastParserOnReuse,
+    hostFromEntry,
+  ],
   logLevel: "warning",
 });
 

@@ -118,6 +118,14 @@ function heavyLibraries(files: string[]): string[] {
   return [...heavy].sort();
 }
 
+/** The files of packages/* in a module list, relative to that folder, sorted. */
+function workspaceModules(files: string[]): string[] {
+  return files
+    .filter((file) => /[\\/]packages[\\/]/.test(file))
+    .map((file) => file.replace(/^.*[\\/]packages[\\/]/, "").replaceAll("\\", "/"))
+    .sort();
+}
+
 describe("cold start: the sandbox's first worker", () => {
   it("starts before the engine's own modules load, so it boots while they do", () => {
     const file = join(mkdtempSync(join(tmpdir(), "codecell-worker-first-")), "verdict.json");
@@ -132,7 +140,11 @@ describe("cold start: the sandbox's first worker", () => {
       },
     );
     const engineModules = JSON.parse(readFileSync(file, "utf8")) as { url: string; afterWorker: boolean }[];
-    expect(engineModules.some((module) => module.url.endsWith("/engine.js"))).toBe(true);
+    // The published engine is two files (packages/engine/scripts/bundle-engine.mjs): its entry, and the
+    // rest of it, imported once the worker start has run.
+    expect(engineModules.map((module) => module.url.replace(/^.*[\\/]engine[\\/]/, ""))).toEqual([
+      "dist/bundle/engine-api.js",
+    ]);
     expect(engineModules.filter((module) => !module.afterWorker)).toEqual([]);
     expect(child.status).toBe(0);
   });
@@ -141,8 +153,16 @@ describe("cold start: the sandbox's first worker", () => {
 describe("cold start: what the first result loads", () => {
   it("importing @codecell/engine and running `return 1 + 1` loads no zod, search library, SQLite, Redis, TypeScript or MCP code", () => {
     const files = loadedModules(COLD_EXEC);
-    expect(files.some((file) => /[\\/]packages[\\/]engine[\\/]dist[\\/]index\.js$/.test(file))).toBe(true);
     expect(heavyLibraries(files)).toEqual([]);
+    // The engine is its published bundle, and of the other codecell packages only the sandbox's worker
+    // start loads as ES modules (the rest are inlined in the bundle).
+    expect(workspaceModules(files)).toEqual([
+      "engine/dist/bundle/engine-api.js",
+      "engine/dist/bundle/index.js",
+      "sandbox/dist/prelude-bytecode.js",
+      "sandbox/dist/wasm-module.js",
+      "sandbox/dist/worker-start.js",
+    ]);
   });
 
   it("a search and a refused input do load the search library and zod (the trace sees lazy loads)", () => {
@@ -161,11 +181,7 @@ describe("cold start: what the first result loads", () => {
     expect(heavyLibraries(files)).toEqual([]);
     // So are the codecell packages: of them, only the sandbox's worker start loads as ES modules (it
     // starts the first worker before anything else loads and holds the sandbox's process-wide state).
-    const workspaceModules = files
-      .filter((file) => /[\\/]packages[\\/]/.test(file))
-      .map((file) => file.replace(/^.*[\\/]packages[\\/]/, "").replaceAll("\\", "/"))
-      .sort();
-    expect(workspaceModules).toEqual([
+    expect(workspaceModules(files)).toEqual([
       "sandbox/dist/prelude-bytecode.js",
       "sandbox/dist/wasm-module.js",
       "sandbox/dist/worker-start.js",

@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
@@ -85,6 +85,23 @@ describe("the packed packages, installed with npm into an empty folder", () => {
       env: process.env,
     });
     expect(JSON.parse(stdout)).toMatchObject({ status: "completed", value: { sum: 2, servers: ["memory"] } });
+
+    // The engine embedded by a host, from the same folder: the published engine is one bundle with the
+    // packages below it inlined, beside the host's own installed contract and namespaces (the engine
+    // package's bundle test runs the same host against the workspace's build).
+    copyFileSync(
+      join(ROOT, "packages", "engine", "test", "fixtures", "bundle-host.mjs"),
+      join(install, "host.mjs"),
+    );
+    const { stdout: hostOutput } = await run(process.execPath, ["host.mjs"], { cwd: install });
+    const seen = JSON.parse(hostOutput);
+    expect(seen.engineUrl).toContain("/node_modules/@codecell/engine/dist/bundle/index.js");
+    expect(seen.badConfig).toEqual({ instanceOfHostClass: true, isByBrand: true, code: "invalid_config" });
+    expect(seen.namespace).toMatchObject({ status: "completed", value: ["object", ["call mom"]] });
+    expect(seen.search).toMatchObject({ status: "completed", value: ["notes_add", "notes_list"] });
+    expect(seen.refused).toMatchObject({ status: "failed", code: "invalid_input" });
+    expect(seen.typescript).toMatchObject({ status: "completed", value: 42 });
+    expect(seen.resumed).toMatchObject({ status: "completed", value: "resumed" });
 
     // MCP over stdio from the same folder: initialize and tools/list.
     const transport = new StdioClientTransport({

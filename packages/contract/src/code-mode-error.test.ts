@@ -26,11 +26,23 @@ describe("CodeModeError", () => {
     expect(JSON.parse(JSON.stringify(error.toData()))).toEqual(error.toData());
   });
 
-  it("is recognised by brand across copies of the package, not only by instanceof", () => {
-    const foreign = Object.assign(new Error("x"), { code: "aborted" });
-    Object.defineProperty(foreign, Symbol.for("codecell.CodeModeError"), { value: true });
-    expect(foreign instanceof CodeModeError).toBe(false);
+  it("is recognised across copies of the package, by `is` and by instanceof", async () => {
+    // A second instance of the module, as a bundle that inlines its own copy of this package has.
+    const specifier = "./code-mode-error.js?second-copy";
+    const copy = (await import(/* @vite-ignore */ specifier)) as typeof import("./code-mode-error.js");
+    expect(copy.CodeModeError).not.toBe(CodeModeError);
+    const foreign = new copy.CodeModeError("aborted", "x");
+    expect(Object.getPrototypeOf(foreign)).not.toBe(CodeModeError.prototype);
     expect(CodeModeError.is(foreign)).toBe(true);
+    expect(foreign instanceof CodeModeError).toBe(true);
+    expect(new CodeModeError("timeout", "y") instanceof copy.CodeModeError).toBe(true);
+  });
+
+  it("leaves instanceof of a subclass to the subclass's own instances", () => {
+    class LimitError extends CodeModeError {}
+    expect(new LimitError("timeout", "x") instanceof LimitError).toBe(true);
+    expect(new LimitError("timeout", "x") instanceof CodeModeError).toBe(true);
+    expect(new CodeModeError("timeout", "x") instanceof LimitError).toBe(false);
   });
 
   it.each([
@@ -43,6 +55,7 @@ describe("CodeModeError", () => {
     ["null", null],
   ])("does not recognise %s", (_name, value) => {
     expect(CodeModeError.is(value)).toBe(false);
+    expect(value instanceof CodeModeError).toBe(false);
   });
 });
 

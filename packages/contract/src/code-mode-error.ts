@@ -26,6 +26,19 @@ export class CodeModeError extends Error {
     Object.defineProperty(this, brand, { value: true });
   }
 
+  /**
+   * `error instanceof CodeModeError` holds for an instance made by another copy of this package too (a
+   * bundle that inlines its own, such as the published engine, beside the host's): it is
+   * `CodeModeError.is`. A subclass keeps the ordinary prototype check.
+   */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    // `this` is the class on the right of instanceof: this one, or a subclass inheriting this method.
+    // biome-ignore lint/complexity/noThisInStatic: see above; the class name would make every subclass match
+    if (this === CodeModeError && CodeModeError.is(value)) return true;
+    // biome-ignore lint/complexity/noThisInStatic: see above
+    return Function.prototype[Symbol.hasInstance].call(this, value);
+  }
+
   /** True for any CodeModeError, including instances made by another copy of this package. */
   static is(value: unknown): value is CodeModeError {
     return (

@@ -112,6 +112,21 @@ describe("cleanup", () => {
     expect(registeredNamespaces().map((entry) => entry.id)).toEqual(["calendar", "github-issues"]);
   });
 
+  it("is the process's: another copy of this package registers into it and sees its entries", async () => {
+    // A second instance of the module, as a bundle that inlines its own copy of this package has (the
+    // published engine beside a host that registers through its own import).
+    const specifier = "./registry.js?second-copy";
+    const copy = (await import(/* @vite-ignore */ specifier)) as typeof import("./registry.js");
+    expect(copy.registerCodeModeNamespaceForPlugin).not.toBe(registerCodeModeNamespaceForPlugin);
+    copy.registerCodeModeNamespaceForPlugin("github", valid());
+    expect(registeredNamespaces().map((entry) => entry.id)).toEqual(["github-issues"]);
+    expect(registrationError("other", valid({ id: "other-issues" })).message).toContain(
+      'globalName "Issues" is already used',
+    );
+    clearCodeModeNamespacesForPlugin("github");
+    expect(copy.registeredNamespaces()).toEqual([]);
+  });
+
   it("clearCodeModeNamespacesForTest empties the registry", () => {
     registerCodeModeNamespaceForPlugin("github", valid());
     clearCodeModeNamespacesForTest();

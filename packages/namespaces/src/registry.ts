@@ -4,8 +4,15 @@ import type { CodeModeNamespaceRegistration } from "./types.js";
 
 export type RegisteredNamespace = Readonly<CodeModeNamespaceRegistration & { pluginId: string }>;
 
-// Process-local, keyed by namespace id. Only trusted loaders write to it.
-const registry = new Map<string, RegisteredNamespace>();
+// The process's, keyed by namespace id; only trusted loaders write to it. It is kept under a registry
+// symbol, not in this module, for the same reason as the tool markers (namespace-tool.ts): a host that
+// registers its plugins' namespaces through its own import of this package may run an engine that
+// carries another copy of it (the published @codecell/engine is one bundle), and both must see one
+// registry.
+const REGISTRY_KEY = Symbol.for("codecell.namespaceRegistry");
+const processGlobals = globalThis as unknown as Record<symbol, Map<string, RegisteredNamespace> | undefined>;
+processGlobals[REGISTRY_KEY] ??= new Map<string, RegisteredNamespace>();
+const registry: Map<string, RegisteredNamespace> = processGlobals[REGISTRY_KEY];
 
 /**
  * Registers a namespace for the plugin that owns its tools. Ids and global names are unique across the
