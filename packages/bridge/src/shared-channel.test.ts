@@ -17,8 +17,10 @@ function pair() {
 describe("the shared channel", () => {
   it("hands a message over only to a side that listens, once", () => {
     const { host, worker } = pair();
+    expect(worker.peerListening()).toBe(false);
     expect(worker.send('{"a":1}')).toBe(false);
     host.listen();
+    expect(worker.peerListening()).toBe(true);
     expect(worker.send('{"a":1}')).toBe(true);
     // The slot is full: a second message waits for the port.
     expect(worker.send('{"a":2}')).toBe(false);

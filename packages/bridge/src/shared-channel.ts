@@ -118,6 +118,11 @@ export class SharedChannel {
     );
   }
 
+  /** Whether the other side is listening on the slot this side sends through. */
+  peerListening(): boolean {
+    return Atomics.load(this.words, this.outState) === SLOT_LISTENING;
+  }
+
   /**
    * Hand `text` over through the slot. False when it cannot (the other side is not listening or stopped
    * meanwhile, the port has messages of this side in flight, the text is longer than the slot): the

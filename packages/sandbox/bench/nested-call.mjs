@@ -117,6 +117,7 @@ async function measure() {
       process.stderr.write(`${tid} ${name} ${(used(tid).nanos / 1000 / calls).toFixed(1)} µs/call\n`);
     }
   }
+  const { answersCaught, spinsEmpty } = pool.stats();
   await pool.close();
   const tick = 10_000; // µs per clock tick
   return {
@@ -130,6 +131,9 @@ async function measure() {
     workerSystemMicros: (worker.system * tick) / calls,
     mainSwitches: main.switches / calls,
     workerSwitches: worker.switches / calls,
+    // Of the host's spins for the worker's answer (shared channel), how many caught it (all runs).
+    answersCaught,
+    spinsEmpty,
   };
 }
 
@@ -203,7 +207,7 @@ console.log(
     .join(" ")})`,
 );
 console.log(
-  `  user/system µs: main ${perCall.mainUserMicros.toFixed(0)}/${perCall.mainSystemMicros.toFixed(0)}, worker ${perCall.workerUserMicros.toFixed(0)}/${perCall.workerSystemMicros.toFixed(0)}; context switches per call: main ${perCall.mainSwitches.toFixed(2)}, worker ${perCall.workerSwitches.toFixed(2)}`,
+  `  host spins for the answer: ${perCall.answersCaught} caught it, ${perCall.spinsEmpty} ended empty (${Math.max(1, CALLS) * (RUNS + 1)} calls)\n  user/system µs: main ${perCall.mainUserMicros.toFixed(0)}/${perCall.mainSystemMicros.toFixed(0)}, worker ${perCall.workerUserMicros.toFixed(0)}/${perCall.workerSystemMicros.toFixed(0)}; context switches per call: main ${perCall.mainSwitches.toFixed(2)}, worker ${perCall.workerSwitches.toFixed(2)}`,
 );
 if (dir) {
   const profiles = readdirSync(dir)

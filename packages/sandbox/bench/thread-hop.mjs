@@ -4,8 +4,11 @@
 // distorts far less than wall time), wall µs and sleeps per round trip, medians of interleaved rounds.
 // Writes bench-results/thread-hop.json. HOP_ROUNDS and HOP_TRIPS set the rounds and the round trips.
 //
-//   port + doorbell   what the pool does: the host posts and rings a shared doorbell; the worker sleeps
-//                     on it (Atomics.wait), takes the message with receiveMessageOnPort and posts back
+//   shared slots      what the pool does since round 2's sixth session: each side spins up to 0.1 ms
+//                     for the other's message in @codecell/bridge's SharedChannel before it sleeps
+//                     (the worker on the doorbell, the host back in its event loop, answered by port)
+//   port + doorbell   what the pool did before: the host posts and rings a shared doorbell; the worker
+//                     sleeps on it (Atomics.wait), takes the message with receiveMessageOnPort, posts back
 //   shared ring       both directions through SharedArrayBuffers as JSON text; the worker sleeps on the
 //                     doorbell, the host waits on its own bell with Atomics.waitAsync
 //   ring down only    settles through the shared ring, requests by postMessage
@@ -18,8 +21,10 @@ import { loadavg } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { isMainThread, parentPort, receiveMessageOnPort, Worker, workerData } from "node:worker_threads";
+import { createSharedChannelBuffer, SharedChannel } from "@codecell/bridge";
 
 const MODES = {
+  spin: "shared slots, spin then sleep",
   port: "port + doorbell",
   ring: "shared ring",
   "ring-down": "ring down only",
@@ -30,6 +35,8 @@ const ROUNDS = Number(process.env.HOP_ROUNDS ?? 5);
 const TRIPS = Number(process.env.HOP_TRIPS ?? 20_000);
 const WARM_TRIPS = 2_000;
 const RUN_ID = "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b";
+/** The pool's bounds (src/sandbox-pool.ts HOST_SPIN_MS, src/worker/sandbox-worker.js WORKER_SPIN_MS). */
+const SPIN_MS = 0.1;
 
 const settleMessage = (index) => ({
   type: "settle",
@@ -81,8 +88,67 @@ function threadUsage() {
   return threads;
 }
 
+/**
+ * A spinner with the pool's back-off: spin until `ready()` or SPIN_MS pass; a spin that ends empty
+ * skips the next 1, 3, 7 ... 63 spins, one that catches resets it. Whether it became ready.
+ */
+function spinner() {
+  let misses = 0;
+  let skips = 0;
+  return (ready) => {
+    if (skips > 0) {
+      skips -= 1;
+      return false;
+    }
+    const until = performance.now() + SPIN_MS;
+    do {
+      for (let index = 0; index < 64; index++) {
+        if (ready()) {
+          misses = 0;
+          return true;
+        }
+      }
+    } while (performance.now() < until);
+    misses = Math.min(misses + 1, 6);
+    skips = (1 << misses) - 1;
+    return false;
+  };
+}
+
+/** The worker of "shared slots": serveWaitingRuns' loop with one message a round trip. */
+function spinningWorker(bell, channel) {
+  let index = 0;
+  const spinUntil = spinner();
+  channel.listen();
+  for (;;) {
+    const rung = Atomics.load(bell, 0);
+    let message = channel.take(true);
+    if (message !== null) message = JSON.parse(message);
+    else {
+      const next = receiveMessageOnPort(parentPort);
+      if (next !== undefined) {
+        channel.noteTaken();
+        message = next.message;
+      }
+    }
+    if (message === null) {
+      if (spinUntil(() => Atomics.load(bell, 0) !== rung)) continue;
+      if (Atomics.wait(bell, 0, rung, 5_000) === "timed-out") return;
+      continue;
+    }
+    index += 1;
+    const answer = requestBatch(index);
+    if (!channel.canSend() || !channel.send(JSON.stringify(answer))) {
+      channel.notePosted();
+      parentPort.postMessage(answer);
+    }
+  }
+}
+
 function workerSide() {
-  const { mode, bellBuffer, downBuffer, upBuffer } = workerData;
+  const { mode, bellBuffer, downBuffer, upBuffer, channelBuffer } = workerData;
+  if (mode === "spin")
+    return spinningWorker(new Int32Array(bellBuffer), new SharedChannel(channelBuffer, "worker"));
   const bell = new Int32Array(bellBuffer);
   const down = textSlot(downBuffer);
   const up = textSlot(upBuffer);
@@ -128,8 +194,10 @@ async function hostSide(mode) {
   const bell = new Int32Array(bellBuffer);
   const down = textSlot(downBuffer);
   const up = textSlot(upBuffer);
+  const channelBuffer = createSharedChannelBuffer();
+  const channel = new SharedChannel(channelBuffer, "host");
   const worker = new Worker(fileURLToPath(import.meta.url), {
-    workerData: { mode, bellBuffer, downBuffer, upBuffer },
+    workerData: { mode, bellBuffer, downBuffer, upBuffer, channelBuffer },
   });
   await new Promise((resolve) => worker.once("online", resolve));
   const total = WARM_TRIPS + TRIPS;
@@ -162,6 +230,40 @@ async function hostSide(mode) {
         if (!measured()) break;
       }
       resolve();
+    } else if (mode === "spin") {
+      // The pool's host side: send, spin for the answer and take it at once; on a miss, stop listening
+      // and take the answer from the port. At most 2 ms of this per turn of the event loop.
+      const spinUntil = spinner();
+      const sendSpinning = (index) => {
+        const message = settleMessage(index);
+        channel.listen();
+        if (!channel.canSend() || !channel.send(JSON.stringify(message))) {
+          channel.notePosted();
+          worker.postMessage(message);
+        }
+        Atomics.add(bell, 0, 1);
+        Atomics.notify(bell, 0);
+        if (spinUntil(() => channel.full())) return channel.take(false);
+        return channel.stopListening();
+      };
+      const serve = (first) => {
+        const turnStarted = performance.now();
+        let index = first;
+        for (;;) {
+          const answer = sendSpinning(index);
+          if (answer === null) return;
+          JSON.parse(answer);
+          if (!measured()) return resolve();
+          index = trips;
+          if (performance.now() - turnStarted > 2) return setImmediate(serve, index);
+        }
+      };
+      worker.on("message", () => {
+        channel.noteTaken();
+        if (!measured()) return resolve();
+        serve(trips);
+      });
+      serve(0);
     } else if (mode === "ring") {
       let seen = 0;
       const arm = () => {

@@ -7,6 +7,7 @@ import {
   type HostToWorkerMessage,
   type ProtocolError,
   parseWorkerToHostMessage,
+  SHARED_SLOT_BYTES,
   SharedChannel,
   type WorkerToHostMessage,
 } from "@codecell/bridge";
@@ -162,10 +163,18 @@ class WorkerSlot implements RunHost {
   post(message: HostToWorkerMessage, transfer?: ArrayBuffer[]): void {
     if (!this.alive || this.worker === null) return;
     const settle = message.type === "settle";
-    // Listening starts before the settle leaves: a worker that answers at once finds the host there.
-    const spinning = settle && this.startListening();
-    // A settle goes through the shared channel when the worker is waiting for it in serveWaitingRuns.
-    if (!settle || !this.channel.canSend() || !this.channel.send(JSON.stringify(message))) {
+    // The host spins for the answer only when the worker is waiting for this settle in serveWaitingRuns
+    // (it then answers within microseconds; one back in its event loop takes longer to wake than a spin
+    // lasts). Listening starts before the settle leaves, so a worker that answers at once finds it.
+    const spinning = settle && this.channel.peerListening() && this.startListening();
+    // A settle goes through the shared channel when the worker is waiting for it in serveWaitingRuns
+    // and it fits (a large result is not encoded for the slot only to be refused there).
+    if (
+      !settle ||
+      !this.channel.canSend() ||
+      !fitsSlot(message) ||
+      !this.channel.send(JSON.stringify(message))
+    ) {
       if (countsOnPort(message.type)) this.channel.notePosted();
       if (transfer === undefined) this.worker.postMessage(message);
       else this.worker.postMessage(message, transfer);
@@ -211,11 +220,13 @@ class WorkerSlot implements RunHost {
       }
     }
     if (text === null) {
+      this.pool.spinsEmpty += 1;
       this.spinMisses = Math.min(this.spinMisses + 1, 6);
       this.spinsToSkip = (1 << this.spinMisses) - 1;
       return;
     }
     this.spinMisses = 0;
+    this.pool.answersCaught += 1;
     let raw: unknown;
     try {
       raw = JSON.parse(text);
@@ -286,6 +297,9 @@ class Pool implements SandboxPool {
   private readonly maxWorkers: number;
   private readonly retireTimers = new Map<WorkerSlot, NodeJS.Timeout>();
   private readonly releaseWaiters: (() => void)[] = [];
+  /** Spins for a worker's answer that caught it, and that ended without it (stats). */
+  answersCaught = 0;
+  spinsEmpty = 0;
   /** When this turn of the event loop started spinning for workers' answers (-1: it has not). */
   private spinTurnStartedAt = -1;
   private readonly turnEnded = () => {
@@ -358,7 +372,13 @@ class Pool implements SandboxPool {
   stats() {
     let liveRuns = 0;
     for (const slot of this.slots) liveRuns += slot.runs.size;
-    return { workers: this.slots.length, liveRuns, workersReplaced: this.replaced };
+    return {
+      workers: this.slots.length,
+      liveRuns,
+      workersReplaced: this.replaced,
+      answersCaught: this.answersCaught,
+      spinsEmpty: this.spinsEmpty,
+    };
   }
 
   async close(): Promise<void> {
@@ -594,6 +614,13 @@ class Pool implements SandboxPool {
       for (const slot of starting) slot.ready.then(done, done);
     });
   }
+}
+
+/** Whether a settle's results are short enough to try the shared channel's slot (UTF-16 units). */
+function fitsSlot(message: HostToWorkerMessage & { type: "settle" }): boolean {
+  let chars = 128;
+  for (const item of message.items) chars += item.json.length + item.requestId.length + 48;
+  return chars < SHARED_SLOT_BYTES;
 }
 
 /** At maxWorkers with every worker busy: one that is not held by a long cell, with the fewest runs. */

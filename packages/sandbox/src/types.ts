@@ -118,7 +118,16 @@ export interface SandboxPool {
   run(options: RunOptions): SandboxRun;
   /** Continue a suspended run on any worker of any process. */
   restore(options: RestoreOptions): SandboxRun;
-  /** Counters for health checks and tests. */
-  stats(): { workers: number; liveRuns: number; workersReplaced: number };
+  /**
+   * Counters for health checks, tests and benches. `answersCaught` / `spinsEmpty`: the host's spins for
+   * a worker's answer (see the README's "shared channel") that caught it, and that ended without it.
+   */
+  stats(): {
+    workers: number;
+    liveRuns: number;
+    workersReplaced: number;
+    answersCaught: number;
+    spinsEmpty: number;
+  };
   close(): Promise<void>;
 }

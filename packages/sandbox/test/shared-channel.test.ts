@@ -90,11 +90,19 @@ describe("the shared channel between the host and a worker", () => {
       `const fingerprint = ${fingerprint.toString()};
       const got = [];
       for (let round = 0; round < 30; round++)
-        for (let k = 0; k < ${texts.length}; k++) got.push(fingerprint(await tools.call('t', { v: k })));
+        for (let k = 0; k < ${texts.length}; k++) {
+          got.push(fingerprint(await tools.call('t', { v: k })));
+          // Output larger than the slot leaves with the next idle report, through the port.
+          if (round < 3 && k === 2) console.log('y'.repeat(9000) + round);
+        }
       return got;`,
     );
-    const { event } = await drive(run, (request) => texts[(request.input as { v: number }).v]);
+    const { event, events } = await drive(run, (request) => texts[(request.input as { v: number }).v]);
     expect(event.type === "failed" ? event.message : event.type).toBe("completed");
+    const lines = events.flatMap((item) => (item.type === "idle" ? item.output : []));
+    expect(lines).toEqual(
+      [0, 1, 2].map((round) => ({ type: "text", text: `${"y".repeat(9000)}${round}`, level: "log" })),
+    );
     const got = event.type === "completed" ? (event.value as string[]) : [];
     expect(got).toHaveLength(30 * texts.length);
     for (let index = 0; index < got.length; index++)

@@ -9,6 +9,7 @@ import {
   MAX_ERROR_NAME_LENGTH,
   parseHostRequestBody,
   parseHostToWorkerMessage,
+  SHARED_SLOT_BYTES,
   SharedChannel,
   takesToolCallSlot,
 } from "@codecell/bridge";
@@ -146,11 +147,14 @@ const runs = new Map();
  * Send a message to the host: handed over through the shared channel when the host is spinning for it
  * (it just sent this worker a result) and it fits, else posted on the port.
  * @param {import("@codecell/bridge").WorkerToHostMessage} message @param {ArrayBuffer[]} [transfer]
+ * @param {boolean} [small] false when the message is known to carry more text than the slot holds (it
+ * is not encoded for the slot only to be refused there)
  */
-function post(message, transfer) {
+function post(message, transfer, small = true) {
   const shared = channel;
   if (shared !== null) {
     if (
+      small &&
       transfer === undefined &&
       SHARED_CHANNEL_TYPES.has(message.type) &&
       shared.canSend() &&
@@ -397,6 +401,13 @@ class GuestRun {
      * @type {import("@codecell/bridge").HostRequest[]}
      */
     this.outbox = [];
+    /**
+     * About how much text the outbox's requests, and the output and returned value not yet reported,
+     * carry (UTF-16 units): a message that cannot fit the shared channel's slot is not encoded for it.
+     */
+    this.outboxChars = 0;
+    this.unreportedChars = 0;
+    this.reportChars = 0;
     this.commandStartedAt = 0;
     /** The idle-work timer (scheduleIdleWork) and the idle period it watches. */
     /** @type {NodeJS.Timeout | null} */
@@ -584,6 +595,7 @@ class GuestRun {
     this.pending.set(requestId, request);
     if (toolCall) this.pendingToolCalls += 1;
     this.outbox.push(request);
+    this.outboxChars += bodyText.length;
     if (performance.now() - this.commandStartedAt > OUTBOX_HOLD_MS) this.flushOutbox();
     return { requestId, number };
   }
@@ -623,6 +635,7 @@ class GuestRun {
       return false;
     }
     this.outputBytes += bytes;
+    this.unreportedChars += bytes;
     return true;
   }
 
@@ -1010,16 +1023,19 @@ class GuestRun {
   flushOutbox(last, transfer) {
     const requests = this.outbox;
     if (requests.length > 0) this.outbox = [];
+    const small = this.outboxChars + (last === undefined ? 0 : this.reportChars) < SHARED_SLOT_BYTES;
+    this.outboxChars = 0;
+    if (last !== undefined) this.reportChars = 0;
     if (last?.type === "idle" && requests.length > 0) {
       last.requests = requests;
-      post(last, transfer);
+      post(last, transfer, small);
       return;
     }
     /** @type {import("@codecell/bridge").WorkerToHostMessage[]} */
     const messages = requests.map((request) => ({ type: "request", runId: this.runId, request }));
     if (last !== undefined) messages.push(last);
-    if (messages.length === 1) post(/** @type {any} */ (messages[0]), transfer);
-    else if (messages.length > 1) post({ type: "batch", messages }, transfer);
+    if (messages.length === 1) post(/** @type {any} */ (messages[0]), transfer, small);
+    else if (messages.length > 1) post({ type: "batch", messages }, transfer, small);
   }
 
   /**
@@ -1050,6 +1066,9 @@ class GuestRun {
   }
 
   takeOutput() {
+    // The output (and returned value) charged so far leaves with the report being made.
+    this.reportChars += this.unreportedChars;
+    this.unreportedChars = 0;
     const output = this.output;
     if (output.length === 0) return NOTHING;
     this.output = [];
