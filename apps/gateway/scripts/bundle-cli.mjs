@@ -1,12 +1,13 @@
 // Builds the `codecell` command (issue 18: the time from process start to the first tools/list):
 //
 // - dist/cli-bundle.cjs: src/cli.ts with the `@codecell/*` packages it uses and its third-party
-//   dependencies (the MCP SDK with zod and ajv, json5) in one file, so a cold start reads one file with
+//   dependencies (the MCP SDK with zod, json5) in one file, so a cold start reads one file with
 //   V8's code cache instead of resolving, reading and compiling some 75 ES modules of ours and 280 of
 //   theirs. It is one function expression (CommonJS inside), compiled by the start-up file through
 //   `vm.Script`, which can keep V8's code cache on disk; Node 20 has no compile cache for modules. In
 //   CommonJS form, what only a lazy path needs (the HTTP transport, node:http, the TypeScript
 //   transpiler) stays unevaluated until that path runs.
+// - dist/cli-ajv.cjs: Ajv and ajv-formats, which only an approval needs (see ajvInOwnFile).
 // - dist/cli.js: the start-up file (src/cli-entry.ts), which the bin and the tests run. It starts the
 //   sandbox's early worker, loads the packages the bundle leaves external, and runs the bundle with the
 //   code cache. The bundle's hash, length and external packages are written into it here.
