@@ -7,7 +7,7 @@
 //   `vm.Script`, which can keep V8's code cache on disk; Node 20 has no compile cache for modules. In
 //   CommonJS form, what only a lazy path needs (the HTTP transport, node:http, the TypeScript
 //   transpiler) stays unevaluated until that path runs.
-// - dist/cli-ajv.cjs: Ajv and ajv-formats, which only an approval needs (see ajvInOwnFile).
+// - dist/cli-ajv.cjs, dist/cli-acorn.cjs: libraries only a rare path needs (see LIBRARIES_BESIDE).
 // - dist/cli.js: the start-up file (src/cli-entry.ts), which the bin and the tests run. It starts the
 //   sandbox's early worker, loads the packages the bundle leaves external, and runs the bundle with the
 //   code cache. The bundle's hash, length and external packages are written into it here.
@@ -39,8 +39,6 @@ const appDir = new URL("..", import.meta.url);
 const manifest = JSON.parse(readFileSync(new URL("package.json", appDir), "utf8"));
 const external = [WORKER_START];
 const BUNDLE_FILE = "cli-bundle.cjs";
-/** Ajv and its formats, beside the bundle (see ajvInOwnFile). */
-const AJV_FILE = "cli-ajv.cjs";
 /** The bundle's parameters; src/cli-entry.ts calls it with these, in this order. */
 const BUNDLE_PARAMETERS = [
   "exports",
@@ -112,40 +110,62 @@ const lazyAjv = {
 };
 
 /**
- * Ajv and ajv-formats (about 190 KB, a seventh of the bundle) in a file of their own beside it,
- * dist/cli-ajv.cjs, required by the SDK's Ajv provider when it is first evaluated (lazyAjv above, and
- * src/mcp-front.ts with the first approval). Every start reads the whole bundle, and reading costs about
- * 10 µs of CPU per KB on a machine where touching fresh memory is slow; a start that asks no approval never
- * reads Ajv. The provider is the only module that imports either package (the build checks), so there is
- * one copy of Ajv in the process.
+ * Libraries that only a rare path needs, bundled in files of their own beside the bundle instead of in
+ * it: every start reads the whole bundle, and reading costs about 10 µs of CPU per KB on a machine where
+ * touching fresh memory is slow. Each is required by its one importer when that module is first
+ * evaluated; the build refuses any other importer of the library, so the process holds one copy.
+ * - Ajv and ajv-formats (about 190 KB): the SDK's Ajv provider, evaluated with the first approval
+ *   (lazyAjv above, and src/mcp-front.ts).
+ * - acorn (about 150 KB): @codecell/transpile's parser, evaluated with the first cell that is not plain
+ *   JavaScript (TypeScript, or a syntax error to explain) and with a module-access check.
  */
-const ajvInOwnFile = {
-  name: "ajv-in-own-file",
+const LIBRARIES_BESIDE = [
+  {
+    file: "cli-ajv.cjs",
+    importer: /[\\/]@modelcontextprotocol[\\/]sdk[\\/]dist[\\/]esm[\\/]validation[\\/]ajv-provider\.js$/,
+    imports: "import Ajv from 'ajv';\nimport _addFormats from 'ajv-formats';\n",
+    binding: "{ Ajv, addFormats: _addFormats }",
+    packages: /^ajv(-formats)?(\/.*)?$/,
+    exports: 'export { default as Ajv } from "ajv";\nexport { default as addFormats } from "ajv-formats";\n',
+    resolveDir: () => dirname(fileURLToPath(import.meta.resolve("@modelcontextprotocol/sdk/validation/ajv"))),
+  },
+  {
+    file: "cli-acorn.cjs",
+    importer: /[\\/]packages[\\/]transpile[\\/]dist[\\/]javascript-parser\.js$/,
+    imports: 'import { parse } from "acorn";\n',
+    binding: "{ parse }",
+    packages: /^acorn(\/.*)?$/,
+    exports: 'export { parse } from "acorn";\n',
+    resolveDir: () => join(packages.byName.get("@codecell/transpile").dir, "dist"),
+  },
+];
+
+const librariesBeside = {
+  name: "libraries-beside",
   setup(build) {
-    const IMPORTS = "import Ajv from 'ajv';\nimport _addFormats from 'ajv-formats';\n";
-    build.onLoad(
-      { filter: /[\\/]@modelcontextprotocol[\\/]sdk[\\/]dist[\\/]esm[\\/]validation[\\/]ajv-provider\.js$/ },
-      (args) => {
+    for (const library of LIBRARIES_BESIDE) {
+      build.onLoad({ filter: library.importer }, (args) => {
         const source = readFileSync(args.path, "utf8");
-        if (source.split(IMPORTS).length !== 2) {
-          throw new Error(`${args.path} no longer imports Ajv as scripts/bundle-cli.mjs expects`);
+        if (source.split(library.imports).length !== 2) {
+          throw new Error(`${args.path} no longer imports as scripts/bundle-cli.mjs expects`);
         }
         return {
           contents: source.replace(
-            IMPORTS,
-            `const { Ajv, addFormats: _addFormats } = require("./${AJV_FILE}");\n`,
+            library.imports,
+            `const ${library.binding} = require("./${library.file}");\n`,
           ),
           loader: "js",
+          resolveDir: dirname(args.path),
         };
-      },
-    );
-    build.onResolve({ filter: new RegExp(`^\\./${AJV_FILE.replace(".", "\\.")}$`) }, (args) => ({
-      path: args.path,
-      external: true,
-    }));
-    build.onResolve({ filter: /^ajv(-formats)?(\/.*)?$/ }, (args) => {
-      throw new Error(`${args.importer} imports ${args.path}; only dist/${AJV_FILE} may hold Ajv`);
-    });
+      });
+      build.onResolve({ filter: new RegExp(`^\\./${library.file.replace(".", "\\.")}$`) }, (args) => ({
+        path: args.path,
+        external: true,
+      }));
+      build.onResolve({ filter: library.packages }, (args) => {
+        throw new Error(`${args.importer} imports ${args.path}; only dist/${library.file} may hold it`);
+      });
+    }
   },
 };
 
@@ -211,26 +231,28 @@ const hostFromEntry = {
 
 await checkWorkerStartExports(packages, build);
 
-// dist/cli-ajv.cjs: Ajv and its formats, resolved as the SDK's provider resolves them (see ajvInOwnFile).
-await build({
-  absWorkingDir: new URL(".", appDir).pathname,
-  stdin: {
-    contents: 'export { default as Ajv } from "ajv";\nexport { default as addFormats } from "ajv-formats";\n',
-    resolveDir: dirname(fileURLToPath(import.meta.resolve("@modelcontextprotocol/sdk/validation/ajv"))),
-    sourcefile: AJV_FILE,
-    loader: "js",
-  },
-  outfile: `dist/${AJV_FILE}`,
-  bundle: true,
-  platform: "node",
-  format: "cjs",
-  target: "node20",
-  minifyWhitespace: true,
-  minifySyntax: true,
-  legalComments: "none",
-  charset: "ascii",
-  logLevel: "warning",
-});
+// The libraries beside the bundle, each resolved as its one importer resolves it (see LIBRARIES_BESIDE).
+for (const library of LIBRARIES_BESIDE) {
+  await build({
+    absWorkingDir: new URL(".", appDir).pathname,
+    stdin: {
+      contents: library.exports,
+      resolveDir: library.resolveDir(),
+      sourcefile: library.file,
+      loader: "js",
+    },
+    outfile: `dist/${library.file}`,
+    bundle: true,
+    platform: "node",
+    format: "cjs",
+    target: "node20",
+    minifyWhitespace: true,
+    minifySyntax: true,
+    legalComments: "none",
+    charset: "ascii",
+    logLevel: "warning",
+  });
+}
 
 const bundled = await build({
   absWorkingDir: new URL(".", appDir).pathname,
@@ -264,7 +286,7 @@ const bundled = await build({
     }),
     lazySchemas,
     lazyAjv,
-    ajvInOwnFile,
+    librariesBeside,
     englishZod,
     zodFastParserOnReuse,
     hostFromEntry,

@@ -124,6 +124,13 @@ describe("codecell exec, catalog and the command line", () => {
       status: "failed",
       error: expect.stringMatching(/boom/),
     });
+    // The failure names the expression: the engine parses the cell for that (acorn, which the CLI keeps
+    // in a file beside its bundle) where QuickJS says only "not a function".
+    const explained = await runCli(["exec", "--config", setup.configPath, "-"], {
+      input: "const notes = {};\nreturn notes.list();",
+    });
+    expect(explained.code).toBe(4);
+    expect(JSON.parse(explained.stdout).error).toMatch(/notes\.list is not a function \(line 2/);
     const waiting = await runCli(["exec", "--no-wait", "--config", setup.configPath, "-"], {
       input: "await yield_control('later'); return 1;",
     });
