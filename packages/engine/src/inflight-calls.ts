@@ -1,27 +1,61 @@
 import { RequestTable } from "@codecell/bridge";
 import type { SettleOutcome } from "@codecell/sandbox";
 import type { SnapshotStore } from "@codecell/snapshot-store";
-import type { CallCancellation } from "./call-cancellation.js";
+import { CallCancellation } from "./call-cancellation.js";
 
 /**
- * Starts one call on the host and hands its outcome to `settle` exactly once, synchronously when the
- * executor answered at once (no promise is made for it), or later. A throw counts as a failure.
+ * One call on the host, from the cell's request to its outcome: its cancellation, its place in the
+ * run's in-flight table and, in a subclass, how it runs. One object per call carries all of it (a loop
+ * of quick calls made a record, a start closure, a finish closure and a cancellation per call before).
  */
-export type CallStart = (cancel: CallCancellation, settle: (outcome: SettleOutcome) => void) => void;
-
-type InflightCall = {
-  toolId: string;
+export abstract class InflightCall extends CallCancellation {
   /** Whoever keeps books on the call (the exec or wait segment that made it); handed back to the sink. */
-  owner: unknown;
+  owner: unknown = undefined;
   /** When the call started running (epoch ms); for a queued call, when the cell made it. */
-  startedAtMs: number;
+  startedAtMs = 0;
   /** Waiting for one of the run's `maxPendingToolCalls` slots. */
-  queued: boolean;
-  cancel: CallCancellation;
-  outcome?: SettleOutcome;
-};
+  queued = false;
+  outcome: SettleOutcome | undefined = undefined;
+  #table: InflightCalls | null = null;
+  #ended = false;
 
-type QueuedStart = { requestId: string; call: InflightCall; start: CallStart };
+  constructor(
+    readonly requestId: string,
+    readonly toolId: string,
+  ) {
+    super();
+  }
+
+  /**
+   * Runs the call on the host. It ends with `finish(outcome)`, synchronously when the executor
+   * answered at once (no promise is made for it), or later; a throw counts as a failure.
+   */
+  protected abstract run(): void;
+
+  /** Ends the call, once: a run that settles and then throws, or a thenable that answers twice, counts once. */
+  protected finish(outcome: SettleOutcome): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#table?.ended(this, outcome);
+  }
+
+  /** Called by the table when a slot is free for it. */
+  startIn(table: InflightCalls): void {
+    this.#table = table;
+    try {
+      this.run();
+    } catch (error) {
+      this.finish({
+        ok: false,
+        error: {
+          name: "Error",
+          message: `Tool ${this.toolId} could not be started: ${error instanceof Error ? error.message : String(error)}`,
+          code: "nested_tool_failed",
+        },
+      });
+    }
+  }
+}
 
 /** Where outcomes go while a segment drives the run: the call's id, its outcome and its record. */
 export type OutcomeSink = (requestId: string, outcome: SettleOutcome, call: Readonly<InflightCall>) => void;
@@ -35,7 +69,7 @@ export type OutcomeSink = (requestId: string, outcome: SettleOutcome, call: Read
  */
 export class InflightCalls {
   readonly #calls = new RequestTable<InflightCall>();
-  readonly #queue: QueuedStart[] = [];
+  readonly #queue: InflightCall[] = [];
   #queueHead = 0;
   #running = 0;
   /** A call that settles while the queue is being pumped frees its slot for that same pump. */
@@ -67,16 +101,18 @@ export class InflightCalls {
    * Its outcome goes to the sink (synchronously when the executor answered at once) with `owner`, or
    * to the store while the run is suspended.
    */
-  add(requestId: string, toolId: string, cancel: CallCancellation, start: CallStart, owner: unknown): void {
+  add(call: InflightCall, owner: unknown): void {
     // The common case, a free slot and nobody ahead: no trip through the queue.
     const now = !this.#pumping && this.#running < this.maxRunning && this.#queueHead === this.#queue.length;
-    const call: InflightCall = { toolId, owner, startedAtMs: Date.now(), queued: !now, cancel };
-    this.#calls.set(requestId, call);
+    call.owner = owner;
+    call.startedAtMs = Date.now();
+    call.queued = !now;
+    this.#calls.set(call.requestId, call);
     if (now) {
-      this.#run(requestId, call, start);
+      this.#run(call);
       return;
     }
-    this.#queue.push({ requestId, call, start });
+    this.#queue.push(call);
     this.#pump();
   }
 
@@ -89,7 +125,7 @@ export class InflightCalls {
         const next = this.#queue[this.#queueHead]!;
         this.#queue[this.#queueHead] = undefined as never;
         this.#queueHead++;
-        this.#run(next.requestId, next.call, next.start);
+        this.#run(next);
       }
     } finally {
       this.#pumping = false;
@@ -101,11 +137,10 @@ export class InflightCalls {
     }
   }
 
-  #run(requestId: string, call: InflightCall, start: CallStart): void {
-    const { cancel } = call;
-    if (cancel.aborted) {
-      const reason = cancel.reason?.message ?? "the run ended";
-      this.#settled(requestId, call, {
+  #run(call: InflightCall): void {
+    if (call.aborted) {
+      const reason = call.reason?.message ?? "the run ended";
+      this.#settled(call, {
         ok: false,
         error: {
           name: "Error",
@@ -120,31 +155,19 @@ export class InflightCalls {
       call.startedAtMs = Date.now();
     }
     this.#running++;
-    let done = false;
-    const finish = (outcome: SettleOutcome): void => {
-      // A start that settles and then throws, or a thenable that answers twice, counts once.
-      if (done) return;
-      done = true;
-      this.#running--;
-      this.#settled(requestId, call, outcome);
-      this.#pump();
-    };
-    try {
-      start(cancel, finish);
-    } catch (error) {
-      finish({
-        ok: false,
-        error: {
-          name: "Error",
-          message: `Tool ${call.toolId} could not be started: ${error instanceof Error ? error.message : String(error)}`,
-          code: "nested_tool_failed",
-        },
-      });
-    }
+    call.startIn(this);
   }
 
-  #settled(requestId: string, call: InflightCall, settled: SettleOutcome): void {
+  /** A started call ended (InflightCall.finish, once per call): its slot is free. */
+  ended(call: InflightCall, outcome: SettleOutcome): void {
+    this.#running--;
+    this.#settled(call, outcome);
+    this.#pump();
+  }
+
+  #settled(call: InflightCall, settled: SettleOutcome): void {
     call.outcome = settled;
+    const { requestId } = call;
     // A call dropped by abortAll has no one left to tell.
     if (this.#calls.get(requestId) !== call) return;
     if (this.#sink) {
@@ -225,12 +248,12 @@ export class InflightCalls {
   /** Cancels the calls `owner` made that have not settled (an exec or wait segment that was aborted). */
   abortOwnedBy(owner: unknown, reason: string): void {
     for (const call of this.#calls.values()) {
-      if (call.owner === owner && call.outcome === undefined) call.cancel.abort(new Error(reason));
+      if (call.owner === owner && call.outcome === undefined) call.abort(new Error(reason));
     }
   }
 
   abortAll(reason: string): void {
-    for (const call of this.#calls.values()) call.cancel.abort(new Error(reason));
+    for (const call of this.#calls.values()) call.abort(new Error(reason));
     this.#calls.clear();
     // Queued calls never start: each settles as cancelled for whoever still awaits it.
     this.#pumpAborted();
@@ -243,7 +266,7 @@ export class InflightCalls {
       const next = this.#queue[this.#queueHead]!;
       this.#queue[this.#queueHead] = undefined as never;
       this.#queueHead++;
-      this.#run(next.requestId, next.call, next.start);
+      this.#run(next);
     }
     this.#queue.length = 0;
     this.#queueHead = 0;

@@ -12,7 +12,7 @@ import { type McpDeclarations, renderApiHeader } from "@codecell/mcp-declaration
 import type { NamespaceRuntime } from "@codecell/namespaces";
 import type { SettleOutcome } from "@codecell/sandbox";
 import type { CallCancellation } from "./call-cancellation.js";
-import type { CallStart } from "./inflight-calls.js";
+import { InflightCall } from "./inflight-calls.js";
 import { searchMcpTools } from "./mcp-search.js";
 import { recordNestedToolId } from "./run-telemetry.js";
 import type { TrajectoryHandle, TrajectoryRecorder } from "./trajectory.js";
@@ -70,10 +70,10 @@ export function requestParent(
 
 /**
  * A request that became work on the host: either answered at once from the catalog (search, describe,
- * $api, or a refusal) or a call through the host's executor, which starts when the run has a free
- * `maxPendingToolCalls` slot for it (see InflightCalls).
+ * $api, or a refusal: an outcome) or a call through the host's executor, which starts when the run has
+ * a free `maxPendingToolCalls` slot for it (an InflightCall, see InflightCalls).
  */
-export type StartedRequest = { toolId: null; outcome: SettleOutcome } | { toolId: string; start: CallStart };
+export type StartedRequest = SettleOutcome | InflightCall;
 
 function failure(error: unknown, fallbackCode: "nested_tool_failed" | "invalid_input"): SettleOutcome {
   if (CodeModeError.is(error)) return { ok: false, error: error.toData() };
@@ -98,72 +98,85 @@ function toolFailure(
   return { ok: false, error: { name, message: `${what} failed: ${message}`, code: "nested_tool_failed" } };
 }
 
-/**
- * Ends a nested call with what its executor returned (see whenSettled): the trajectory entry closes as
- * completed and the value settles the call, or `failed` says why.
- */
-function settleCall(
-  result: unknown,
-  trajectory: TrajectoryRecorder,
-  entry: TrajectoryHandle,
-  settle: (outcome: SettleOutcome) => void,
-  failed: (error: unknown) => void,
-): void {
-  whenSettled(
-    result,
-    (value) => {
-      trajectory.end(entry, "completed");
-      settle({ ok: true, value });
-    },
-    failed,
-  );
-}
-
-const answered = (compute: () => unknown): StartedRequest => {
+const answered = (compute: () => unknown): SettleOutcome => {
   try {
-    return { toolId: null, outcome: { ok: true, value: compute() } };
+    return { ok: true, value: compute() };
   } catch (error) {
-    return { toolId: null, outcome: failure(error, "invalid_input") };
+    return failure(error, "invalid_input");
   }
 };
 
 const promiseThen = Promise.prototype.then;
 
 /**
- * Hands what an executor returned to `completed` or `failed`, once: a promise when it settles, a plain
- * value at once. Nothing is awaited, so a quick call makes no promise of ours beyond one `then`.
+ * A call through the host: its trajectory entry, and how what the host answered ends it. Subclasses
+ * say what they call.
  */
-function whenSettled(
-  result: unknown,
-  completed: (value: unknown) => void,
-  failed: (error: unknown) => void,
-): void {
-  let then: unknown;
-  try {
-    then =
-      result !== null && (typeof result === "object" || typeof result === "function")
-        ? (result as { then?: unknown }).then
-        : undefined;
-  } catch (error) {
-    // A `then` getter that throws rejects, as `await` would.
-    failed(error);
-    return;
+abstract class HostCall extends InflightCall {
+  entry: TrajectoryHandle | null = null;
+
+  constructor(
+    requestId: string,
+    toolId: string,
+    readonly scope: RequestScope,
+    readonly parent: RequestParent,
+  ) {
+    super(requestId, toolId);
   }
-  if (typeof then !== "function") {
-    completed(result);
-    return;
-  }
-  if (then === promiseThen) {
+
+  /** How a failure reads: `Tool <id>`, `MCP <op> of "<server>"`. */
+  protected abstract describe(): string;
+
+  /**
+   * Ends the call with what the host returned: a promise when it settles, a plain value at once.
+   * Nothing is awaited, so a quick call makes no promise of ours beyond one `then`.
+   */
+  protected answer(result: unknown): void {
+    let then: unknown;
     try {
-      promiseThen.call(result, completed, failed);
+      then =
+        result !== null && (typeof result === "object" || typeof result === "function")
+          ? (result as { then?: unknown }).then
+          : undefined;
     } catch (error) {
-      // Not a real promise after all (it only inherits `then`): the call throws before calling either.
-      failed(error);
+      // A `then` getter that throws rejects, as `await` would.
+      this.failed(error);
+      return;
     }
-    return;
+    if (typeof then !== "function") {
+      this.completed(result);
+      return;
+    }
+    const completed = (value: unknown): void => this.completed(value);
+    const failed = (error: unknown): void => this.failed(error);
+    if (then === promiseThen) {
+      try {
+        promiseThen.call(result, completed, failed);
+      } catch (error) {
+        // Not a real promise after all (it only inherits `then`): the call throws before calling either.
+        failed(error);
+      }
+      return;
+    }
+    // Any other thenable is settled the way `await` settles it: once, whatever it calls or throws.
+    new Promise((resolve, reject) => then.call(result, resolve, reject)).then(completed, failed);
   }
-  // Any other thenable is settled the way `await` settles it: once, whatever it calls or throws.
-  new Promise((resolve, reject) => then.call(result, resolve, reject)).then(completed, failed);
+
+  protected completed(value: unknown): void {
+    if (this.entry !== null) this.scope.trajectory.end(this.entry, "completed");
+    this.finish({ ok: true, value });
+  }
+
+  protected failed(error: unknown): void {
+    const settled = toolFailure(this.describe(), error, this);
+    if (this.entry !== null) {
+      this.scope.trajectory.end(this.entry, "failed", {
+        code: settled.error.code,
+        error: settled.error.message,
+      });
+    }
+    this.finish(settled);
+  }
 }
 
 /**
@@ -196,7 +209,7 @@ export function startHostRequest(
         try {
           tool = catalog.resolve(request.target);
         } catch (error) {
-          return { toolId: null, outcome: failure(error, "invalid_input") };
+          return failure(error, "invalid_input");
         }
         scope.resolvedTargets.set(request.target, tool);
       }
@@ -218,7 +231,7 @@ export function startHostRequest(
       try {
         call = scope.namespaces.resolveCall(request.namespaceId, request.path, request.args);
       } catch (error) {
-        return { toolId: null, outcome: failure(error, "invalid_input") };
+        return failure(error, "invalid_input");
       }
       return runNestedCall(call.toolId, call.input, "namespace", request.requestId, scope, parent, telemetry);
     }
@@ -267,33 +280,52 @@ function startMcpRequest(
       throw new CodeModeError("nested_tool_failed", `This host does not serve MCP ${op} requests.`);
     });
   }
-  const tool = `mcp:${server.name}:${op}`;
-  const start: CallStart = (cancel, settle) => {
-    const { signal } = cancel;
-    const entry = scope.trajectory.startNested(
+  return new McpServerRequest(request, server.name, op, mcpRequest, scope, parent);
+}
+
+/** A server's resources or prompts request (`MCP.<server>.resources.*`), through `executor.mcpRequest`. */
+class McpServerRequest extends HostCall {
+  constructor(
+    readonly request: Extract<HostRequest, { kind: "mcp" }>,
+    readonly server: string,
+    readonly op: Exclude<Extract<HostRequest, { kind: "mcp" }>["op"], "call" | "$api">,
+    readonly mcpRequest: NonNullable<ToolExecutor["mcpRequest"]>,
+    scope: RequestScope,
+    parent: RequestParent,
+  ) {
+    super(request.requestId, `mcp:${server}:${op}`, scope, parent);
+  }
+
+  protected describe(): string {
+    return `MCP ${this.op} of "${this.server}"`;
+  }
+
+  protected run(): void {
+    const { scope, parent, request } = this;
+    this.entry = scope.trajectory.startNested(
       scope.context.sessionId,
       parent.toolCallId,
       parent.codeModeRunId,
-      tool,
+      this.toolId,
       "mcp",
       request.requestId,
       request.args,
     );
-    const failed = (error: unknown): void => {
-      const settled = toolFailure(`MCP ${op} of "${server.name}"`, error, cancel);
-      scope.trajectory.end(entry, "failed", { code: settled.error.code, error: settled.error.message });
-      settle(settled);
-    };
     let result: unknown;
     try {
-      result = mcpRequest({ server: server.name, op, args: request.args, context: scope.context, signal });
+      result = this.mcpRequest({
+        server: this.server,
+        op: this.op,
+        args: request.args,
+        context: scope.context,
+        signal: this.signal,
+      });
     } catch (error) {
-      failed(error);
+      this.failed(error);
       return;
     }
-    settleCall(result, scope.trajectory, entry, settle, failed);
-  };
-  return { toolId: tool, start };
+    this.answer(result);
+  }
 }
 
 /**
@@ -304,11 +336,7 @@ function startMcpRequest(
  * detached; an executor that never reads them costs no closure for them.
  */
 class ExecutorCall implements NestedToolCall {
-  readonly #cancel: CallCancellation;
-  readonly #requestId: string;
-  readonly #trajectory: TrajectoryRecorder;
-  readonly #entry: TrajectoryHandle;
-  readonly #onProgress: ((event: RunProgress) => void) | undefined;
+  readonly #call: ToolCall;
   #note: ((text: string) => void) | null = null;
   #progress: ((update: ToolProgress) => void) | null = null;
 
@@ -319,31 +347,23 @@ class ExecutorCall implements NestedToolCall {
     readonly via: NestedCallVia,
     readonly parent: NestedToolCall["parent"],
     readonly context: RunContext,
-    requestId: string,
-    trajectory: TrajectoryRecorder,
-    entry: TrajectoryHandle,
-    onProgress: ((event: RunProgress) => void) | undefined,
-    cancel: CallCancellation,
+    call: ToolCall,
   ) {
-    this.#requestId = requestId;
-    this.#trajectory = trajectory;
-    this.#entry = entry;
-    this.#onProgress = onProgress;
-    this.#cancel = cancel;
+    this.#call = call;
   }
 
   get signal(): AbortSignal {
-    return this.#cancel.signal;
+    return this.#call.signal;
   }
 
   get aborted(): boolean {
-    return this.#cancel.aborted;
+    return this.#call.aborted;
   }
 
   get note(): (text: string) => void {
     if (this.#note === null) {
-      const trajectory = this.#trajectory;
-      const entry = this.#entry;
+      const { trajectory } = this.#call.scope;
+      const entry = this.#call.entry!;
       this.#note = (text) => trajectory.note(entry, text);
     }
     return this.#note;
@@ -351,12 +371,60 @@ class ExecutorCall implements NestedToolCall {
 
   get progress(): (update: ToolProgress) => void {
     if (this.#progress === null) {
-      const onProgress = this.#onProgress;
+      const onProgress = this.#call.parent.progress;
       const { toolId } = this;
-      const callId = this.#requestId;
+      const callId = this.#call.requestId;
       this.#progress = (update) => onProgress?.({ kind: "tool", toolId, callId, ...update });
     }
     return this.#progress;
+  }
+}
+
+/** A tool call through the host's executor (`tools.*`, `tools.call`, a namespace, `MCP.<server>.<tool>`). */
+class ToolCall extends HostCall {
+  constructor(
+    requestId: string,
+    toolId: string,
+    readonly tool: HostTool,
+    readonly input: JsonValue,
+    readonly via: NestedCallVia,
+    scope: RequestScope,
+    parent: RequestParent,
+    readonly telemetry: CodeModeTelemetry,
+  ) {
+    super(requestId, toolId, scope, parent);
+  }
+
+  protected describe(): string {
+    return `Tool ${this.toolId}`;
+  }
+
+  protected run(): void {
+    const { scope, parent, toolId } = this;
+    this.entry = scope.trajectory.startNested(
+      scope.context.sessionId,
+      parent.toolCallId,
+      parent.codeModeRunId,
+      toolId,
+      this.via,
+      this.requestId,
+      scope.redactInput(toolId, this.input),
+    );
+    let result: unknown;
+    try {
+      result = scope.executor.callTool(
+        new ExecutorCall(toolId, this.tool, this.input, this.via, parent.forExecutor, scope.context, this),
+      );
+    } catch (error) {
+      this.failed(error);
+      return;
+    }
+    this.answer(result);
+  }
+
+  protected override failed(error: unknown): void {
+    this.telemetry.nested.failedCalls++;
+    super.failed(error);
   }
 }
 
@@ -379,44 +447,5 @@ function runNestedCall(
   // Counted when the cell makes the call, so a run suspended with calls queued reports them.
   telemetry.nested.calls++;
   recordNestedToolId(telemetry, toolId);
-  const start: CallStart = (cancel, settle) => {
-    const entry = scope.trajectory.startNested(
-      scope.context.sessionId,
-      parent.toolCallId,
-      parent.codeModeRunId,
-      toolId,
-      via,
-      requestId,
-      scope.redactInput(toolId, input),
-    );
-    const failed = (error: unknown): void => {
-      telemetry.nested.failedCalls++;
-      const settled = toolFailure(`Tool ${toolId}`, error, cancel);
-      scope.trajectory.end(entry, "failed", { code: settled.error.code, error: settled.error.message });
-      settle(settled);
-    };
-    let result: unknown;
-    try {
-      result = scope.executor.callTool(
-        new ExecutorCall(
-          toolId,
-          catalogTool.tool,
-          input,
-          via,
-          parent.forExecutor,
-          scope.context,
-          requestId,
-          scope.trajectory,
-          entry,
-          parent.progress,
-          cancel,
-        ),
-      );
-    } catch (error) {
-      failed(error);
-      return;
-    }
-    settleCall(result, scope.trajectory, entry, settle, failed);
-  };
-  return { toolId, start };
+  return new ToolCall(requestId, toolId, catalogTool.tool, input, via, scope, parent, telemetry);
 }

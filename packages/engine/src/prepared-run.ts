@@ -16,11 +16,10 @@ import type { McpDeclarations } from "@codecell/mcp-declarations";
 import { createCodeModeNamespaceRuntime, type NamespaceRuntime } from "@codecell/namespaces";
 import type { SandboxPool, SandboxRun, SettleOutcome } from "@codecell/sandbox";
 import { type ClaimedRun, newRunId, type RunScope, type SnapshotStore } from "@codecell/snapshot-store";
-import { CallCancellation } from "./call-cancellation.js";
 import { driveSegment, ReadyQueue, type SegmentEnd } from "./drive-segment.js";
 import { explainGuestFailure } from "./guest-failure-hints.js";
 import { buildGuestSurface } from "./guest-surface.js";
-import { InflightCalls, type OutcomeSink } from "./inflight-calls.js";
+import { InflightCall, InflightCalls, type OutcomeSink } from "./inflight-calls.js";
 import { EXEC_TOOL_NAME, WAIT_TOOL_NAME } from "./model-surface.js";
 import { type RequestParent, type RequestScope, requestParent, startHostRequest } from "./nested-calls.js";
 import { ResultShapes } from "./result-shapes.js";
@@ -587,14 +586,13 @@ export class ActiveRun implements PreparedRun {
     const { stats } = this.engine;
     if (request.kind === "search") stats.nestedSearches++;
     else if (request.kind === "describe") stats.nestedDescribes++;
-    else if (started.toolId && (request.kind !== "mcp" || request.op === "call")) stats.nestedCalls++;
-    if (started.toolId === null) {
+    if (!(started instanceof InflightCall)) {
       // Answered from the catalog; the driver delivers it (never from inside the sandbox's callback).
-      ready.push(request.requestId, started.outcome);
+      ready.push(request.requestId, started);
       return;
     }
-    const cancel = new CallCancellation();
-    if (segment.signal.aborted) cancel.abort(new Error("The code-mode run was aborted."));
+    if (request.kind !== "mcp" || request.op === "call") stats.nestedCalls++;
+    if (segment.signal.aborted) started.abort(new Error("The code-mode run was aborted."));
     if (segment.progress) {
       const { counts } = segment;
       counts.started++;
@@ -602,7 +600,7 @@ export class ActiveRun implements PreparedRun {
     }
     // Runs now, or waits in order for one of the run's maxPendingToolCalls slots; the outcome comes
     // back through the sink, with this segment as the call's owner.
-    inflight.add(request.requestId, started.toolId, cancel, started.start, segment);
+    inflight.add(started, segment);
   }
 
   /**
