@@ -170,4 +170,13 @@ describe("init", () => {
       /module/,
     );
   });
+
+  it("takes the host's random bytes for the worker's VMs as a Uint8Array, or none", async () => {
+    const wasm = (globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<object> } })
+      .WebAssembly;
+    const module = await wasm.compile(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]));
+    const init = { type: "init", module, snapshotSecret: null, entropy: new Uint8Array(16) };
+    expect(parseHostToWorkerMessage(init)).toBe(init);
+    expect(() => parseHostToWorkerMessage({ ...init, entropy: [1, 2, 3, 4] })).toThrow(/entropy/);
+  });
 });

@@ -102,6 +102,12 @@ export type HostToWorkerMessage =
        * source is exactly its own prelude's; otherwise (or absent) it compiles the prelude itself.
        */
       prelude?: { source: string; bytecode: Uint8Array } | null;
+      /**
+       * Random bytes from the host for the worker's QuickJS VMs (WASI `random_get`: 4 bytes each VM),
+       * each used once, so a fresh worker thread need not load Node's crypto (tens of ms there, on the
+       * way to the first cell); once they run out, the worker takes its own. Absent: its own at once.
+       */
+      entropy?: Uint8Array;
     }
   | {
       type: "start";
@@ -238,6 +244,7 @@ const hostMessageChecks: Record<HostToWorkerMessage["type"], Record<string, Chec
       value === undefined ||
       value === null ||
       (isRecord(value) && isString(value.source) && value.bytecode instanceof Uint8Array),
+    entropy: (value) => value === undefined || value instanceof Uint8Array,
   },
   start: {
     runId: isString,

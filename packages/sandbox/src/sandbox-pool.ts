@@ -15,7 +15,7 @@ import { CodeModeError, type CodeModeErrorCode } from "@codecell/contract/errors
 import { RunHandle, type RunHost, type RunSettings } from "./sandbox-run.js";
 import type { RestoreOptions, RunOptions, SandboxPool, SandboxPoolOptions, SandboxRun } from "./types.js";
 import { type CompiledModule, loadQuickJsModule, preludeFor } from "./wasm-module.js";
-import { startSandboxWorker } from "./worker-start.js";
+import { startSandboxWorker, workerEntropy } from "./worker-start.js";
 
 const DEFAULT_MAX_BRIDGE_VALUE_BYTES = 8 * 1024 * 1024;
 const DEFAULT_WATCHDOG_GRACE_MS = 100;
@@ -119,6 +119,7 @@ class WorkerSlot implements RunHost {
           doorbell: this.doorbell,
           channel: this.channelBuffer,
           prelude: preludeFor(compiled),
+          entropy: workerEntropy(),
         }),
       (error: Error) => this.markFailed(error),
     );

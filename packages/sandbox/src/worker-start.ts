@@ -1,4 +1,5 @@
 import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { loadQuickJsModule, preludeFor } from "./wasm-module.js";
@@ -20,6 +21,22 @@ const WORKER_URL =
   process.env.CODECELL_WORKER_CPU_PROF_DIR === undefined && existsSync(fileURLToPath(WORKER_BUNDLE_URL))
     ? WORKER_BUNDLE_URL
     : WORKER_SCRIPT_URL;
+/** Random bytes sent with each `init` (see workerEntropy): 4 a VM, so a thousand VMs. */
+const WORKER_ENTROPY_BYTES = 4096;
+/** node:crypto, loaded when the first `init` is sent, not with this module (see prelude-bytecode.ts). */
+let crypto: typeof import("node:crypto") | undefined;
+
+/**
+ * Random bytes for a worker's QuickJS VMs (the `entropy` of its `init`). QuickJS's libc takes 4 bytes
+ * through WASI's `random_get` as each VM is made; in the worker that meant Node's Web Crypto, whose first
+ * use loads its modules into the fresh thread (16-24 ms of CPU here, under load), on the way to the first
+ * cell. The host has node:crypto loaded by then (the prelude's hashes) and fills these in microseconds.
+ */
+export function workerEntropy(): Uint8Array {
+  crypto ??= createRequire(import.meta.url)("node:crypto") as typeof import("node:crypto");
+  return crypto.randomFillSync(new Uint8Array(WORKER_ENTROPY_BYTES));
+}
+
 /** The worker started as this module loads is stopped if no pool has taken it by then. */
 const EARLY_WORKER_UNCLAIMED_MS = 10_000;
 
@@ -93,6 +110,7 @@ function startEarly(): void {
           module: compiled,
           snapshotSecret: null,
           prelude: preludeFor(compiled),
+          entropy: workerEntropy(),
         });
     },
     () => {},

@@ -185,6 +185,11 @@ function byteLength(text) {
  */
 function silentWasi(memory) {
   return {
+    /** @param {number} pointer @param {number} length */
+    random_get(pointer, length) {
+      takeEntropy(new Uint8Array(memory.buffer, pointer, length));
+      return 0;
+    },
     /** @param {number} _fd @param {number} iovs @param {number} count @param {number} writtenPtr */
     fd_write(_fd, iovs, count, writtenPtr) {
       const view = new DataView(memory.buffer);
@@ -194,6 +199,27 @@ function silentWasi(memory) {
       return 0;
     },
   };
+}
+
+/**
+ * The host's random bytes for this worker's VMs (`init`'s `entropy`), each used once, and how many are
+ * used; when they run out, Web Crypto's. In a fresh worker thread Web Crypto's first use loads its
+ * modules (tens of ms), and QuickJS's libc asks for 4 bytes as each VM is made, the first one included.
+ * @type {Uint8Array | null}
+ */
+let entropy = null;
+let entropyUsed = 0;
+
+/** @param {Uint8Array} target */
+function takeEntropy(target) {
+  if (entropy !== null && entropy.length - entropyUsed >= target.length) {
+    const taken = entropy.subarray(entropyUsed, entropyUsed + target.length);
+    target.set(taken);
+    taken.fill(0);
+    entropyUsed += target.length;
+    return;
+  }
+  crypto.getRandomValues(target);
 }
 
 /** @param {string} text @param {number} max */
@@ -1361,6 +1387,10 @@ function onMessage(raw) {
       doorbell = message.doorbell ?? null;
       if (message.channel !== undefined) channel = new SharedChannel(message.channel, "worker");
       adoptShippedPrelude(message.prelude);
+      if (message.entropy !== undefined) {
+        entropy = message.entropy;
+        entropyUsed = 0;
+      }
       answerInit(/** @type {import("quickjs-wasi").QuickJSOptions["wasm"]} */ (message.module)).catch(
         protocolViolation,
       );
