@@ -136,6 +136,31 @@ describe("messages", () => {
     expect(() =>
       parseWorkerToHostMessage({ type: "idle", runId: "r", requests: request, pending: [], output: [] }),
     ).toThrow(/requests/);
+    // A quick call's idle (only call requests, nothing pending, no output) is checked field by field;
+    // each malformed variant still fails with the field the table names.
+    const callIdle = (fields: Record<string, unknown>, requestFields: Record<string, unknown> = {}) => ({
+      type: "idle",
+      runId: "r",
+      requests: [request, { ...request, requestId: "r2", ...requestFields }],
+      pending: [],
+      output: [],
+      ...fields,
+    });
+    expect(parseWorkerToHostMessage(callIdle({})).type).toBe("idle");
+    expect(() => parseWorkerToHostMessage(callIdle({ runId: 7 }))).toThrow(/runId/);
+    expect(() => parseWorkerToHostMessage(callIdle({}, { requestId: 2 }))).toThrow(/requests/);
+    expect(() => parseWorkerToHostMessage(callIdle({}, { target: 1 }))).toThrow(/requests/);
+    expect(() => parseWorkerToHostMessage(callIdle({}, { input: undefined }))).toThrow(/requests/);
+    expect(() => parseWorkerToHostMessage(callIdle({}, { kind: "bogus" }))).toThrow(/requests/);
+    expect(() => parseWorkerToHostMessage(callIdle({ pending: {} }))).toThrow(/pending/);
+    expect(() => parseWorkerToHostMessage(callIdle({ output: [{ type: "text" }] }))).toThrow(/output/);
+    expect(() => parseWorkerToHostMessage(callIdle({ requests: [[]] }))).toThrow(/requests/);
+    // What the field-by-field check leaves to the table is still accepted there.
+    expect(
+      parseWorkerToHostMessage(
+        callIdle({ output: [{ type: "text", text: "hi" }] }, { kind: "describe", target: "t" }),
+      ).type,
+    ).toBe("idle");
     expect(() =>
       parseWorkerToHostMessage({
         type: "failed",
