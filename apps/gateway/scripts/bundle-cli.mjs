@@ -1,12 +1,13 @@
 // Builds the `codecell` command (issue 18: the time from process start to the first tools/list):
 //
 // - dist/cli-bundle.cjs: src/cli.ts with the `@codecell/*` packages it uses and its third-party
-//   dependencies (the MCP SDK with zod and ajv, json5) in one file, so a cold start reads one file with
+//   dependencies (the MCP SDK with zod, json5) in one file, so a cold start reads one file with
 //   V8's code cache instead of resolving, reading and compiling some 75 ES modules of ours and 280 of
 //   theirs. It is one function expression (CommonJS inside), compiled by the start-up file through
 //   `vm.Script`, which can keep V8's code cache on disk; Node 20 has no compile cache for modules. In
 //   CommonJS form, what only a lazy path needs (the HTTP transport, node:http, the TypeScript
 //   transpiler) stays unevaluated until that path runs.
+// - dist/cli-ajv.cjs: Ajv and ajv-formats, which only an approval needs (see ajvInOwnFile).
 // - dist/cli.js: the start-up file (src/cli-entry.ts), which the bin and the tests run. It starts the
 //   sandbox's early worker, loads the packages the bundle leaves external, and runs the bundle with the
 //   code cache. The bundle's hash, length and external packages are written into it here.
@@ -21,7 +22,8 @@
 // worker script, quickjs.wasm, the prelude bytecode) stay where they are in each package.
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { build, transform } from "esbuild";
 import {
   checkWorkerStartExports,
@@ -37,6 +39,8 @@ const appDir = new URL("..", import.meta.url);
 const manifest = JSON.parse(readFileSync(new URL("package.json", appDir), "utf8"));
 const external = [WORKER_START];
 const BUNDLE_FILE = "cli-bundle.cjs";
+/** Ajv and its formats, beside the bundle (see ajvInOwnFile). */
+const AJV_FILE = "cli-ajv.cjs";
 /** The bundle's parameters; src/cli-entry.ts calls it with these, in this order. */
 const BUNDLE_PARAMETERS = [
   "exports",
@@ -108,6 +112,44 @@ const lazyAjv = {
 };
 
 /**
+ * Ajv and ajv-formats (about 190 KB, a seventh of the bundle) in a file of their own beside it,
+ * dist/cli-ajv.cjs, required by the SDK's Ajv provider when it is first evaluated (lazyAjv above, and
+ * src/mcp-front.ts with the first approval). Every start reads the whole bundle, and reading costs about
+ * 10 µs of CPU per KB on a machine where touching fresh memory is slow; a start that asks no approval never
+ * reads Ajv. The provider is the only module that imports either package (the build checks), so there is
+ * one copy of Ajv in the process.
+ */
+const ajvInOwnFile = {
+  name: "ajv-in-own-file",
+  setup(build) {
+    const IMPORTS = "import Ajv from 'ajv';\nimport _addFormats from 'ajv-formats';\n";
+    build.onLoad(
+      { filter: /[\\/]@modelcontextprotocol[\\/]sdk[\\/]dist[\\/]esm[\\/]validation[\\/]ajv-provider\.js$/ },
+      (args) => {
+        const source = readFileSync(args.path, "utf8");
+        if (source.split(IMPORTS).length !== 2) {
+          throw new Error(`${args.path} no longer imports Ajv as scripts/bundle-cli.mjs expects`);
+        }
+        return {
+          contents: source.replace(
+            IMPORTS,
+            `const { Ajv, addFormats: _addFormats } = require("./${AJV_FILE}");\n`,
+          ),
+          loader: "js",
+        };
+      },
+    );
+    build.onResolve({ filter: new RegExp(`^\\./${AJV_FILE.replace(".", "\\.")}$`) }, (args) => ({
+      path: args.path,
+      external: true,
+    }));
+    build.onResolve({ filter: /^ajv(-formats)?(\/.*)?$/ }, (args) => {
+      throw new Error(`${args.importer} imports ${args.path}; only dist/${AJV_FILE} may hold Ajv`);
+    });
+  },
+};
+
+/**
  * zod's messages in English only: zod re-exports all of its ~50 locales (about 300 KB, a fifth of the
  * bundle, read from disk at every start) as `z.locales`, and sets English as the default. Nothing in the
  * CLI, its packages or the MCP SDK selects another locale.
@@ -169,6 +211,27 @@ const hostFromEntry = {
 
 await checkWorkerStartExports(packages, build);
 
+// dist/cli-ajv.cjs: Ajv and its formats, resolved as the SDK's provider resolves them (see ajvInOwnFile).
+await build({
+  absWorkingDir: new URL(".", appDir).pathname,
+  stdin: {
+    contents: 'export { default as Ajv } from "ajv";\nexport { default as addFormats } from "ajv-formats";\n',
+    resolveDir: dirname(fileURLToPath(import.meta.resolve("@modelcontextprotocol/sdk/validation/ajv"))),
+    sourcefile: AJV_FILE,
+    loader: "js",
+  },
+  outfile: `dist/${AJV_FILE}`,
+  bundle: true,
+  platform: "node",
+  format: "cjs",
+  target: "node20",
+  minifyWhitespace: true,
+  minifySyntax: true,
+  legalComments: "none",
+  charset: "ascii",
+  logLevel: "warning",
+});
+
 const bundled = await build({
   absWorkingDir: new URL(".", appDir).pathname,
   entryPoints: ["src/cli.ts"],
@@ -201,6 +264,7 @@ const bundled = await build({
     }),
     lazySchemas,
     lazyAjv,
+    ajvInOwnFile,
     englishZod,
     zodFastParserOnReuse,
     hostFromEntry,

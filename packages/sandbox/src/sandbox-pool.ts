@@ -160,13 +160,14 @@ class WorkerSlot implements RunHost {
     await this.worker?.terminate();
   }
 
-  post(message: HostToWorkerMessage, transfer?: ArrayBuffer[]): void {
+  post(message: HostToWorkerMessage, transfer?: ArrayBuffer[], awaitsAnswer = false): void {
     if (!this.alive || this.worker === null) return;
     const settle = message.type === "settle";
-    // The host spins for the answer only when the worker is waiting for this settle in serveWaitingRuns
-    // (it then answers within microseconds; one back in its event loop takes longer to wake than a spin
-    // lasts). Listening starts before the settle leaves, so a worker that answers at once finds it.
-    const spinning = settle && this.channel.peerListening() && this.startListening();
+    // The host spins for the answer only when its run has nothing else pending (see RunHost.post) and
+    // the worker is waiting for this settle in serveWaitingRuns (it then answers within microseconds;
+    // one back in its event loop takes longer to wake than a spin lasts). Listening starts before the
+    // settle leaves, so a worker that answers at once finds the host there.
+    const spinning = awaitsAnswer && settle && this.channel.peerListening() && this.startListening();
     // A settle goes through the shared channel when the worker is waiting for it in serveWaitingRuns
     // and it fits (a large result is not encoded for the slot only to be refused there).
     if (

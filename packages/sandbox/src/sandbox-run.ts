@@ -21,7 +21,11 @@ function captureResolve(resolve: (event: SandboxEvent) => void): void {
 
 /** What a run needs from the worker that hosts it. */
 export interface RunHost {
-  post(message: HostToWorkerMessage, transfer?: ArrayBuffer[]): void;
+  /**
+   * `awaitsAnswer`: the run has nothing else pending, so nothing happens until the worker answers (the
+   * guest's next call): the host may spin for that answer (see WorkerSlot.awaitQuickAnswer).
+   */
+  post(message: HostToWorkerMessage, transfer?: ArrayBuffer[], awaitsAnswer?: boolean): void;
   /** The run stopped answering past its deadline: terminate the worker. */
   unresponsive(run: RunHandle, code: CodeModeErrorCode): void;
   detach(run: RunHandle): void;
@@ -200,7 +204,13 @@ export class RunHandle implements SandboxRun {
     const items = this.settleQueue;
     if (items === null || this.state !== "live") return;
     this.settleQueue = null;
-    this.send({ type: "settle", runId: this.runId, items, deadlineAt: this.deadlineAt });
+    // With calls still pending (a Promise.all of slow tools) the answer is only "still waiting": the host
+    // has other work to do (the other calls' results), not an answer to spin for.
+    this.send(
+      { type: "settle", runId: this.runId, items, deadlineAt: this.deadlineAt },
+      undefined,
+      this.pending.size === 0,
+    );
   }
 
   suspend(): Promise<SuspendedRun> {
@@ -264,11 +274,11 @@ export class RunHandle implements SandboxRun {
     this.armWatchdog(Date.now());
   }
 
-  private send(message: HostToWorkerMessage, transfer?: ArrayBuffer[]): void {
+  private send(message: HostToWorkerMessage, transfer?: ArrayBuffer[], awaitsAnswer = false): void {
     if (this.commandsInFlight === 0) this.busySince = performance.now();
     this.commandsInFlight += 1;
     this.armWatchdog();
-    this.host?.post(message, transfer);
+    this.host?.post(message, transfer, awaitsAnswer);
   }
 
   private armWatchdog(from = this.deadlineAt): void {
