@@ -310,6 +310,8 @@ class McpServerRequest extends HostCall {
       "mcp",
       request.requestId,
       request.args,
+      // Taken by the in-flight table when the call started running.
+      this.startedAtMs,
     );
     let result: unknown;
     try {
@@ -409,6 +411,8 @@ class ToolCall extends HostCall {
       this.via,
       this.requestId,
       scope.redactInput(toolId, this.input),
+      // Taken by the in-flight table when the call started running.
+      this.startedAtMs,
     );
     let result: unknown;
     try {

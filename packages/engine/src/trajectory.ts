@@ -152,12 +152,19 @@ class SessionLog {
     return this.live && entry >= this.head && entry < this.tail;
   }
 
-  append(seq: number, group: EntryGroup, id: string, inputJson: string | undefined, bytes: number): number {
+  append(
+    seq: number,
+    group: EntryGroup,
+    id: string,
+    inputJson: string | undefined,
+    bytes: number,
+    startedAt: number,
+  ): number {
     if (this.tail - this.head > this.#mask) this.#grow();
     const entry = this.tail++;
     const slot = entry & this.#mask;
     this.seqs[slot] = seq;
-    this.startedAt[slot] = Date.now();
+    this.startedAt[slot] = startedAt;
     this.endedAt[slot] = Number.NaN;
     this.sizes[slot] = bytes;
     this.statuses[slot] = RUNNING;
@@ -350,10 +357,13 @@ export class TrajectoryRecorder {
       entry.via,
       false,
     );
-    return this.#append(this.#log(sessionId), group, entry.toolCallId, entry.input);
+    return this.#append(this.#log(sessionId), group, entry.toolCallId, entry.input, Date.now());
   }
 
-  /** Starts a nested call's entry; its toolCallId is `<parentToolCallId>/<requestId>`. */
+  /**
+   * Starts a nested call's entry; its toolCallId is `<parentToolCallId>/<requestId>`. `startedAt` (epoch
+   * ms) is the time the caller already took for the call, so a call reads the clock once to start.
+   */
   startNested(
     sessionId: string,
     parentToolCallId: string,
@@ -362,19 +372,32 @@ export class TrajectoryRecorder {
     via: string,
     requestId: string,
     input: JsonValue | undefined,
+    startedAt: number,
   ): TrajectoryHandle {
     const log = this.#log(sessionId);
-    return this.#append(log, log.nestedGroup(tool, parentToolCallId, codeModeRunId, via), requestId, input);
+    return this.#append(
+      log,
+      log.nestedGroup(tool, parentToolCallId, codeModeRunId, via),
+      requestId,
+      input,
+      startedAt,
+    );
   }
 
-  #append(log: SessionLog, group: EntryGroup, id: string, input: JsonValue | undefined): TrajectoryHandle {
+  #append(
+    log: SessionLog,
+    group: EntryGroup,
+    id: string,
+    input: JsonValue | undefined,
+    startedAt: number,
+  ): TrajectoryHandle {
     let inputJson: string | undefined;
     let size = ENTRY_OVERHEAD_BYTES;
     if (input !== undefined) {
       inputJson = log.sharedInput(this.#boundedJson(input));
       size += utf8Bytes(inputJson);
     }
-    const entry = log.append(++this.#seq, group, id, inputJson, size);
+    const entry = log.append(++this.#seq, group, id, inputJson, size, startedAt);
     this.#totalBytes += size;
     this.#trim(log);
     return new TrajectoryHandle(log, entry);

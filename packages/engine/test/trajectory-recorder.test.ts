@@ -192,7 +192,16 @@ describe("the trajectory recorder's columnar store", () => {
             startedAt: "",
             input: kept,
           };
-          const real = recorder.startNested(sessionId, parent, runId, tool, via, requestId, input);
+          const real = recorder.startNested(
+            sessionId,
+            parent,
+            runId,
+            tool,
+            via,
+            requestId,
+            input,
+            Date.now(),
+          );
           handles.push({ real, model: model.start(sessionId, entry) });
         } else if (op < 85 && handles.length > 0) {
           const handle = handles[next(handles.length)]!;
@@ -289,6 +298,7 @@ describe("the trajectory recorder's columnar store", () => {
         {
           value: index % 3,
         },
+        Date.now(),
       );
       recorder.end(handle, "completed");
       handles.push(handle);
