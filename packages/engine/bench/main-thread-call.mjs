@@ -5,8 +5,11 @@
 // event-loop turn later (setImmediate, as a message would arrive). What it prints is the engine's and
 // the run handle's share of a nested call alone: bytes allocated and async resources (promises,
 // microtasks, immediates: one immediate per call is the stand-in's) made per call, which load does not
-// change, and main-thread CPU per call (schedstat), which it does. The real channel (posting, the
-// doorbell, the message event) is in the sandbox's bench/nested-call.mjs and the gateway's bench:profile.
+// change, and main-thread CPU per call (schedstat), which it does. A second child, with Node's default
+// heap sizes and the trajectory full (past 10,000 calls), reports garbage collection per call from V8's
+// --trace-gc-nvp: scavenges, mark-compacts, bytes a call leaves alive past a scavenge and bytes promoted
+// (load-independent), and pause time (not). The real channel (posting, the doorbell, the message event)
+// is in the sandbox's bench/nested-call.mjs and the gateway's bench:profile.
 // Writes bench-results/main-thread-call.json.
 
 import { createHook } from "node:async_hooks";
