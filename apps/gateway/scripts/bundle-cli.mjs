@@ -188,9 +188,9 @@ const englishZod = {
  * zod's object schemas generate their fast parser (a `new Function`) on their second synchronous parse
  * instead of their first. zod compiles one per object schema the first time it parses with it; at
  * start-up almost every schema parses once (each config field, the initialize and tools/list requests),
- * so that was some 10 ms of compiling code that never ran again, which V8's code cache cannot keep. A
- * first parse takes zod's own general path, the one its `jitless` setting selects (same result, same
- * issues); every later parse is as fast as before.
+ * so that was compiling code that never ran again, which V8's code cache cannot keep. A first parse takes
+ * zod's own general path, the one its `jitless` setting selects (same result, same issues); every later
+ * parse is as fast as before.
  */
 const zodFastParserOnReuse = {
   name: "zod-fast-parser-on-reuse",
