@@ -2,6 +2,7 @@ import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { loadPreludeBytecode, type PreludeBytecode } from "./prelude-bytecode.js";
+import { keepFunctionExports, QUICKJS_EXPORTS_USED } from "./wasm-exports.js";
 
 /** A compiled `WebAssembly.Module`, typed opaquely (this project's lib has no WebAssembly types). */
 export type CompiledModule = object;
@@ -22,7 +23,8 @@ export function defaultWasmPath(): string {
 /**
  * Read and compile `quickjs.wasm` once per process and path; every worker receives the same compiled
  * module, so no worker and no VM compiles it again. While it compiles, the prelude bytecode shipped
- * with this package is read and checked against the same bytes (see preludeFor).
+ * with this package is read and checked against the same bytes (see preludeFor). What is compiled exports
+ * only the functions quickjs-wasi calls (src/wasm-exports.ts), so no instance builds wrappers for the rest.
  */
 export function loadQuickJsModule(location?: URL | string): Promise<CompiledModule> {
   const path =
@@ -30,7 +32,10 @@ export function loadQuickJsModule(location?: URL | string): Promise<CompiledModu
   let promise = compiled.get(path);
   if (promise === undefined) {
     promise = readFile(path).then(async (bytes) => {
-      const [module, prelude] = await Promise.all([wasmApi.compile(bytes), loadPreludeBytecode(bytes)]);
+      const [module, prelude] = await Promise.all([
+        wasmApi.compile(keepFunctionExports(bytes, (name) => QUICKJS_EXPORTS_USED.has(name))),
+        loadPreludeBytecode(bytes),
+      ]);
       preludes.set(module, prelude);
       return module;
     });
