@@ -3,10 +3,14 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { QuickJS, type QuickJSOptions } from "quickjs-wasi";
 import { describe, expect, it } from "vitest";
-import { keepFunctionExports, QUICKJS_EXPORTS_USED } from "../src/wasm-exports.js";
-import { defaultWasmPath, loadQuickJsModule } from "../src/wasm-module.js";
+import {
+  defaultWasmPath,
+  keepFunctionExports,
+  loadQuickJsModule,
+  QUICKJS_EXPORTS_USED,
+} from "../src/wasm-module.js";
 
-// The sandbox compiles quickjs.wasm with only the function exports quickjs-wasi calls (src/wasm-exports.ts).
+// The sandbox compiles quickjs.wasm with only the function exports quickjs-wasi calls (src/wasm-module.ts).
 // A function quickjs-wasi needs but the list lacks would surface as "not a function" in whatever rare path
 // calls it, so the list is checked against the installed library's source, not only against the tests.
 
