@@ -152,6 +152,24 @@ for (let round = 0; round < ROUNDS; round++) {
   }
   for (const subject of order) throughput[subject].push(await cellsPerSecondOf(subject));
 }
+// The same loop cells once V8 has finished optimising. The rounds above begin about 1,300 nested calls into
+// a fresh engine, and the engine's nested-call path (JavaScript on two threads) keeps V8's optimising
+// compiler busy for several thousand calls more, on the same 2 cores as both spinning threads; the floor's
+// path is far shorter and warms within its first cell. So these rows run STEADY_WARMUP more unmeasured
+// cells of each loop per subject, then ROUNDS interleaved rounds. The rows above are unchanged, so the
+// warm-up's cost stays in the table beside them.
+const STEADY_WARMUP = Number(process.env.BENCH_STEADY_WARMUP ?? 8);
+const STEADY_CELLS = ["C2", "C2k"];
+const steadySamples = Object.fromEntries(
+  STEADY_CELLS.map((key) => [key, Object.fromEntries(names.map((n) => [n, []]))]),
+);
+for (let index = 0; index < STEADY_WARMUP; index++)
+  for (const subject of names) for (const key of STEADY_CELLS) await timeCell(subject, CELLS[key]);
+for (let round = 0; round < ROUNDS; round++) {
+  const order = names.map((_, index) => names[(index + round) % names.length]);
+  for (const key of STEADY_CELLS)
+    for (const subject of order) steadySamples[key][subject].push(await timeCell(subject, CELLS[key]));
+}
 // Counts that load cannot distort: promises the main thread creates per nested call (async_hooks, in a
 // pass of its own since the hook slows everything down).
 const promisesPerCall = {};
@@ -270,33 +288,42 @@ for (let index = 0; index < STARTS; index++) {
 const rows = [];
 const fixed = (value, digits = 2) => (Number.isFinite(value) ? Number(value.toFixed(digits)) : null);
 const ratio = (value, base) => fixed(value / base);
-for (const [key, cell] of Object.entries(CELLS)) {
-  const m = Object.fromEntries(names.map((n) => [n, median(samples[key][n])]));
-  rows.push({
-    cell: cell.label,
+/** Each row of the table by what it measures, for the targets below. */
+const rowOf = {};
+function cellRow(key, label, sampled) {
+  const m = Object.fromEntries(names.map((n) => [n, median(sampled[key][n])]));
+  rowOf[key] = {
+    cell: label,
     unit: "ms",
     ...m,
     engineRatio: ratio(m.engine, m.floor),
     gatewayRatio: ratio(m.gateway, m.floor),
     engineToJson: ratio(m.engine, m["floor-json"]),
-  });
+  };
+  rows.push(rowOf[key]);
 }
+for (const [key, cell] of Object.entries(CELLS)) cellRow(key, cell.label, samples);
+for (const key of STEADY_CELLS)
+  cellRow(`${key} steady`, `${CELLS[key].label}, once V8 has optimised`, {
+    [`${key} steady`]: steadySamples[key],
+  });
 {
   const m = Object.fromEntries(names.map((n) => [n, median(throughput[n])]));
-  rows.push({
+  rowOf.C5 = {
     cell: "C5 trivial cells/s, 4 concurrent",
     unit: "cells/s",
     ...m,
     engineRatio: ratio(m.engine, m.floor),
     gatewayRatio: ratio(m.gateway, m.floor),
     engineToJson: ratio(m.engine, m["floor-json"]),
-  });
+  };
+  rows.push(rowOf.C5);
 }
 {
   const floorTotal = median(cold.floor.map((c) => c.totalMs));
   const engineTotal = median(cold.engine.map((c) => c.totalMs));
   const serveExec = median(serve.map((s) => s.firstExecMs));
-  rows.push({
+  rowOf.cold = {
     cell: "cold: import -> first result",
     unit: "ms",
     floor: floorTotal,
@@ -306,8 +333,9 @@ for (const [key, cell] of Object.entries(CELLS)) {
     engineRatio: ratio(engineTotal, floorTotal),
     gatewayRatio: ratio(serveExec, floorTotal),
     engineToJson: null,
-  });
-  rows.push({
+  };
+  rows.push(rowOf.cold);
+  rowOf.startup = {
     cell: "  of which import (engine) / tools/list from process start (gateway)",
     unit: "ms",
     floor: median(cold.floor.map((c) => c.importMs)),
@@ -317,10 +345,11 @@ for (const [key, cell] of Object.entries(CELLS)) {
     engineRatio: null,
     gatewayRatio: null,
     engineToJson: null,
-  });
+  };
+  rows.push(rowOf.startup);
   const floorRss = median(rss.floor.map((r) => r.peakRssMb));
   const engineRss = median(rss.engine.map((r) => r.peakRssMb));
-  rows.push({
+  rowOf.rss = {
     cell: "peak RSS, 100 sequential C1 (gateway: idle RSS)",
     unit: "MB",
     floor: floorRss,
@@ -330,7 +359,8 @@ for (const [key, cell] of Object.entries(CELLS)) {
     engineRatio: ratio(engineRss, floorRss),
     gatewayRatio: null,
     engineToJson: null,
-  });
+  };
+  rows.push(rowOf.rss);
 }
 for (const row of rows)
   for (const name of names) if (typeof row[name] === "number") row[name] = fixed(row[name]);
@@ -358,15 +388,20 @@ const perCallRows = Object.entries(perCall).map(([subject, t]) => ({
 }));
 
 const targets = [
-  ["C2 engine <= 2x floor (goal 1.5x)", rows[1].engineRatio <= 2],
-  ["1,000 sequential nested calls <= 50 ms (engine)", rows[2].engine <= 50],
-  ["C1 engine <= 1.5x floor", rows[0].engineRatio <= 1.5],
-  ["C4 engine <= 1.3x floor-json", rows[4].engineToJson <= 1.3],
-  ["C5 engine >= 0.9x floor", rows[5].engineRatio >= 0.9],
-  ["cold import -> first result <= 2x floor", rows[6].engineRatio <= 2],
-  ["serve: tools/list <= 250 ms from process start", rows[7].gateway <= 250],
-  ["serve: first exec <= 300 ms from process start", rows[6].gateway <= 300],
-  ["peak RSS, 100 C1 <= 1.25x floor", rows[8].engineRatio <= 1.25],
+  ["C2 engine <= 2x floor (goal 1.5x)", rowOf.C2.engineRatio <= 2],
+  ["C2 engine <= 2x floor, once V8 has optimised", rowOf["C2 steady"].engineRatio <= 2],
+  ["1,000 sequential nested calls <= 50 ms (engine)", rowOf.C2k.engine <= 50],
+  [
+    "1,000 sequential nested calls <= 50 ms (engine), once V8 has optimised",
+    rowOf["C2k steady"].engine <= 50,
+  ],
+  ["C1 engine <= 1.5x floor", rowOf.C1.engineRatio <= 1.5],
+  ["C4 engine <= 1.3x floor-json", rowOf.C4.engineToJson <= 1.3],
+  ["C5 engine >= 0.9x floor", rowOf.C5.engineRatio >= 0.9],
+  ["cold import -> first result <= 2x floor", rowOf.cold.engineRatio <= 2],
+  ["serve: tools/list <= 250 ms from process start", rowOf.startup.gateway <= 250],
+  ["serve: first exec <= 300 ms from process start", rowOf.cold.gateway <= 300],
+  ["peak RSS, 100 C1 <= 1.25x floor", rowOf.rss.engineRatio <= 1.25],
 ].map(([target, met]) => ({ target, met }));
 
 console.log(
@@ -398,5 +433,5 @@ console.table(targets);
 mkdirSync(join(appDir, "bench-results"), { recursive: true });
 writeFileSync(
   join(appDir, "bench-results", "performance.json"),
-  `${JSON.stringify({ node: process.version, date: new Date().toISOString(), loadavg: loadavg(), rounds: ROUNDS, rows, cpu: cpuRows, perCall: perCallRows, targets, samples, throughput, cold, rss, serve }, null, 2)}\n`,
+  `${JSON.stringify({ node: process.version, date: new Date().toISOString(), loadavg: loadavg(), rounds: ROUNDS, steadyWarmup: STEADY_WARMUP, rows, cpu: cpuRows, perCall: perCallRows, targets, samples, steadySamples, throughput, cold, rss, serve }, null, 2)}\n`,
 );

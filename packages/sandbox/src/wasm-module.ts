@@ -22,7 +22,8 @@ export function defaultWasmPath(): string {
 /**
  * Read and compile `quickjs.wasm` once per process and path; every worker receives the same compiled
  * module, so no worker and no VM compiles it again. While it compiles, the prelude bytecode shipped
- * with this package is read and checked against the same bytes (see preludeFor).
+ * with this package is read and checked against the same bytes (see preludeFor). What is compiled exports
+ * only the functions quickjs-wasi calls (keepFunctionExports below), so no instance builds wrappers for the rest.
  */
 export function loadQuickJsModule(location?: URL | string): Promise<CompiledModule> {
   const path =
@@ -30,7 +31,10 @@ export function loadQuickJsModule(location?: URL | string): Promise<CompiledModu
   let promise = compiled.get(path);
   if (promise === undefined) {
     promise = readFile(path).then(async (bytes) => {
-      const [module, prelude] = await Promise.all([wasmApi.compile(bytes), loadPreludeBytecode(bytes)]);
+      const [module, prelude] = await Promise.all([
+        wasmApi.compile(keepFunctionExports(bytes, (name) => QUICKJS_EXPORTS_USED.has(name))),
+        loadPreludeBytecode(bytes),
+      ]);
       preludes.set(module, prelude);
       return module;
     });
@@ -47,4 +51,230 @@ export function loadQuickJsModule(location?: URL | string): Promise<CompiledModu
  */
 export function preludeFor(module: CompiledModule): PreludeBytecode | null {
   return preludes.get(module) ?? null;
+}
+
+// --- only the exports quickjs-wasi calls ----------------------------------------------------------------
+// (Kept in this file, not one of its own: it loads with the early worker start, where each module file counts.)
+// Why: V8 builds a JavaScript wrapper object for every function a wasm module exports, for every instance.
+// quickjs.wasm exports 451 functions (the whole QuickJS C API and its libc); quickjs-wasi's JavaScript calls
+// about a hundred of them. Every run takes a fresh VM, so each run paid for some 350 wrappers nobody calls:
+// ~150 KB of the worker's V8 heap and most of the instantiation time. The sandbox therefore compiles a copy
+// of the module whose export section lists only the functions quickjs-wasi uses (memory, table and
+// globals are all kept). The code itself is unchanged: an export is only a name for a function that the
+// module keeps either way.
+
+/**
+ * The functions of quickjs.wasm that quickjs-wasi 3.7 names anywhere in its JavaScript (dist/index.js,
+ * extensions.js, wasi-shim.js), plus what this package names. A name is kept if it appears at all, so
+ * the list errs on the side of keeping. `test/wasm-exports.test.ts` scans the installed quickjs-wasi
+ * again and fails, naming the function, if an upgrade starts to use one that is not here.
+ */
+export const QUICKJS_EXPORTS_USED: ReadonlySet<string> = new Set([
+  "_initialize",
+  "abort",
+  "ceil",
+  "floor",
+  "free",
+  "JS_PromiseThen",
+  "JS_ToCStringLen2",
+  "log",
+  "malloc",
+  "qjs_call",
+  "qjs_call_constructor",
+  "qjs_compile",
+  "qjs_compute_memory_usage",
+  "qjs_define_prop_string",
+  "qjs_define_prop_value",
+  "qjs_dup_value",
+  "qjs_eval",
+  "qjs_eval_bytecode",
+  "qjs_execute_pending_job",
+  "qjs_free_cstring",
+  "qjs_free_value",
+  "qjs_get_allocated_size",
+  "qjs_get_array_buffer",
+  "qjs_get_big_int64",
+  "qjs_get_bool",
+  "qjs_get_class_id",
+  "qjs_get_class_name",
+  "qjs_get_context_ptr",
+  "qjs_get_exception",
+  "qjs_get_false",
+  "qjs_get_float64",
+  "qjs_get_gc_threshold",
+  "qjs_get_global",
+  "qjs_get_null",
+  "qjs_get_own_property_descriptor",
+  "qjs_get_own_property_keys",
+  "qjs_get_own_property_names",
+  "qjs_get_own_property_names_all",
+  "qjs_get_prop_string",
+  "qjs_get_prop_uint32",
+  "qjs_get_prop_value",
+  "qjs_get_prototype_of",
+  "qjs_get_proxy_handler",
+  "qjs_get_proxy_target",
+  "qjs_get_quickjs_version",
+  "qjs_get_runtime_ptr",
+  "qjs_get_string_len",
+  "qjs_get_symbol_description",
+  "qjs_get_true",
+  "qjs_get_typed_array_buffer",
+  "qjs_get_undefined",
+  "qjs_get_value_ptr",
+  "qjs_has_own_property",
+  "qjs_has_own_property_value",
+  "qjs_init",
+  "qjs_init2",
+  "qjs_is_array",
+  "qjs_is_array_buffer",
+  "qjs_is_big_int",
+  "qjs_is_bool",
+  "qjs_is_data_view",
+  "qjs_is_date",
+  "qjs_is_error",
+  "qjs_is_exception",
+  "qjs_is_function",
+  "qjs_is_job_pending",
+  "qjs_is_map",
+  "qjs_is_null",
+  "qjs_is_number",
+  "qjs_is_object",
+  "qjs_is_promise",
+  "qjs_is_proxy",
+  "qjs_is_regexp",
+  "qjs_is_set",
+  "qjs_is_string",
+  "qjs_is_symbol",
+  "qjs_is_uncatchable_error",
+  "qjs_is_undefined",
+  "qjs_is_weak_map",
+  "qjs_is_weak_ref",
+  "qjs_is_weak_set",
+  "qjs_new_array",
+  "qjs_new_array_buffer",
+  "qjs_new_big_int64",
+  "qjs_new_error",
+  "qjs_new_host_function",
+  "qjs_new_number",
+  "qjs_new_object",
+  "qjs_new_promise",
+  "qjs_new_string",
+  "qjs_new_symbol",
+  "qjs_new_uint8_array",
+  "qjs_promise_mark_as_handled",
+  "qjs_promise_result",
+  "qjs_promise_state",
+  "qjs_promise_then",
+  "qjs_property_is_enumerable",
+  "qjs_property_is_enumerable_value",
+  "qjs_run_gc",
+  "qjs_set_gc_threshold",
+  "qjs_set_interrupt_handler",
+  "qjs_set_max_stack_size",
+  "qjs_set_memory_limit",
+  "qjs_set_module_loader",
+  "qjs_set_promise_rejection_handler",
+  "qjs_set_prop_string",
+  "qjs_set_prop_uint32",
+  "qjs_set_prop_value",
+  "qjs_set_runtime_and_context",
+  "qjs_throw",
+  "round",
+  "wasm_free",
+  "wasm_malloc",
+]);
+
+const EXPORT_SECTION = 7;
+const FUNCTION_EXPORT = 0;
+
+/** Reads an unsigned LEB128 at `at`; returns [value, next offset], or null past the end or beyond 32 bits. */
+function readU32(bytes: Uint8Array, at: number): [number, number] | null {
+  let value = 0;
+  for (let shift = 0, pos = at; shift < 35; shift += 7, pos++) {
+    if (pos >= bytes.length) return null;
+    const byte = bytes[pos] as number;
+    value += (byte & 0x7f) * 2 ** shift;
+    if ((byte & 0x80) === 0) return value > 0xffff_ffff ? null : [value, pos + 1];
+  }
+  return null;
+}
+
+function writeU32(value: number): number[] {
+  const out: number[] = [];
+  let rest = value;
+  do {
+    const low = rest & 0x7f;
+    rest = Math.floor(rest / 128);
+    out.push(rest === 0 ? low : low | 0x80);
+  } while (rest !== 0);
+  return out;
+}
+
+/**
+ * A copy of a wasm binary whose export section keeps every non-function export and the functions `keep`
+ * accepts; everything else is byte for byte the same. Anything this reader does not follow (not a wasm
+ * binary, a section that overruns, an export kind it does not know) returns the input unchanged, so the
+ * compile reports the problem exactly as it would have.
+ */
+export function keepFunctionExports(bytes: Uint8Array, keep: (name: string) => boolean): Uint8Array {
+  const header = [0x00, 0x61, 0x73, 0x6d];
+  if (bytes.length < 8 || header.some((byte, index) => bytes[index] !== byte)) return bytes;
+  const names = new TextDecoder("utf-8", { fatal: true });
+  let pos = 8;
+  while (pos < bytes.length) {
+    const id = bytes[pos] as number;
+    const size = readU32(bytes, pos + 1);
+    if (size === null) return bytes;
+    const [length, bodyStart] = size;
+    const end = bodyStart + length;
+    if (end > bytes.length) return bytes;
+    if (id !== EXPORT_SECTION) {
+      pos = end;
+      continue;
+    }
+    const count = readU32(bytes, bodyStart);
+    if (count === null) return bytes;
+    const kept: Uint8Array[] = [];
+    let keptCount = 0;
+    let entry = count[1];
+    for (let index = 0; index < count[0]; index++) {
+      const nameLength = readU32(bytes, entry);
+      if (nameLength === null || nameLength[1] + nameLength[0] + 1 > end) return bytes;
+      const nameEnd = nameLength[1] + nameLength[0];
+      const kind = bytes[nameEnd] as number;
+      const target = readU32(bytes, nameEnd + 1);
+      if (kind > 3 || target === null || target[1] > end) return bytes;
+      let name: string;
+      try {
+        name = names.decode(bytes.subarray(nameLength[1], nameEnd));
+      } catch {
+        return bytes;
+      }
+      if (kind !== FUNCTION_EXPORT || keep(name)) {
+        kept.push(bytes.subarray(entry, target[1]));
+        keptCount++;
+      }
+      entry = target[1];
+    }
+    if (entry !== end) return bytes;
+    if (keptCount === count[0]) return bytes;
+    const countBytes = writeU32(keptCount);
+    const bodyLength = countBytes.length + kept.reduce((sum, part) => sum + part.length, 0);
+    const sectionHeader = [EXPORT_SECTION, ...writeU32(bodyLength)];
+    const out = new Uint8Array(pos + sectionHeader.length + bodyLength + (bytes.length - end));
+    out.set(bytes.subarray(0, pos), 0);
+    let at = pos;
+    out.set(sectionHeader, at);
+    at += sectionHeader.length;
+    out.set(countBytes, at);
+    at += countBytes.length;
+    for (const part of kept) {
+      out.set(part, at);
+      at += part.length;
+    }
+    out.set(bytes.subarray(end), at);
+    return out;
+  }
+  return bytes;
 }

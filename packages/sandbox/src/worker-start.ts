@@ -8,7 +8,13 @@ import { loadQuickJsModule, preludeFor } from "./wasm-module.js";
 // and the prelude bytecode checked against it). A bundler that inlines the rest of the sandbox (the
 // gateway's CLI does) takes both modules' exports from this entry instead, so the process holds one copy
 // of that state, the one this entry started the worker with.
-export { defaultWasmPath, loadQuickJsModule, preludeFor } from "./wasm-module.js";
+export {
+  defaultWasmPath,
+  keepFunctionExports,
+  loadQuickJsModule,
+  preludeFor,
+  QUICKJS_EXPORTS_USED,
+} from "./wasm-module.js";
 
 const WORKER_SCRIPT_URL = new URL("./worker/sandbox-worker.js", import.meta.url);
 const WORKER_BUNDLE_URL = new URL("./worker/sandbox-worker.bundle.js", import.meta.url);

@@ -1,0 +1,134 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { QuickJS, type QuickJSOptions } from "quickjs-wasi";
+import { describe, expect, it } from "vitest";
+import {
+  defaultWasmPath,
+  keepFunctionExports,
+  loadQuickJsModule,
+  QUICKJS_EXPORTS_USED,
+} from "../src/wasm-module.js";
+
+// The sandbox compiles quickjs.wasm with only the function exports quickjs-wasi calls (src/wasm-module.ts).
+// A function quickjs-wasi needs but the list lacks would surface as "not a function" in whatever rare path
+// calls it, so the list is checked against the installed library's source, not only against the tests.
+
+type ModuleExport = { name: string; kind: string };
+const wasm = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
+type WasmApi = {
+  Module: { new (bytes: Uint8Array): object; exports(module: object): ModuleExport[] };
+};
+
+const original = new Uint8Array(readFileSync(defaultWasmPath()));
+const originalExports = wasm.Module.exports(new wasm.Module(original));
+const functionNames = originalExports.filter((e) => e.kind === "function").map((e) => e.name);
+const keepUsed = (name: string) => QUICKJS_EXPORTS_USED.has(name);
+
+/** Every JavaScript file quickjs-wasi ships (dist/*.js), as one text. */
+function quickjsWasiSource(): string {
+  const dist = dirname(createRequire(import.meta.url).resolve("quickjs-wasi"));
+  return readdirSync(dist)
+    .filter((file) => file.endsWith(".js"))
+    .map((file) => readFileSync(join(dist, file), "utf8"))
+    .join("\n");
+}
+
+describe("the function exports the sandbox keeps", () => {
+  it("include every quickjs.wasm function the installed quickjs-wasi names anywhere", () => {
+    const source = quickjsWasiSource();
+    const named = functionNames.filter((name) =>
+      new RegExp(`\\b${name.replace(/\$/g, "\\$")}\\b`).test(source),
+    );
+    // Sanity of the scan itself: the library is found and calls the functions every VM needs.
+    expect(named).toEqual(expect.arrayContaining(["qjs_init", "qjs_eval", "qjs_call", "qjs_free_value"]));
+    expect(named.filter((name) => !keepUsed(name))).toEqual([]);
+  });
+
+  it("are all functions quickjs.wasm exports (no stale or misspelt name)", () => {
+    expect([...QUICKJS_EXPORTS_USED].filter((name) => !functionNames.includes(name))).toEqual([]);
+    // What the filter is for: most of the C API goes.
+    expect(functionNames.length - QUICKJS_EXPORTS_USED.size).toBeGreaterThan(300);
+  });
+});
+
+describe("keepFunctionExports", () => {
+  it("keeps the memory, table and globals and only the listed functions, and compiles", () => {
+    const filtered = keepFunctionExports(original, keepUsed);
+    const exports = wasm.Module.exports(new wasm.Module(filtered));
+    const others = (list: ModuleExport[]) => list.filter((e) => e.kind !== "function");
+    expect(others(exports)).toEqual(others(originalExports));
+    expect(exports.filter((e) => e.kind === "function").map((e) => e.name)).toEqual(
+      functionNames.filter(keepUsed),
+    );
+    // Only the export section changed: the rest of the binary (code, data) is the same length.
+    const removed = originalExports.filter((e) => e.kind === "function" && !keepUsed(e.name));
+    expect(filtered.length).toBeLessThan(original.length - removed.length * 3);
+  });
+
+  it("returns its input when nothing would be dropped", () => {
+    expect(keepFunctionExports(original, () => true)).toBe(original);
+  });
+
+  it("returns anything it cannot follow unchanged, so the compile reports it as before", () => {
+    const notWasm = new TextEncoder().encode("this is not a wasm binary");
+    expect(keepFunctionExports(notWasm, keepUsed)).toBe(notWasm);
+    // Cut anywhere, the result compiles exactly when the cut binary does (here: never).
+    const compiles = (bytes: Uint8Array) => {
+      try {
+        new wasm.Module(bytes);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    for (const length of [0, 4, 8, 9, 12, 100, 4096, 65_536, original.length - 1000, original.length - 1]) {
+      const cut = original.subarray(0, length);
+      expect(compiles(keepFunctionExports(cut, keepUsed))).toBe(compiles(cut));
+    }
+    // Corrupt the export section's declared count: unchanged.
+    const exportSection = findSection(original, 7);
+    const corrupt = original.slice();
+    corrupt[exportSection.body] = 0x7f;
+    expect(keepFunctionExports(corrupt, keepUsed)).toBe(corrupt);
+  });
+});
+
+describe("a VM on the filtered module", () => {
+  it("evaluates, calls a host function, and survives a snapshot and restore", async () => {
+    const module = (await loadQuickJsModule()) as QuickJSOptions["wasm"];
+    expect(wasm.Module.exports(module as object).filter((e) => e.kind === "function").length).toBe(
+      functionNames.filter(keepUsed).length,
+    );
+    const vm = await QuickJS.create({ wasm: module });
+    const twice = vm.newFunction("twice", (value) => vm.newNumber(value.toNumber() * 2));
+    vm.setProp(vm.global, "twice", twice);
+    twice.dispose();
+    vm.evalCode("globalThis.kept = [1, 2, 3].map((n) => twice(n)).join(',')").dispose();
+    const snapshot = vm.snapshot();
+    vm.dispose();
+    const restored = await QuickJS.restore(snapshot, { wasm: module });
+    const value = restored.evalCode("kept + ':' + JSON.stringify({ a: 1n.toString() })");
+    expect(restored.dump(value)).toBe('2,4,6:{"a":"1"}');
+    value.dispose();
+    restored.dispose();
+  });
+});
+
+function findSection(bytes: Uint8Array, id: number): { body: number } {
+  let pos = 8;
+  while (pos < bytes.length) {
+    let size = 0;
+    let shift = 0;
+    let at = pos + 1;
+    for (;;) {
+      const byte = bytes[at++] as number;
+      size += (byte & 0x7f) * 2 ** shift;
+      shift += 7;
+      if ((byte & 0x80) === 0) break;
+    }
+    if (bytes[pos] === id) return { body: at };
+    pos = at + size;
+  }
+  throw new Error(`no section ${id}`);
+}
