@@ -17,11 +17,12 @@ export {
 } from "./wasm-module.js";
 
 const WORKER_SCRIPT_URL = new URL("./worker/sandbox-worker.js", import.meta.url);
-const WORKER_BUNDLE_URL = new URL("./worker/sandbox-worker.bundle.js", import.meta.url);
+const WORKER_BUNDLE_URL = new URL("./worker/sandbox-worker.bundle.cjs", import.meta.url);
 /**
- * The worker's script: the build's bundle of it and the modules it boots with (scripts/bundle-worker.mjs;
- * one file for the worker's module loader instead of fifteen). The script itself when running from
- * source (tests), and when profiling (see workerExecArgv), so a profile still names each module.
+ * The worker's script: the build's CommonJS bundle of it with everything it boots with, quickjs-wasi
+ * and the prelude's exact text included (scripts/bundle-worker.mjs: one file, and no ES module loader
+ * in the new thread). The script itself when running from source (tests), and when profiling (see
+ * workerExecArgv), so a profile still names each module.
  */
 const WORKER_URL =
   process.env.CODECELL_WORKER_CPU_PROF_DIR === undefined && existsSync(fileURLToPath(WORKER_BUNDLE_URL))

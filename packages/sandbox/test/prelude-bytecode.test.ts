@@ -10,11 +10,11 @@ import { limits, surface } from "./helpers.js";
 // These tests check what the file holds, that the host refuses it whenever it might not be ours or not
 // fit, and that the built worker takes it only when it was compiled from its own prelude source.
 
-// The worker script tsc builds, and the one-file bundle of it that the built package starts
-// (scripts/bundle-worker.mjs): both must take the shipped bytecode.
+// The worker script tsc builds, and the one-file CommonJS bundle of it that the built package starts
+// (scripts/bundle-worker.mjs, with the prelude's text inlined): both must take the shipped bytecode.
 const DIST_WORKERS = [
   new URL("../dist/worker/sandbox-worker.js", import.meta.url),
-  new URL("../dist/worker/sandbox-worker.bundle.js", import.meta.url),
+  new URL("../dist/worker/sandbox-worker.bundle.cjs", import.meta.url),
 ];
 const MANIFEST = new URL("../dist/worker/guest-prelude.bytecode.json", import.meta.url);
 const manifestText = readFileSync(MANIFEST, "utf8");
@@ -126,16 +126,24 @@ describe.each(DIST_WORKERS.map((url) => [url.pathname.replace(/.*\/dist\//, "dis
 );
 
 describe("the bundled worker", () => {
-  it("loads at boot only Node, quickjs-wasi and the prelude's own file beside it", () => {
+  it("requires at boot only Node's own modules, and loads the rest on first use", () => {
     const text = readFileSync(DIST_WORKERS[1] as URL, "utf8");
-    const imported = [...text.matchAll(/^import\s[^;]*?from\s+"([^"]+)";/gm)].map((match) => match[1]);
-    // A module the bundle inlines keeps its own import statement of an external (one module either way).
-    const modules = [...new Set(imported.filter((specifier) => !specifier?.startsWith("node:")))];
-    expect(modules.sort()).toEqual(["./guest-prelude.js", "quickjs-wasi"]);
-    // Loaded on first use only (`x ??= import(...);`; type annotations in comments say import() too).
-    expect([...text.matchAll(/\?\?= import\("([^"]+)"\);/g)].map((match) => match[1]).sort()).toEqual([
+    // quickjs-wasi, the bridge and the prelude are inside; nothing else is read as the worker boots.
+    const required = [...new Set([...text.matchAll(/\brequire\("([^"]+)"\)/g)].map((match) => match[1]))];
+    expect(required.every((specifier) => specifier?.startsWith("node:"))).toBe(true);
+    expect(text).not.toMatch(/\bfrom\s*"quickjs-wasi"|require\("quickjs-wasi"\)/);
+    // Loaded on first use only (`x ??= import(...)`; the bundle is minified).
+    expect([...text.matchAll(/\?\?=\s*import\("([^"]+)"\)/g)].map((match) => match[1]).sort()).toEqual([
       "./snapshot-codec.js",
       "@codecell/transpile",
     ]);
+  });
+
+  it("holds the prelude's source exactly as the shipped bytecode was compiled from it", () => {
+    // A string literal the build wrote from dist/worker/guest-prelude.js; the build checks it too.
+    const text = readFileSync(DIST_WORKERS[1] as URL, "utf8");
+    const literal = /\bGUEST_PRELUDE_SOURCE\s*=\s*(("|'|`)(?:[^\\]|\\.)*?\2)/s.exec(text)?.[1];
+    expect(literal).toBeDefined();
+    expect(new Function(`return ${literal};`)()).toBe(manifest.source);
   });
 });
