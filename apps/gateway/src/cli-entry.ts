@@ -10,7 +10,17 @@
 //    cache of its own: compiling the 1.7 MB bundle, and then each function it runs, was a fifth of the
 //    way to `tools/list`. The cache is an optimisation only: a missing, unreadable, unwritable or
 //    rejected cache means the bundle is compiled from source, as without it.
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -57,9 +67,31 @@ function codeCacheFile(): string | null {
   return join(userCacheDir(), `cli-${key}.v8cache`);
 }
 
-function readCache(file: string): Buffer | undefined {
+/**
+ * A whole file's bytes, read into `spare` when they fit (else into a new buffer), as a view of that
+ * buffer. Fresh memory is what reading costs on some machines, not the copy: see compileBundle.
+ */
+function readWholeFile(file: string, spare?: Buffer): Buffer {
+  const fd = openSync(file, "r");
   try {
-    return readFileSync(file);
+    const size = fstatSync(fd).size;
+    const buffer = spare !== undefined && spare.length >= size ? spare : Buffer.allocUnsafeSlow(size);
+    let read = 0;
+    while (read < size) {
+      const count = readSync(fd, buffer, read, size - read, read);
+      if (count === 0) break;
+      read += count;
+    }
+    return buffer.subarray(0, read);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The cache's bytes, read into `spare` when they fit, or undefined when there is no readable cache. */
+function readCache(file: string, spare: Buffer): Buffer | undefined {
+  try {
+    return readWholeFile(file, spare);
   } catch {
     return undefined;
   }
@@ -102,10 +134,14 @@ const bundleFile = fileURLToPath(new URL(CLI_BUNDLE.file, import.meta.url));
  */
 function compileBundle(): { script: Script; save: () => void } {
   // ASCII by construction (the build checks), so read without UTF-8 decoding, into a one-byte string.
-  const source = readFileSync(bundleFile, "latin1");
+  const bytes = readWholeFile(bundleFile);
+  const source = bytes.toString("latin1");
   // A bundle that is not the one this file was built with neither uses nor writes a cache.
   const cacheFile = source.length === CLI_BUNDLE.length ? codeCacheFile() : null;
-  const cachedData = cacheFile === null ? undefined : readCache(cacheFile);
+  // The cache is read into the buffer the bundle's bytes were read into (the string is a copy of them),
+  // not into a new one: touching fresh memory costs ~4 µs of CPU per KB where memory is slow to map in
+  // (this project's 2-core VM), and this saves ~0.9 MB of it. V8 reads the cache only inside `new Script`.
+  const cachedData = cacheFile === null ? undefined : readCache(cacheFile, bytes);
   const script = new Script(source, { filename: bundleFile, ...(cachedData ? { cachedData } : {}) });
   if (cacheFile === null) return { script, save: () => {} };
   if (cachedData && !script.cachedDataRejected) {

@@ -1,4 +1,4 @@
-import type { HostRequest } from "@codecell/bridge";
+import { emptyReferenceArray, type HostRequest } from "@codecell/bridge";
 import {
   CodeModeError,
   type CodeModeErrorCode,
@@ -21,6 +21,17 @@ export type SegmentEnd =
     };
 
 /**
+ * The abort of the exec or wait segment a driver serves. `aborted` is a plain field its owner sets just
+ * before it aborts `signal`, so it always reads as `signal.aborted` does. The driver checks it for every
+ * event of a loop of nested calls, and on Node 20 every AbortSignal has a hidden class (map) of its own:
+ * reading `signal.aborted` there met a new map in each exec and threw the optimized code away.
+ */
+export interface SegmentAbort {
+  readonly signal: AbortSignal;
+  readonly aborted: boolean;
+}
+
+/**
  * Results ready to go into the VM; the driver alone settles them, so it always knows when it is idle.
  * A segment's waits share one deadline timer and one abort listener (a loop of quick host calls waits
  * once per call, and a timer plus a listener each time cost more than the call); `close()` drops them.
@@ -28,9 +39,10 @@ export type SegmentEnd =
 export class ReadyQueue {
   // The items in order, in three parallel arrays that are reused: a loop of quick calls passes one
   // item per call through here, and an array (or a tuple) per item or per drain is garbage each time.
-  readonly #ids: string[] = [];
-  readonly #outcomes: SettleOutcome[] = [];
-  readonly #toolIds: Array<string | undefined> = [];
+  // Reference arrays from the start (see emptyReferenceArray): each exec has a queue of its own.
+  readonly #ids: string[] = emptyReferenceArray();
+  readonly #outcomes: SettleOutcome[] = emptyReferenceArray();
+  readonly #toolIds: Array<string | undefined> = emptyReferenceArray();
   #count = 0;
   #wake: (() => void) | null = null;
   #timer: NodeJS.Timeout | null = null;
@@ -105,9 +117,9 @@ export class ReadyQueue {
     return false;
   }
 
-  /** Resolves when an item arrives, the deadline passes or the signal aborts. */
-  waitForItem(deadlineAt: number, signal: AbortSignal): Promise<void> {
-    if (this.#count > 0 || signal.aborted) return Promise.resolve();
+  /** Resolves when an item arrives, the deadline passes or the segment aborts. */
+  waitForItem(deadlineAt: number, abort: SegmentAbort): Promise<void> {
+    if (this.#count > 0 || abort.aborted) return Promise.resolve();
     const now = Date.now();
     if (now >= deadlineAt) return Promise.resolve();
     // The deadline moves only when a wait gives the run a fresh one: re-arm then, not per wait.
@@ -116,6 +128,7 @@ export class ReadyQueue {
       this.#timerDueAt = deadlineAt;
       this.#timer = setTimeout(this.#onDeadline, deadlineAt - now);
     }
+    const { signal } = abort;
     if (this.#signal !== signal) {
       this.#signal?.removeEventListener("abort", this.#fire);
       this.#signal = signal;
@@ -172,11 +185,11 @@ class DisposeOnAbort {
 export async function driveSegment(
   run: SandboxRun,
   ready: ReadyQueue,
-  signal: AbortSignal,
+  abort: SegmentAbort,
 ): Promise<SegmentEnd> {
-  const abortWatch = new DisposeOnAbort(run, signal);
+  const abortWatch = new DisposeOnAbort(run, abort.signal);
   try {
-    return await drive(run, ready, signal, abortWatch);
+    return await drive(run, ready, abort, abortWatch);
   } finally {
     abortWatch.close();
     ready.close();
@@ -186,12 +199,12 @@ export async function driveSegment(
 async function drive(
   run: SandboxRun,
   ready: ReadyQueue,
-  signal: AbortSignal,
+  abort: SegmentAbort,
   abortWatch: DisposeOnAbort,
 ): Promise<SegmentEnd> {
   const output: CodeModeOutput[] = [];
   for (;;) {
-    if (signal.aborted) {
+    if (abort.aborted) {
       run.dispose();
       return abortedEnd(output);
     }
@@ -199,7 +212,7 @@ async function drive(
     const event = await run.next();
     abortWatch.waiting = false;
     // The run ended because the segment aborted (disposed above, or by its own listener): an abort.
-    if (signal.aborted && event.type === "failed" && event.code === "aborted") {
+    if (abort.aborted && event.type === "failed" && event.code === "aborted") {
       run.dispose();
       return abortedEnd(output);
     }
@@ -215,13 +228,13 @@ async function drive(
     let delivered = false;
     while (!delivered) {
       while (ready.size === 0) {
-        if (signal.aborted) {
+        if (abort.aborted) {
           run.dispose();
           return abortedEnd(output);
         }
         // The run's own deadline: set by the sandbox when the cell started, not when exec was called.
         if (Date.now() >= run.deadline) return suspend(run, "pending_tools", output);
-        await ready.waitForItem(run.deadline, signal);
+        await ready.waitForItem(run.deadline, abort);
       }
       delivered = ready.settleInto(run);
     }

@@ -46,8 +46,8 @@ export type RequestParent = {
   toolCallId: string;
   tool: "exec" | "wait";
   codeModeRunId: string;
-  /** Where nested tools' progress goes while the parent call runs. */
-  progress?: (event: RunProgress) => void;
+  /** Where nested tools' progress goes while the parent call runs (the field is always there: one shape). */
+  progress: ((event: RunProgress) => void) | undefined;
   /** What every nested call of this parent shows its executor as `parent` (frozen, so it is shared). */
   readonly forExecutor: NestedToolCall["parent"];
 };
@@ -63,7 +63,7 @@ export function requestParent(
     toolCallId,
     tool,
     codeModeRunId,
-    ...(progress ? { progress } : {}),
+    progress,
     forExecutor: Object.freeze({ toolCallId, tool, codeModeRunId }),
   };
 }

@@ -1,6 +1,6 @@
 import { setMaxListeners } from "node:events";
 import type { GuestSurface, HostRequest } from "@codecell/bridge";
-import type { ToolCatalog } from "@codecell/catalog";
+import type { CatalogTool, ToolCatalog } from "@codecell/catalog";
 import {
   CodeModeError,
   type CodeModeErrorCode,
@@ -91,8 +91,11 @@ function cellOf(input: unknown): JsonValue {
  */
 type Segment = {
   signal: AbortSignal;
+  /** Set just before `signal` aborts (see SegmentAbort): the hot path reads this, not the signal. */
+  aborted: boolean;
   release(): void;
-  progress?: (event: RunProgress) => void;
+  /** Present or not, the field is there: every segment has the same shape. */
+  progress: ((event: RunProgress) => void) | undefined;
   counts: { started: number; settled: number };
 };
 
@@ -118,16 +121,7 @@ export class ActiveRun implements PreparedRun {
     this.#declarations = declarations;
     this.#surface = buildGuestSurface(catalog, declarations, namespaces);
     this.#namespacesKey = JSON.stringify(namespaces.namespaces);
-    this.#scope = {
-      catalog,
-      declarations,
-      namespaces,
-      context: options.context,
-      executor: options.executor,
-      trajectory: engine.trajectory,
-      redactInput: engine.redactInput,
-      resolvedTargets: new Map(),
-    };
+    this.#scope = this.#requestScope(namespaces, new Map());
     const { agentId, sessionKey, sessionId, runId } = options.context;
     this.#runScope = { agentId, sessionKey, sessionId, parentRunId: runId };
     // Every nested call in flight listens for the run's abort; there can be many at once.
@@ -171,8 +165,27 @@ export class ActiveRun implements PreparedRun {
       this.#namespacesKey = key;
       this.#surface = buildGuestSurface(this.catalog, this.#declarations, namespaces);
     }
-    this.#scope = { ...this.#scope, namespaces };
+    this.#scope = this.#requestScope(namespaces, this.#scope.resolvedTargets);
     return this.#scope;
+  }
+
+  /**
+   * Every scope comes from this one literal, so all have one hidden class (map): a scope spread from the
+   * previous one got a map of its own in each exec, and the nested-call path's optimized code, which
+   * reads the scope on every call, was thrown away (deoptimized) each time.
+   */
+  #requestScope(namespaces: NamespaceRuntime, resolvedTargets: Map<string, CatalogTool>): RequestScope {
+    const { engine, options } = this;
+    return {
+      catalog: this.catalog,
+      declarations: this.#declarations,
+      namespaces,
+      context: options.context,
+      executor: options.executor,
+      trajectory: engine.trajectory,
+      redactInput: engine.redactInput,
+      resolvedTargets,
+    };
   }
 
   #telemetryBase(): CodeModeTelemetry {
@@ -383,7 +396,7 @@ export class ActiveRun implements PreparedRun {
     }
     inflight.attach(this.#sinkFor(ready, segment, shapes));
     engine.inflight.set(runKey, inflight);
-    const end = await driveSegment(run, ready, signal).finally(segment.release);
+    const end = await driveSegment(run, ready, segment).finally(segment.release);
     // A bare QuickJS TypeError gets the expression it is about (the JavaScript cell is what ran as is).
     if (end.type === "failed" && end.code === undefined && language === "javascript") {
       end.message = await explainGuestFailure(end.message, code, surface, {
@@ -495,7 +508,7 @@ export class ActiveRun implements PreparedRun {
       await store.finish(claim, "failed").catch(() => {});
       return this.#failure(error, telemetry, startedAt);
     }
-    const end = await driveSegment(run, ready, signal).finally(segment.release);
+    const end = await driveSegment(run, ready, segment).finally(segment.release);
     // An outcome recorded after this stays in the store, and the next claim reads it from there.
     await stopWatching?.();
     return this.#settleSegment(end, {
@@ -521,27 +534,30 @@ export class ActiveRun implements PreparedRun {
     // The driver and the run listen for it; with the control call's own signal there can be several.
     setMaxListeners(0, controller.signal);
     const sources = [this.#abort.signal, ...(call.signal ? [call.signal] : [])];
-    const onAbort = () => controller.abort();
+    // The only way the segment's signal aborts, so `segment.aborted` reads as `signal.aborted` does.
+    const onAbort = () => {
+      segment.aborted = true;
+      controller.abort();
+    };
     let open = true;
     const listener = call.onProgress;
     const segment: Segment = {
       signal: controller.signal,
+      aborted: false,
       counts: { started: 0, settled: 0 },
       release: () => {
         open = false;
         for (const source of sources) source.removeEventListener("abort", onAbort);
       },
       // Progress reaches the host only while this call runs; a listener that throws cannot break the run.
-      ...(listener
-        ? {
-            progress: (event: RunProgress) => {
-              if (!open) return;
-              try {
-                listener(event);
-              } catch {}
-            },
+      progress: listener
+        ? (event: RunProgress) => {
+            if (!open) return;
+            try {
+              listener(event);
+            } catch {}
           }
-        : {}),
+        : undefined,
     };
     // One listener aborts every nested call the segment started and has not settled (a listener per
     // call cost more than the call itself in a loop of quick calls).
@@ -551,7 +567,7 @@ export class ActiveRun implements PreparedRun {
       { once: true },
     );
     for (const source of sources) {
-      if (source.aborted) controller.abort();
+      if (source.aborted) onAbort();
       else source.addEventListener("abort", onAbort, { once: true });
     }
     return segment;
@@ -592,7 +608,7 @@ export class ActiveRun implements PreparedRun {
       return;
     }
     if (request.kind !== "mcp" || request.op === "call") stats.nestedCalls++;
-    if (segment.signal.aborted) started.abort(new Error("The code-mode run was aborted."));
+    if (segment.aborted) started.abort(new Error("The code-mode run was aborted."));
     if (segment.progress) {
       const { counts } = segment;
       counts.started++;

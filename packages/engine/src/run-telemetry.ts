@@ -1,3 +1,4 @@
+import { emptyReferenceArray } from "@codecell/bridge";
 import type { ToolCatalog } from "@codecell/catalog";
 import {
   type CodeModeErrorCode,
@@ -20,6 +21,8 @@ export function newRunTelemetry(
   catalog: ToolCatalog,
 ): CodeModeTelemetry {
   const telemetry = emptyTelemetry();
+  // Every nested call pushes its tool id here (see emptyReferenceArray).
+  telemetry.nested.toolIds = emptyReferenceArray();
   telemetry.visibleToolNames = [...visibleToolNames];
   telemetry.catalog = { size: catalog.entries.length, bySource: { ...catalog.countsBySource } };
   return telemetry;

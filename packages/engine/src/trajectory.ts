@@ -61,6 +61,14 @@ export type TruncatedInput = { $truncated: { bytes: number; preview: string } };
 const ENTRY_OVERHEAD_BYTES = 256;
 const PREVIEW_CHARS = 512;
 
+/**
+ * Where byte counts start. They are summed from Float64Array slots, which V8's interpreter reads as heap
+ * numbers: a count field that started as the small integer 0 became a double when eviction began, and
+ * that change replaced the hidden classes (maps) of every log, which threw the nested-call path's
+ * optimized code away in the middle of a session. A count that starts as a double never changes kind.
+ */
+const DOUBLE_ZERO: number = new Float64Array(1)[0]!;
+
 const STATUSES: readonly TrajectoryEntry["status"][] = ["running", "completed", "waiting", "failed"];
 const RUNNING = 0;
 
@@ -101,7 +109,7 @@ const RECENT_GROUPS = 8;
  */
 class SessionLog {
   live = true;
-  bytes = 0;
+  bytes = DOUBLE_ZERO;
   /** Sequence number of its latest entry (the total cap frees the sessions written to longest ago). */
   lastWrite = 0;
   /** Number of the oldest kept entry; `tail` is the next one's. */
@@ -320,7 +328,7 @@ function utf8Bytes(text: string): number {
 export class TrajectoryRecorder {
   readonly #logs = new Map<string, SessionLog>();
   readonly #limits: TrajectoryLimits;
-  #totalBytes = 0;
+  #totalBytes = DOUBLE_ZERO;
   #seq = 0;
   /** The log written last: a busy session is looked up once, not per call. */
   #lastLog: SessionLog | null = null;

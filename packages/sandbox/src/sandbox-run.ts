@@ -1,4 +1,5 @@
 import {
+  emptyReferenceArray,
   type HostRequest,
   type HostToWorkerMessage,
   RequestTable,
@@ -60,8 +61,9 @@ export class RunHandle implements SandboxRun {
   private deadlineAt: number;
   private host: RunHost | null = null;
   private state: RunState = "starting";
-  private readonly events: SandboxEvent[] = [];
-  private readonly waiters: Array<(event: SandboxEvent) => void> = [];
+  // Reference arrays from the start: next() pushes into them for every nested call (see emptyReferenceArray).
+  private readonly events: SandboxEvent[] = emptyReferenceArray();
+  private readonly waiters: Array<(event: SandboxEvent) => void> = emptyReferenceArray();
   private terminal: SandboxEvent | null = null;
   /**
    * The requests the caller has not settled, by id, as the worker announced them (request messages, and
@@ -84,12 +86,22 @@ export class RunHandle implements SandboxRun {
   private watchdog: NodeJS.Timeout | null = null;
   private watchdogDueAt = 0;
   private suspendWaiter: { resolve(run: SuspendedRun): void; reject(error: Error): void } | null = null;
-  private readonly onAbort = () => this.abort();
+  /**
+   * The caller's signal has aborted (read by the watchdog, armed for every command). Node 20 gives every
+   * AbortSignal a hidden class (map) of its own, so reading `signal.aborted` there met a new map in each
+   * run and threw the optimized code of the nested-call path away; the listener keeps this field instead.
+   */
+  private signalAborted: boolean;
+  private readonly onAbort = () => {
+    this.signalAborted = true;
+    this.abort();
+  };
 
   constructor(settings: RunSettings) {
     this.settings = settings;
     this.runId = settings.runId;
     this.deadlineAt = settings.deadlineAt ?? Number.POSITIVE_INFINITY;
+    this.signalAborted = settings.signal?.aborted === true;
     settings.signal?.addEventListener("abort", this.onAbort, { once: true });
   }
 
@@ -127,7 +139,7 @@ export class RunHandle implements SandboxRun {
   }
 
   get aborted(): boolean {
-    return this.settings.signal?.aborted === true;
+    return this.signalAborted;
   }
 
   /** Bind to a worker and send the first command (start or restore). */

@@ -3,6 +3,7 @@ import { parentPort, receiveMessageOnPort } from "node:worker_threads";
 // Both entries are zod-free, so a worker starts without loading the contract's schemas.
 import {
   countsOnPort,
+  emptyReferenceArray,
   exceedsJsonDepth,
   MAX_BRIDGE_DEPTH,
   MAX_ERROR_MESSAGE_LENGTH,
@@ -398,9 +399,10 @@ class GuestRun {
      * Requests issued during a short drain wait here and leave with the state message that ends the
      * drain: one message per round trip instead of two (an idle carries them itself). A drain that runs
      * long sends them at once so the host can start work in parallel.
+     * One array for the run (flushOutbox empties it), holding references from the start.
      * @type {import("@codecell/bridge").HostRequest[]}
      */
-    this.outbox = [];
+    this.outbox = emptyReferenceArray();
     /**
      * About how much text the outbox's requests, and the output and returned value not yet reported,
      * carry (UTF-16 units): a message that cannot fit the shared channel's slot is not encoded for it.
@@ -1022,20 +1024,32 @@ class GuestRun {
    */
   flushOutbox(last, transfer) {
     const requests = this.outbox;
-    if (requests.length > 0) this.outbox = [];
     const small = this.outboxChars + (last === undefined ? 0 : this.reportChars) < SHARED_SLOT_BYTES;
     this.outboxChars = 0;
     if (last !== undefined) this.reportChars = 0;
-    if (last?.type === "idle" && requests.length > 0) {
-      last.requests = requests;
-      post(last, transfer, small);
+    if (requests.length === 0) {
+      if (last !== undefined) post(last, transfer, small);
       return;
     }
-    /** @type {import("@codecell/bridge").WorkerToHostMessage[]} */
-    const messages = requests.map((request) => ({ type: "request", runId: this.runId, request }));
-    if (last !== undefined) messages.push(last);
-    if (messages.length === 1) post(/** @type {any} */ (messages[0]), transfer, small);
-    else if (messages.length > 1) post({ type: "batch", messages }, transfer, small);
+    // post() copies what it sends before it returns (JSON text for the shared channel, or a structured
+    // clone), so the outbox is emptied and kept. A fresh `[]` per drain started with the small-integer
+    // elements kind each time, and the first push into it threw the optimized code of onRequest away
+    // (deoptimized, "not a Smi"); see emptyReferenceArray.
+    try {
+      if (last?.type === "idle") {
+        last.requests = requests;
+        post(last, transfer, small);
+        return;
+      }
+      /** @type {import("@codecell/bridge").WorkerToHostMessage[]} */
+      const messages = [];
+      for (const request of requests) messages.push({ type: "request", runId: this.runId, request });
+      if (last !== undefined) messages.push(last);
+      if (messages.length === 1) post(/** @type {any} */ (messages[0]), transfer, small);
+      else post({ type: "batch", messages }, transfer, small);
+    } finally {
+      requests.length = 0;
+    }
   }
 
   /**
