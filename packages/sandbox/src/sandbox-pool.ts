@@ -40,6 +40,27 @@ const HOST_SPIN_MS = 0.1;
  */
 const HOST_SYNC_SERVE_MS = 2;
 
+/**
+ * Spins (bounded by HOST_SPIN_MS) for the worker's answer in the shared channel: its text, or null when
+ * it did not come in time (the slot then stops listening, and the answer comes through the port).
+ *
+ * A function of its own, apart from the handling of the answer: V8 optimizes a function once it has run
+ * enough bytecode, and a spin runs its loop hundreds of times per call. Inside awaitQuickAnswer the loop
+ * had the whole answer path (parse, receive, the engine's request handler) optimized during the first
+ * cell, before most of its branches had run, and each branch reached later threw that code away.
+ */
+function spinForAnswer(channel: SharedChannel): string | null {
+  const postedBefore = channel.peerPostedCount();
+  const until = performance.now() + HOST_SPIN_MS;
+  for (;;) {
+    if (channel.full()) return channel.take(false);
+    // The worker posted on the port meanwhile: its answer will follow that message there.
+    if (performance.now() >= until || channel.peerPostedCount() !== postedBefore) {
+      return channel.stopListening();
+    }
+  }
+}
+
 /** One warm worker thread and the runs it hosts. */
 class WorkerSlot implements RunHost {
   /** Set at construction; a slot is created exactly when its worker should start. */
@@ -205,21 +226,7 @@ class WorkerSlot implements RunHost {
    * through the port as before; the exchange on the slot decides which, so it comes exactly once.
    */
   private awaitQuickAnswer(): void {
-    const channel = this.channel;
-    const postedBefore = channel.peerPostedCount();
-    const until = performance.now() + HOST_SPIN_MS;
-    let text: string | null = null;
-    for (;;) {
-      if (channel.full()) {
-        text = channel.take(false);
-        break;
-      }
-      // The worker posted on the port meanwhile: its answer will follow that message there.
-      if (performance.now() >= until || channel.peerPostedCount() !== postedBefore) {
-        text = channel.stopListening();
-        break;
-      }
-    }
+    const text = spinForAnswer(this.channel);
     if (text === null) {
       this.pool.spinsEmpty += 1;
       this.spinMisses = Math.min(this.spinMisses + 1, 6);
