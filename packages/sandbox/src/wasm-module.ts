@@ -31,10 +31,10 @@ export function loadQuickJsModule(location?: URL | string): Promise<CompiledModu
   let promise = compiled.get(path);
   if (promise === undefined) {
     promise = readNow(path).then(async (bytes) => {
-      const [module, prelude] = await Promise.all([
-        wasmApi.compile(keepFunctionExports(bytes, (name) => QUICKJS_EXPORTS_USED.has(name))),
-        loadPreludeBytecode(bytes),
-      ]);
+      // The prelude check hashes the file as read, so it comes before the export section is rewritten.
+      const prelude = await loadPreludeBytecode(bytes);
+      keepFunctionExports(bytes, (name) => QUICKJS_EXPORTS_USED.has(name));
+      const module = await wasmApi.compile(bytes);
       preludes.set(module, prelude);
       return module;
     });
@@ -218,81 +218,99 @@ function readU32(bytes: Uint8Array, at: number): [number, number] | null {
   return null;
 }
 
-function writeU32(value: number): number[] {
-  const out: number[] = [];
+/** `value` as an unsigned LEB128 of exactly `width` bytes (wasm accepts padded encodings up to 5 bytes). */
+function writePaddedU32(bytes: Uint8Array, at: number, value: number, width: number): void {
   let rest = value;
-  do {
+  for (let index = 0; index < width; index++) {
     const low = rest & 0x7f;
     rest = Math.floor(rest / 128);
-    out.push(rest === 0 ? low : low | 0x80);
-  } while (rest !== 0);
-  return out;
+    bytes[at + index] = index < width - 1 ? low | 0x80 : low;
+  }
 }
 
 /**
- * A copy of a wasm binary whose export section keeps every non-function export and the functions `keep`
- * accepts; everything else is byte for byte the same. Anything this reader does not follow (not a wasm
- * binary, a section that overruns, an export kind it does not know) returns the input unchanged, so the
- * compile reports the problem exactly as it would have.
+ * An export's name when it is plain ASCII, as every name quickjs-wasi calls is; null otherwise (so no
+ * decoder is set up for the few hundred names read here).
  */
-export function keepFunctionExports(bytes: Uint8Array, keep: (name: string) => boolean): Uint8Array {
+function asciiName(bytes: Uint8Array, start: number, end: number): string | null {
+  let name = "";
+  for (let at = start; at < end; at++) {
+    const byte = bytes[at] as number;
+    if (byte >= 0x80) return null;
+    name += String.fromCharCode(byte);
+  }
+  return name;
+}
+
+/** A custom section with an empty name takes at least this many bytes: id, a 5-byte size, the name's length. */
+const PADDING_HEADER = 7;
+
+/**
+ * Rewrites a wasm binary's export section in place so that it keeps every non-function export and the
+ * functions `keep` accepts; returns whether it changed anything. The section keeps its place and length:
+ * the kept entries move up, and the bytes they free become a custom section (which every engine skips), so
+ * nothing after it moves. Why in place: a new copy of the ~630 KB binary is fresh memory to fault in, which
+ * cost 5-10 ms of the main thread on this machine on the way to the first worker's `init`, far more than
+ * reading the section. Anything this reader does not follow (not a wasm binary, a section that overruns, an
+ * export kind it does not know, a name that is not ASCII) leaves the bytes untouched, so the compile
+ * reports the problem exactly as it would have.
+ */
+export function keepFunctionExports(bytes: Uint8Array, keep: (name: string) => boolean): boolean {
   const header = [0x00, 0x61, 0x73, 0x6d];
-  if (bytes.length < 8 || header.some((byte, index) => bytes[index] !== byte)) return bytes;
-  const names = new TextDecoder("utf-8", { fatal: true });
+  if (bytes.length < 8 || header.some((byte, index) => bytes[index] !== byte)) return false;
   let pos = 8;
   while (pos < bytes.length) {
     const id = bytes[pos] as number;
     const size = readU32(bytes, pos + 1);
-    if (size === null) return bytes;
+    if (size === null) return false;
     const [length, bodyStart] = size;
     const end = bodyStart + length;
-    if (end > bytes.length) return bytes;
+    if (end > bytes.length) return false;
     if (id !== EXPORT_SECTION) {
       pos = end;
       continue;
     }
     const count = readU32(bytes, bodyStart);
-    if (count === null) return bytes;
-    const kept: Uint8Array[] = [];
-    let keptCount = 0;
+    if (count === null) return false;
+    // Read the whole section before writing anything: [start, end) of each entry to keep.
+    const kept: number[] = [];
     let entry = count[1];
     for (let index = 0; index < count[0]; index++) {
       const nameLength = readU32(bytes, entry);
-      if (nameLength === null || nameLength[1] + nameLength[0] + 1 > end) return bytes;
+      if (nameLength === null || nameLength[1] + nameLength[0] + 1 > end) return false;
       const nameEnd = nameLength[1] + nameLength[0];
       const kind = bytes[nameEnd] as number;
       const target = readU32(bytes, nameEnd + 1);
-      if (kind > 3 || target === null || target[1] > end) return bytes;
-      let name: string;
-      try {
-        name = names.decode(bytes.subarray(nameLength[1], nameEnd));
-      } catch {
-        return bytes;
-      }
-      if (kind !== FUNCTION_EXPORT || keep(name)) {
-        kept.push(bytes.subarray(entry, target[1]));
-        keptCount++;
-      }
+      if (kind > 3 || target === null || target[1] > end) return false;
+      const name = asciiName(bytes, nameLength[1], nameEnd);
+      if (name === null) return false;
+      if (kind !== FUNCTION_EXPORT || keep(name)) kept.push(entry, target[1]);
       entry = target[1];
     }
-    if (entry !== end) return bytes;
-    if (keptCount === count[0]) return bytes;
-    const countBytes = writeU32(keptCount);
-    const bodyLength = countBytes.length + kept.reduce((sum, part) => sum + part.length, 0);
-    const sectionHeader = [EXPORT_SECTION, ...writeU32(bodyLength)];
-    const out = new Uint8Array(pos + sectionHeader.length + bodyLength + (bytes.length - end));
-    out.set(bytes.subarray(0, pos), 0);
-    let at = pos;
-    out.set(sectionHeader, at);
-    at += sectionHeader.length;
-    out.set(countBytes, at);
-    at += countBytes.length;
-    for (const part of kept) {
-      out.set(part, at);
-      at += part.length;
+    if (entry !== end) return false;
+    const keptCount = kept.length / 2;
+    if (keptCount === count[0]) return false;
+    let keptBytes = 0;
+    for (let index = 0; index < kept.length; index += 2)
+      keptBytes += (kept[index + 1] as number) - (kept[index] as number);
+    // Too few bytes freed to hold a custom section's header (one or two short entries): leave it be.
+    const padding = end - count[1] - keptBytes;
+    if (padding < PADDING_HEADER) return false;
+    // The section's size and the count keep their widths, so every kept entry moves to a lower offset.
+    let at = count[1];
+    for (let index = 0; index < kept.length; index += 2) {
+      const from = kept[index] as number;
+      const to = kept[index + 1] as number;
+      bytes.copyWithin(at, from, to);
+      at += to - from;
     }
-    out.set(bytes.subarray(end), at);
-    return out;
+    writePaddedU32(bytes, pos + 1, at - bodyStart, bodyStart - pos - 1);
+    writePaddedU32(bytes, bodyStart, keptCount, count[1] - bodyStart);
+    bytes[at] = 0;
+    writePaddedU32(bytes, at + 1, padding - 6, 5);
+    bytes[at + 6] = 0;
+    bytes.fill(0, at + PADDING_HEADER, end);
+    return true;
   }
-  return bytes;
+  return false;
 }

@@ -17,7 +17,11 @@ import {
 type ModuleExport = { name: string; kind: string };
 const wasm = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
 type WasmApi = {
-  Module: { new (bytes: Uint8Array): object; exports(module: object): ModuleExport[] };
+  Module: {
+    new (bytes: Uint8Array): object;
+    exports(module: object): ModuleExport[];
+    customSections(module: object, name: string): ArrayBuffer[];
+  };
 };
 
 const original = new Uint8Array(readFileSync(defaultWasmPath()));
@@ -53,27 +57,34 @@ describe("the function exports the sandbox keeps", () => {
 });
 
 describe("keepFunctionExports", () => {
-  it("keeps the memory, table and globals and only the listed functions, and compiles", () => {
-    const filtered = keepFunctionExports(original, keepUsed);
-    const exports = wasm.Module.exports(new wasm.Module(filtered));
+  it("keeps the memory, table and globals and only the listed functions, in place, and compiles", () => {
+    const filtered = original.slice();
+    expect(keepFunctionExports(filtered, keepUsed)).toBe(true);
+    const module = new wasm.Module(filtered);
+    const exports = wasm.Module.exports(module);
     const others = (list: ModuleExport[]) => list.filter((e) => e.kind !== "function");
     expect(others(exports)).toEqual(others(originalExports));
     expect(exports.filter((e) => e.kind === "function").map((e) => e.name)).toEqual(
       functionNames.filter(keepUsed),
     );
-    // Only the export section changed: the rest of the binary (code, data) is the same length.
-    const removed = originalExports.filter((e) => e.kind === "function" && !keepUsed(e.name));
-    expect(filtered.length).toBeLessThan(original.length - removed.length * 3);
+    // Only the export section's bytes changed: what it freed is an unnamed custom section, and everything
+    // before and after it (code, data) is where it was, byte for byte.
+    expect(wasm.Module.customSections(module, "")).toHaveLength(1);
+    const section = findSection(original, 7);
+    expect(filtered.length).toBe(original.length);
+    expect(Buffer.compare(filtered.subarray(0, section.start), original.subarray(0, section.start))).toBe(0);
+    expect(Buffer.compare(filtered.subarray(section.end), original.subarray(section.end))).toBe(0);
   });
 
-  it("returns its input when nothing would be dropped", () => {
-    expect(keepFunctionExports(original, () => true)).toBe(original);
+  it("leaves the bytes untouched when nothing would be dropped", () => {
+    const copy = original.slice();
+    expect(keepFunctionExports(copy, () => true)).toBe(false);
+    expect(Buffer.compare(copy, original)).toBe(0);
   });
 
-  it("returns anything it cannot follow unchanged, so the compile reports it as before", () => {
+  it("leaves anything it cannot follow untouched, so the compile reports it as before", () => {
     const notWasm = new TextEncoder().encode("this is not a wasm binary");
-    expect(keepFunctionExports(notWasm, keepUsed)).toBe(notWasm);
-    // Cut anywhere, the result compiles exactly when the cut binary does (here: never).
+    expect(keepFunctionExports(notWasm.slice(), keepUsed)).toBe(false);
     const compiles = (bytes: Uint8Array) => {
       try {
         new wasm.Module(bytes);
@@ -82,15 +93,19 @@ describe("keepFunctionExports", () => {
         return false;
       }
     };
+    // Cut anywhere, the result compiles exactly when the cut binary does (here: never).
     for (const length of [0, 4, 8, 9, 12, 100, 4096, 65_536, original.length - 1000, original.length - 1]) {
-      const cut = original.subarray(0, length);
-      expect(compiles(keepFunctionExports(cut, keepUsed))).toBe(compiles(cut));
+      const cut = original.slice(0, length);
+      const copy = cut.slice();
+      keepFunctionExports(copy, keepUsed);
+      expect(compiles(copy)).toBe(compiles(cut));
     }
-    // Corrupt the export section's declared count: unchanged.
-    const exportSection = findSection(original, 7);
+    // Corrupt the export section's declared count: untouched.
     const corrupt = original.slice();
-    corrupt[exportSection.body] = 0x7f;
-    expect(keepFunctionExports(corrupt, keepUsed)).toBe(corrupt);
+    corrupt[findSection(original, 7).body] = 0x7f;
+    const before = corrupt.slice();
+    expect(keepFunctionExports(corrupt, keepUsed)).toBe(false);
+    expect(Buffer.compare(corrupt, before)).toBe(0);
   });
 });
 
@@ -115,7 +130,7 @@ describe("a VM on the filtered module", () => {
   });
 });
 
-function findSection(bytes: Uint8Array, id: number): { body: number } {
+function findSection(bytes: Uint8Array, id: number): { start: number; body: number; end: number } {
   let pos = 8;
   while (pos < bytes.length) {
     let size = 0;
@@ -127,7 +142,7 @@ function findSection(bytes: Uint8Array, id: number): { body: number } {
       shift += 7;
       if ((byte & 0x80) === 0) break;
     }
-    if (bytes[pos] === id) return { body: at };
+    if (bytes[pos] === id) return { start: pos, body: at, end: at + size };
     pos = at + size;
   }
   throw new Error(`no section ${id}`);
