@@ -1,4 +1,4 @@
-import { readFile } from "node:fs/promises";
+import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 
 /**
@@ -61,7 +61,9 @@ export async function loadPreludeBytecode(
 ): Promise<PreludeBytecode | null> {
   let text: string;
   try {
-    text = await readFile(manifestUrl, "utf8");
+    // Read at once (about 50 KB): each step of an asynchronous read waits for a turn of the host's event
+    // loop, and the early worker waits for this check before it gets its `init` (see wasm-module.ts).
+    text = readFileSync(manifestUrl, "utf8");
   } catch {
     return null;
   }
