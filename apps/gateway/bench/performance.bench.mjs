@@ -189,7 +189,11 @@ await engine.close();
 
 // --- fresh processes: cold import -> first result, peak RSS, `codecell serve` start ------------------
 
-/** CPU time so far of a child's main thread and of all its threads, in ms (schedstat; load does not add to it). */
+/**
+ * CPU time so far of a child's main thread and of all its threads, in ms (schedstat; load does not add to
+ * it), and the main thread's minor page faults: memory it touched for the first time, which costs CPU on
+ * a machine where mapping memory in is slow, and which load does not change either.
+ */
 function childCpuMs(pid) {
   const read = (tid) => Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
   let all = 0;
@@ -200,7 +204,10 @@ function childCpuMs(pid) {
       // The thread ended meanwhile.
     }
   }
-  return { main: read(pid) / 1e6, all: all / 1e6 };
+  // Field 10 of stat (minflt), counted after the command name, which is in parentheses.
+  const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, "utf8");
+  const mainFaults = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[7]);
+  return { main: read(pid) / 1e6, all: all / 1e6, mainFaults };
 }
 
 /**
@@ -232,6 +239,7 @@ function serveStart() {
           marks.toolsListMs = performance.now() - started;
           const cpu = childCpuMs(child.pid);
           marks.toolsListMainCpuMs = cpu.main;
+          marks.toolsListMainFaults = cpu.mainFaults;
           marks.toolsListAllCpuMs = cpu.all;
           if (!message.result.tools.some((tool) => tool.name === "exec")) reject(new Error("no exec tool"));
           send({
@@ -244,6 +252,7 @@ function serveStart() {
           marks.firstExecMs = performance.now() - started;
           const cpu = childCpuMs(child.pid);
           marks.firstExecMainCpuMs = cpu.main;
+          marks.firstExecMainFaults = cpu.mainFaults;
           marks.firstExecAllCpuMs = cpu.all;
           if (message.result?.structuredContent?.value !== 2) reject(new Error(`first exec: ${line}`));
           // Idle RSS: a second after the first result, with nothing running.
@@ -427,8 +436,14 @@ console.table(
     "wall ms": fixed(median(serve.map((s) => s[`${mark}Ms`]))),
     "main thread CPU ms": fixed(median(serve.map((s) => s[`${mark}MainCpuMs`]))),
     "all threads CPU ms": fixed(median(serve.map((s) => s[`${mark}AllCpuMs`]))),
+    "main thread page faults": median(serve.map((s) => s[`${mark}MainFaults`])),
   })),
 );
+if (process.env.NODE_EXTRA_CA_CERTS) {
+  console.log(
+    "NODE_EXTRA_CA_CERTS is set: every fresh Node process (the cold and serve children, the floor's too) parses those certificates as it starts, before any of its own code (about 40 ms of main-thread CPU for 144 certificates on the 2-core test machine; see the gateway README's cold start)",
+  );
+}
 console.table(targets);
 mkdirSync(join(appDir, "bench-results"), { recursive: true });
 writeFileSync(

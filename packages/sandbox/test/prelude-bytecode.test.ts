@@ -139,6 +139,55 @@ describe("the bundled worker", () => {
     ]);
   });
 
+  it("loads the cell checker and the snapshot codec beside it on first use, with import() from CommonJS", async () => {
+    const worker = new Worker(DIST_WORKERS[1] as URL, { execArgv: [] });
+    try {
+      const messages: Record<string, unknown>[] = [];
+      let wake = () => {};
+      worker.on("message", (message: Record<string, unknown>) => {
+        const items = message.type === "batch" ? (message.messages as Record<string, unknown>[]) : [message];
+        messages.push(...items);
+        wake();
+      });
+      const next = async (type: string, runId?: string) => {
+        for (;;) {
+          const index = messages.findIndex(
+            (message) => (message.type === type || message.type === "failed") && message.runId === runId,
+          );
+          if (index >= 0) return messages.splice(index, 1)[0] as Record<string, unknown>;
+          await new Promise<void>((resolve) => {
+            wake = resolve;
+          });
+        }
+      };
+      const start = (runId: string, code: string, language: string) =>
+        worker.postMessage({
+          type: "start",
+          runId,
+          code,
+          language,
+          surface: JSON.stringify(surface),
+          limits,
+          deadlineAt: Date.now() + 60_000,
+          signal: new Int32Array(new SharedArrayBuffer(4)),
+        });
+      worker.postMessage({ type: "init", module: wasmModule, snapshotSecret: "s".repeat(32), prelude: null });
+      expect(await next("ready")).toMatchObject({ type: "ready" });
+      // TypeScript goes through @codecell/transpile (sucrase), imported on first use.
+      start("ts", "const answer: number = 6 * 7; return answer", "typescript");
+      expect(await next("completed", "ts")).toMatchObject({ type: "completed", value: 42 });
+      // A suspend goes through ./snapshot-codec.js (zlib, crypto), imported on first use.
+      start("suspend", "await yield_control('later'); return 1", "javascript");
+      expect(await next("idle", "suspend")).toMatchObject({ type: "idle" });
+      worker.postMessage({ type: "suspend", runId: "suspend" });
+      const suspended = await next("suspended", "suspend");
+      expect(suspended).toMatchObject({ type: "suspended" });
+      expect(suspended.snapshot).toBeInstanceOf(Uint8Array);
+    } finally {
+      await worker.terminate();
+    }
+  });
+
   it("holds the prelude's source exactly as the shipped bytecode was compiled from it", () => {
     // A string literal the build wrote from dist/worker/guest-prelude.js; the build checks it too.
     const text = readFileSync(DIST_WORKERS[1] as URL, "utf8");
