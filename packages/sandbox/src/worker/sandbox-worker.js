@@ -57,6 +57,30 @@ const SYNC_SERVE_MS = 2;
 const WORKER_SPIN_MS = 0.1;
 /** Messages the worker may hand over through the shared channel: plain JSON data, no transfers. */
 const SHARED_CHANNEL_TYPES = new Set(["started", "request", "idle", "completed", "failed", "batch"]);
+/**
+ * The messages of a quick call, kept for the worker's life in the shapes they arrive in: a settle parsed
+ * from JSON (the shared channel) and one structured-cloned (the port), which give its items different
+ * hidden classes (maps), and a tool call's request body as the guest's JSON makes it and onRequest gives
+ * it its id. V8 frees the map of a shape that has no object left at a full garbage collection, and
+ * drops the optimized code that checks for it. These objects are handled and let go within a call, so
+ * at a collection none is usually alive, and the worker's first full collection used to throw away the
+ * optimized code of its answer path (serveWaitingRuns, the message checks, onRequest) in the middle of a
+ * loop of calls. Held on the global under a symbol of its own, so neither the bundler nor V8 drops them
+ * as unused; guest code never sees this global.
+ */
+{
+  const settle = {
+    type: "settle",
+    runId: "",
+    items: [{ requestId: "", ok: true, json: "" }],
+    deadlineAt: 0.5,
+  };
+  const callBody = JSON.parse('{"kind":"call","target":"","input":{}}');
+  callBody.requestId = "";
+  Object.defineProperty(globalThis, Symbol("codecell.messageShapes"), {
+    value: [JSON.parse(JSON.stringify(settle)), structuredClone(settle), callBody],
+  });
+}
 /** What a report carries when there is nothing to list (shared: a structured clone copies it anyway). */
 const NOTHING = /** @type {any[]} */ (/** @type {unknown} */ (Object.freeze([])));
 
