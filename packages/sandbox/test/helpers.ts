@@ -1,3 +1,4 @@
+import type { Worker } from "node:worker_threads";
 import type { JsonValue } from "@codecell/contract";
 import type {
   GuestSurface,
@@ -117,4 +118,35 @@ export async function runToEnd(
 
 export function value(event: SandboxEvent): JsonValue | undefined {
   return event.type === "completed" ? event.value : undefined;
+}
+
+/**
+ * What a bare sandbox worker (started without a pool) posts, batches unpacked: `next(type, runId)` waits for
+ * and takes the first message of that type, or a "failed" one, of that run (of any run when none is named).
+ */
+export function workerMessages(worker: Worker): {
+  next(type: string, runId?: string): Promise<Record<string, unknown>>;
+} {
+  const messages: Record<string, unknown>[] = [];
+  let wake = () => {};
+  worker.on("message", (message: Record<string, unknown>) => {
+    const items = message.type === "batch" ? (message.messages as Record<string, unknown>[]) : [message];
+    messages.push(...items);
+    wake();
+  });
+  return {
+    async next(type, runId) {
+      for (;;) {
+        const index = messages.findIndex(
+          (message) =>
+            (message.type === type || message.type === "failed") &&
+            (runId === undefined || message.runId === runId),
+        );
+        if (index >= 0) return messages.splice(index, 1)[0] as Record<string, unknown>;
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+        });
+      }
+    },
+  };
 }

@@ -4,7 +4,7 @@ import { CompileFlags, QuickJS, type QuickJSOptions } from "quickjs-wasi";
 import { afterAll, describe, expect, it } from "vitest";
 import { loadPreludeBytecode, verifyPreludeBytecode } from "../src/prelude-bytecode.js";
 import { defaultWasmPath, loadQuickJsModule } from "../src/wasm-module.js";
-import { limits, surface } from "./helpers.js";
+import { limits, surface, workerMessages } from "./helpers.js";
 
 // The build compiles the guest prelude to bytecode once and ships it in dist (issue 18, cold start).
 // These tests check what the file holds, that the host refuses it whenever it might not be ours or not
@@ -82,22 +82,7 @@ describe.each(DIST_WORKERS.map((url) => [url.pathname.replace(/.*\/dist\//, "dis
     async function markSeen(prelude: { source: string; bytecode: Uint8Array }): Promise<unknown> {
       const worker = new Worker(workerUrl, { execArgv: [] });
       workers.push(worker);
-      const messages: Record<string, unknown>[] = [];
-      let wake = () => {};
-      worker.on("message", (message: Record<string, unknown>) => {
-        const items = message.type === "batch" ? (message.messages as Record<string, unknown>[]) : [message];
-        messages.push(...items);
-        wake();
-      });
-      const next = async (type: string) => {
-        for (;;) {
-          const found = messages.find((message) => message.type === type || message.type === "failed");
-          if (found) return found;
-          await new Promise<void>((resolve) => {
-            wake = resolve;
-          });
-        }
-      };
+      const { next } = workerMessages(worker);
       worker.postMessage({ type: "init", module: wasmModule, snapshotSecret: null, prelude });
       expect(await next("ready")).toMatchObject({ type: "ready" });
       worker.postMessage({
@@ -142,24 +127,7 @@ describe("the bundled worker", () => {
   it("loads the cell checker and the snapshot codec beside it on first use, with import() from CommonJS", async () => {
     const worker = new Worker(DIST_WORKERS[1] as URL, { execArgv: [] });
     try {
-      const messages: Record<string, unknown>[] = [];
-      let wake = () => {};
-      worker.on("message", (message: Record<string, unknown>) => {
-        const items = message.type === "batch" ? (message.messages as Record<string, unknown>[]) : [message];
-        messages.push(...items);
-        wake();
-      });
-      const next = async (type: string, runId?: string) => {
-        for (;;) {
-          const index = messages.findIndex(
-            (message) => (message.type === type || message.type === "failed") && message.runId === runId,
-          );
-          if (index >= 0) return messages.splice(index, 1)[0] as Record<string, unknown>;
-          await new Promise<void>((resolve) => {
-            wake = resolve;
-          });
-        }
-      };
+      const { next } = workerMessages(worker);
       const start = (runId: string, code: string, language: string) =>
         worker.postMessage({
           type: "start",
