@@ -256,61 +256,64 @@ const PADDING_HEADER = 7;
  * reports the problem exactly as it would have.
  */
 export function keepFunctionExports(bytes: Uint8Array, keep: (name: string) => boolean): boolean {
-  const header = [0x00, 0x61, 0x73, 0x6d];
-  if (bytes.length < 8 || header.some((byte, index) => bytes[index] !== byte)) return false;
-  let pos = 8;
-  while (pos < bytes.length) {
-    const id = bytes[pos] as number;
-    const size = readU32(bytes, pos + 1);
-    if (size === null) return false;
-    const [length, bodyStart] = size;
-    const end = bodyStart + length;
-    if (end > bytes.length) return false;
-    if (id !== EXPORT_SECTION) {
-      pos = end;
-      continue;
+  const section = findExportSection(bytes);
+  if (section === null) return false;
+  const { start, bodyStart, end } = section;
+  const count = readU32(bytes, bodyStart);
+  if (count === null) return false;
+  const entriesStart = count[1];
+  // Read the whole section before writing anything: [start, end) of each entry to keep.
+  const kept: number[] = [];
+  let keptBytes = 0;
+  let entry = entriesStart;
+  for (let index = 0; index < count[0]; index++) {
+    const nameLength = readU32(bytes, entry);
+    if (nameLength === null || nameLength[1] + nameLength[0] + 1 > end) return false;
+    const nameEnd = nameLength[1] + nameLength[0];
+    const kind = bytes[nameEnd] as number;
+    const target = readU32(bytes, nameEnd + 1);
+    if (kind > 3 || target === null || target[1] > end) return false;
+    const name = asciiName(bytes, nameLength[1], nameEnd);
+    if (name === null) return false;
+    if (kind !== FUNCTION_EXPORT || keep(name)) {
+      kept.push(entry, target[1]);
+      keptBytes += target[1] - entry;
     }
-    const count = readU32(bytes, bodyStart);
-    if (count === null) return false;
-    // Read the whole section before writing anything: [start, end) of each entry to keep.
-    const kept: number[] = [];
-    let entry = count[1];
-    for (let index = 0; index < count[0]; index++) {
-      const nameLength = readU32(bytes, entry);
-      if (nameLength === null || nameLength[1] + nameLength[0] + 1 > end) return false;
-      const nameEnd = nameLength[1] + nameLength[0];
-      const kind = bytes[nameEnd] as number;
-      const target = readU32(bytes, nameEnd + 1);
-      if (kind > 3 || target === null || target[1] > end) return false;
-      const name = asciiName(bytes, nameLength[1], nameEnd);
-      if (name === null) return false;
-      if (kind !== FUNCTION_EXPORT || keep(name)) kept.push(entry, target[1]);
-      entry = target[1];
-    }
-    if (entry !== end) return false;
-    const keptCount = kept.length / 2;
-    if (keptCount === count[0]) return false;
-    let keptBytes = 0;
-    for (let index = 0; index < kept.length; index += 2)
-      keptBytes += (kept[index + 1] as number) - (kept[index] as number);
-    // Too few bytes freed to hold a custom section's header (one or two short entries): leave it be.
-    const padding = end - count[1] - keptBytes;
-    if (padding < PADDING_HEADER) return false;
-    // The section's size and the count keep their widths, so every kept entry moves to a lower offset.
-    let at = count[1];
-    for (let index = 0; index < kept.length; index += 2) {
-      const from = kept[index] as number;
-      const to = kept[index + 1] as number;
-      bytes.copyWithin(at, from, to);
-      at += to - from;
-    }
-    writePaddedU32(bytes, pos + 1, at - bodyStart, bodyStart - pos - 1);
-    writePaddedU32(bytes, bodyStart, keptCount, count[1] - bodyStart);
-    bytes[at] = 0;
-    writePaddedU32(bytes, at + 1, padding - 6, 5);
-    bytes[at + 6] = 0;
-    bytes.fill(0, at + PADDING_HEADER, end);
-    return true;
+    entry = target[1];
   }
-  return false;
+  const keptCount = kept.length / 2;
+  if (entry !== end || keptCount === count[0]) return false;
+  // Too few bytes freed to hold a custom section's header (one or two short entries): leave it be.
+  const padding = end - entriesStart - keptBytes;
+  if (padding < PADDING_HEADER) return false;
+  // The section's size and the count keep their widths, so every kept entry moves to a lower offset.
+  let at = entriesStart;
+  for (let index = 0; index < kept.length; index += 2) {
+    bytes.copyWithin(at, kept[index] as number, kept[index + 1] as number);
+    at += (kept[index + 1] as number) - (kept[index] as number);
+  }
+  writePaddedU32(bytes, start + 1, at - bodyStart, bodyStart - start - 1);
+  writePaddedU32(bytes, bodyStart, keptCount, entriesStart - bodyStart);
+  // The padding: custom section id 0, its size in 5 bytes, an empty name, zeros.
+  bytes[at] = 0;
+  writePaddedU32(bytes, at + 1, padding - 6, 5);
+  bytes[at + 6] = 0;
+  bytes.fill(0, at + PADDING_HEADER, end);
+  return true;
+}
+
+/** Where a wasm binary's export section lies (its id byte, body, end), or null if there is none or the binary cannot be followed. */
+function findExportSection(bytes: Uint8Array): { start: number; bodyStart: number; end: number } | null {
+  const header = [0x00, 0x61, 0x73, 0x6d];
+  if (bytes.length < 8 || header.some((byte, index) => bytes[index] !== byte)) return null;
+  let start = 8;
+  while (start < bytes.length) {
+    const size = readU32(bytes, start + 1);
+    if (size === null) return null;
+    const end = size[1] + size[0];
+    if (end > bytes.length) return null;
+    if (bytes[start] === EXPORT_SECTION) return { start, bodyStart: size[1], end };
+    start = end;
+  }
+  return null;
 }
