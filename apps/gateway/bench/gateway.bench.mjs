@@ -1,47 +1,29 @@
 // End-to-end exec latency through the MCP protocol: the built CLI spawned as a real server, driven by
 // the SDK client over stdio and over Streamable HTTP on 127.0.0.1. Run `pnpm --filter @codecell/gateway
 // bench` (it builds first through turbo). Prints a table and writes bench-results/gateway.json.
-import { spawn } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import {
+  appDir,
+  benchWorkspace,
+  BENCH_CELLS as CELLS,
+  cli,
+  memoryServer,
+  percentile,
+  startHttpGateway,
+} from "./http-gateway.mjs";
 
-const appDir = fileURLToPath(new URL("..", import.meta.url));
-const cli = join(appDir, "dist", "cli.js");
 const ITERATIONS = Number(process.env.BENCH_ITERATIONS ?? 200);
 const WARMUP = 20;
 
-const dir = mkdtempSync(join(tmpdir(), "codecell-bench-"));
-cpSync(join(appDir, "demo-workspace"), join(dir, "workspace"), { recursive: true });
-const configPath = join(dir, "codecell.json5");
-writeFileSync(
-  configPath,
-  JSON.stringify({
-    tools: { codeMode: { enabled: true } },
-    workspace: "./workspace",
-    plugins: ["@codecell/plugin-example-notes"],
-    mcpServers: {
-      memory: {
-        package: "@modelcontextprotocol/server-memory",
-        env: { MEMORY_FILE_PATH: join(dir, "memory.jsonl") },
-      },
-    },
-  }),
-);
-
-const CELLS = {
-  trivial: "return 1 + 1;",
-  "10 MCP calls":
-    "let n = 0; for (let i = 0; i < 10; i++) { const g = await MCP.memory.readGraph({}); n += g.structuredContent.entities.length + 1; } return n;",
-};
-
-function percentile(sorted, p) {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-}
+const { configPath } = benchWorkspace("codecell-bench-", (dir) => ({
+  tools: { codeMode: { enabled: true } },
+  plugins: ["@codecell/plugin-example-notes"],
+  mcpServers: { memory: memoryServer(dir) },
+}));
 
 async function measure(client, code) {
   const times = [];
@@ -78,18 +60,7 @@ async function withStdio(run) {
 }
 
 async function withHttp(run) {
-  const child = spawn(process.execPath, [cli, "serve", "--config", configPath, "--http", "0"], {
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  const url = await new Promise((resolve, reject) => {
-    let out = "";
-    child.stdout.on("data", (chunk) => {
-      out += chunk;
-      const match = /MCP endpoint\s+(\S+)/.exec(out);
-      if (match) resolve(match[1]);
-    });
-    child.once("exit", (code) => reject(new Error(`gateway exited ${code}`)));
-  });
+  const { child, url } = await startHttpGateway(configPath, "inherit");
   const client = new Client({ name: "bench", version: "1" });
   const transport = new StreamableHTTPClientTransport(new URL(url));
   await client.connect(transport);

@@ -4,16 +4,18 @@
 // strings, spinning loops, big outputs). Run `pnpm --filter @codecell/gateway bench` (it builds first
 // through turbo). Prints a table and writes bench-results/hostile.json. BENCH_ITERATIONS sets the
 // polite cells per phase (default 200); BENCH_HOSTILE_ROUNDS the rounds of the hostile batch (default 3).
-import { spawn } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { availableParallelism, tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import {
+  appDir,
+  benchWorkspace,
+  percentile,
+  rssOf,
+  mcpSession as session,
+  startHttpGateway,
+} from "./http-gateway.mjs";
 
-const appDir = fileURLToPath(new URL("..", import.meta.url));
-const cli = join(appDir, "dist", "cli.js");
 const ITERATIONS = Number(process.env.BENCH_ITERATIONS ?? 200);
 const HOSTILE_ROUNDS = Number(process.env.BENCH_HOSTILE_ROUNDS ?? 3);
 const WARMUP = 10;
@@ -21,17 +23,10 @@ const WARMUP = 10;
 const SPINNERS = availableParallelism();
 const CELL_TIMEOUT_MS = 3_000;
 
-const dir = mkdtempSync(join(tmpdir(), "codecell-hostile-bench-"));
-cpSync(join(appDir, "demo-workspace"), join(dir, "workspace"), { recursive: true });
-const configPath = join(dir, "codecell.json5");
-writeFileSync(
-  configPath,
-  JSON.stringify({
-    tools: { codeMode: { enabled: true, timeoutMs: CELL_TIMEOUT_MS } },
-    workspace: "./workspace",
-    mcpServers: {},
-  }),
-);
+const { configPath } = benchWorkspace("codecell-hostile-bench-", {
+  tools: { codeMode: { enabled: true, timeoutMs: CELL_TIMEOUT_MS } },
+  mcpServers: {},
+});
 
 /** The hostile batch: each cell is one class the sandbox must contain without hurting the host. */
 const HOSTILE = {
@@ -47,53 +42,6 @@ const HOSTILE = {
   "many tool calls":
     "const all = []; for (let i = 0; i < 5000; i++) all.push(tools.call('x', { i }).catch((e) => e.code)); return (await Promise.all(all)).length;",
 };
-
-function percentile(sorted, p) {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-}
-
-function rssOf(pid) {
-  try {
-    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-    return match ? Number(match[1]) * 1024 : null;
-  } catch {
-    return null;
-  }
-}
-
-async function startGateway() {
-  const child = spawn(process.execPath, [cli, "serve", "--config", configPath, "--http", "0"], {
-    stdio: ["ignore", "pipe", "ignore"],
-  });
-  const url = await new Promise((resolve, reject) => {
-    let out = "";
-    child.stdout.on("data", (chunk) => {
-      out += chunk;
-      const match = /MCP endpoint\s+(\S+)/.exec(out);
-      if (match) resolve(match[1]);
-    });
-    child.once("exit", (code) => reject(new Error(`gateway exited ${code}`)));
-  });
-  return { child, url };
-}
-
-/** One MCP session: the engine treats each as its own session (the pool's fairness owner). */
-async function session(url, name) {
-  const client = new Client({ name, version: "1" });
-  const transport = new StreamableHTTPClientTransport(new URL(url));
-  await client.connect(transport);
-  const exec = (code) =>
-    client
-      .callTool({ name: "exec", arguments: { code } }, undefined, { timeout: 120_000 })
-      .then((result) => result.structuredContent ?? {});
-  return {
-    exec,
-    async close() {
-      await transport.terminateSession().catch(() => {});
-      await client.close();
-    },
-  };
-}
 
 async function politeLatency(polite, iterations) {
   const times = [];
@@ -112,7 +60,7 @@ async function politeLatency(polite, iterations) {
   return { p50: percentile(times, 50), p99: percentile(times, 99), max: times.at(-1), failed };
 }
 
-const { child, url } = await startGateway();
+const { child, url } = await startHttpGateway(configPath);
 const rows = [];
 let rss = null;
 try {
