@@ -30,14 +30,7 @@ export function loadQuickJsModule(location?: URL | string): Promise<CompiledModu
     location === undefined ? defaultWasmPath() : location instanceof URL ? fileURLToPath(location) : location;
   let promise = compiled.get(path);
   if (promise === undefined) {
-    promise = readNow(path).then(async (bytes) => {
-      // The prelude check hashes the file as read, so it comes before the export section is rewritten.
-      const prelude = await loadPreludeBytecode(bytes);
-      keepFunctionExports(bytes, (name) => QUICKJS_EXPORTS_USED.has(name));
-      const module = await wasmApi.compile(bytes);
-      preludes.set(module, prelude);
-      return module;
-    });
+    promise = compileNow(path);
     compiled.set(path, promise);
     // A failed load is not cached, so a later pool can try again (the file may have been restored).
     promise.catch(() => compiled.delete(path));
@@ -46,21 +39,23 @@ export function loadQuickJsModule(location?: URL | string): Promise<CompiledModu
 }
 
 /**
- * The file's bytes, read now, handed on at the next turn of the event loop (a missing file is a
- * rejection, not a throw). Why not `fs.promises.readFile`: its open, stat, read and close each wait for a
- * turn of the host's event loop, and a host that starts the sandbox's early worker (the CLI, the engine)
- * then runs long synchronous stretches (compiling and running its bundle), so the early worker, booted
- * and waiting for its `init`, waited for those turns too. Reading 0.6 MB here costs ~2-4 ms of CPU in the
- * host's import; the export filter and the compile still wait for the next turn, off that import.
+ * Reads the file, checks the prelude against it, filters its exports and starts V8's compile, all now
+ * (up to the compile, which runs on V8's threads), not at a later turn of the host's event loop (a
+ * missing file is a rejection, not a throw). Why: the early worker waits for its `init`, which needs
+ * the compiled module, and a host that starts that worker (the CLI, the engine) then runs long
+ * synchronous stretches (the CLI compiles and runs its bundle, then reads its config), with no turn of
+ * its event loop in between. Begun at the next turn, the compile started only after those stretches and
+ * resolved ~30 ms after the worker was ready for it; begun here, it runs beside them. Why not
+ * `fs.promises.readFile`: its open, stat, read and close each wait for such a turn too.
  */
-function readNow(path: string): Promise<Uint8Array> {
-  let bytes: Uint8Array;
-  try {
-    bytes = readFileSync(path);
-  } catch (error) {
-    return Promise.reject(error);
-  }
-  return new Promise((resolve) => setImmediate(() => resolve(bytes)));
+async function compileNow(path: string): Promise<CompiledModule> {
+  const bytes: Uint8Array = readFileSync(path);
+  // The prelude check hashes the file as read, so it comes before the export section is rewritten.
+  const prelude = await loadPreludeBytecode(bytes);
+  keepFunctionExports(bytes, (name) => QUICKJS_EXPORTS_USED.has(name));
+  const module = await wasmApi.compile(bytes);
+  preludes.set(module, prelude);
+  return module;
 }
 
 /**
