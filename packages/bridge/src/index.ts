@@ -1,3 +1,4 @@
+export { DOUBLE_ZERO } from "./double-zero.js";
 export { isErrorData, MAX_ERROR_MESSAGE_LENGTH, MAX_ERROR_NAME_LENGTH, toErrorData } from "./error-data.js";
 export {
   type JsonText,

@@ -1,4 +1,4 @@
-import { emptyReferenceArray, type HostRequest } from "@codecell/bridge";
+import { DOUBLE_ZERO, emptyReferenceArray, type HostRequest } from "@codecell/bridge";
 import {
   CodeModeError,
   type CodeModeErrorCode,
@@ -46,7 +46,8 @@ export class ReadyQueue {
   #count = 0;
   #wake: (() => void) | null = null;
   #timer: NodeJS.Timeout | null = null;
-  #timerDueAt = 0;
+  // A deadline (Date.now() + ms): a double from the start (see DOUBLE_ZERO).
+  #timerDueAt = DOUBLE_ZERO;
   #signal: AbortSignal | null = null;
   readonly #fire = () => {
     const wake = this.#wake;

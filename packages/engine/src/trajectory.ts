@@ -1,4 +1,5 @@
 import { createRequire } from "node:module";
+import { DOUBLE_ZERO } from "@codecell/bridge";
 import { CodeModeError, type JsonValue } from "@codecell/contract";
 import type * as Zod from "zod";
 
@@ -61,13 +62,10 @@ export type TruncatedInput = { $truncated: { bytes: number; preview: string } };
 const ENTRY_OVERHEAD_BYTES = 256;
 const PREVIEW_CHARS = 512;
 
-/**
- * Where byte counts start. They are summed from Float64Array slots, which V8's interpreter reads as heap
- * numbers: a count field that started as the small integer 0 became a double when eviction began, and
- * that change replaced the hidden classes (maps) of every log, which threw the nested-call path's
- * optimized code away in the middle of a session. A count that starts as a double never changes kind.
- */
-const DOUBLE_ZERO: number = new Float64Array(1)[0]!;
+// Byte counts start as DOUBLE_ZERO (@codecell/bridge). They are summed from Float64Array slots, which
+// V8's interpreter reads as heap numbers: a count field that started as the small integer 0 became a
+// double when eviction began, and that change replaced the hidden classes (maps) of every log, which
+// threw the nested-call path's optimized code away in the middle of a session.
 
 const STATUSES: readonly TrajectoryEntry["status"][] = ["running", "completed", "waiting", "failed"];
 const RUNNING = 0;

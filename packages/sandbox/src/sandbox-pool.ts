@@ -308,10 +308,13 @@ class Pool implements SandboxPool {
   /** Spins for a worker's answer that caught it, and that ended without it (stats). */
   answersCaught = 0;
   spinsEmpty = 0;
-  /** When this turn of the event loop started spinning for workers' answers (-1: it has not). */
-  private spinTurnStartedAt = -1;
+  /**
+   * When this turn of the event loop started spinning for workers' answers (-Infinity: it has not). A
+   * double, like the times it holds, so the field never changes representation (see DOUBLE_ZERO).
+   */
+  private spinTurnStartedAt = Number.NEGATIVE_INFINITY;
   private readonly turnEnded = () => {
-    this.spinTurnStartedAt = -1;
+    this.spinTurnStartedAt = Number.NEGATIVE_INFINITY;
   };
 
   constructor(options: SandboxPoolOptions) {

@@ -1,4 +1,5 @@
 import {
+  DOUBLE_ZERO,
   emptyReferenceArray,
   type HostRequest,
   type HostToWorkerMessage,
@@ -77,14 +78,14 @@ export class RunHandle implements SandboxRun {
   /** Commands sent to the worker that it has not answered yet; while > 0 guest code may be running. */
   private commandsInFlight = 0;
   /** When the worker started on this run's oldest unanswered command (performance.now()). */
-  private busySince = 0;
+  private busySince = DOUBLE_ZERO;
   private seeded = false;
   /** The worker is still getting the VM ready (runs given `timeoutMs`): the watchdog allows start-up. */
   private settingUp = false;
   /** Ended by a successful suspend: results belong to the restored run. */
   private suspended = false;
   private watchdog: NodeJS.Timeout | null = null;
-  private watchdogDueAt = 0;
+  private watchdogDueAt = DOUBLE_ZERO;
   private suspendWaiter: { resolve(run: SuspendedRun): void; reject(error: Error): void } | null = null;
   /**
    * The caller's signal has aborted (read by the watchdog, armed for every command). Node 20 gives every

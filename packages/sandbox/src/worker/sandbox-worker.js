@@ -3,6 +3,7 @@ import { parentPort, receiveMessageOnPort } from "node:worker_threads";
 // Both entries are zod-free, so a worker starts without loading the contract's schemas.
 import {
   countsOnPort,
+  DOUBLE_ZERO,
   emptyReferenceArray,
   exceedsJsonDepth,
   MAX_BRIDGE_DEPTH,
@@ -481,12 +482,14 @@ class GuestRun {
     this.outboxChars = 0;
     this.unreportedChars = 0;
     this.reportChars = 0;
-    this.commandStartedAt = 0;
+    // Times (performance.now()): doubles from the start (see DOUBLE_ZERO of @codecell/bridge).
+    this.commandStartedAt = DOUBLE_ZERO;
     /** The idle-work timer (scheduleIdleWork) and the idle period it watches. */
     /** @type {NodeJS.Timeout | null} */
     this.idleTimer = null;
-    this.idleSince = 0;
-    this.idleSinceCommand = -1;
+    this.idleSince = DOUBLE_ZERO;
+    /** The commandStartedAt of the last idle report (NaN before the first: equal to none). */
+    this.idleSinceCommand = Number.NaN;
     /** Serializes this run's operations: a start awaits VM creation while other messages arrive. */
     /** @type {Promise<void>} */
     this.queue = Promise.resolve();
