@@ -142,7 +142,7 @@ async function compilePreludeAside() {
   try {
     return compilePrelude(vm);
   } finally {
-    vm.dispose();
+    dropVm(vm);
   }
 }
 /**
@@ -266,6 +266,53 @@ function describeGuestError(data) {
 }
 
 /**
+ * The size a dropped VM's linear memory is grown to as it is let go (see dropVm): 6 MB, so that V8's
+ * 64 MB external-memory step comes after about 10 dropped VMs. Each full collection of this worker's
+ * heap costs a few milliseconds of CPU (its threads and V8's helpers), so a larger size (fewer dead VMs
+ * at a time) costs trivial cells more: measured at 3, 5 and 8 MB, see the sandbox README.
+ */
+const DROPPED_MEMORY_BYTES = 6 * 1024 * 1024;
+const WASM_PAGE_BYTES = 64 * 1024;
+
+/**
+ * Dispose of a VM so that V8 frees its linear memory soon.
+ *
+ * A VM's linear memory (a fresh VM with the prelude touches about 0.3 MB of its 1.2 MB) is freed only
+ * when V8 collects the wasm instance, and V8 allocates instances in the old generation, so only a
+ * full collection of this worker's heap frees it. V8 starts one when the old generation has grown
+ * enough, or when array buffers (a wasm memory counts at its byte length) have grown by 64 MB since
+ * the last one. A VM adds little to this worker's heap (see the export filter in wasm-module.ts), so
+ * in a loop of trivial cells 50-60 dropped VMs, 15-19 MB resident, waited for a collection. Growing a
+ * dropped memory maps address space that nothing ever touches (no resident memory, no page faults;
+ * the instance is disposed, so no code runs in it again) and counts towards that 64 MB, so a full
+ * collection comes after about 10 dropped VMs (issue 18's peak RSS; the sandbox README has figures).
+ * A memory that cannot grow (address space refused) is dropped as it is.
+ * @param {QuickJS} vm
+ */
+function dropVm(vm) {
+  /** The VM's `WebAssembly.Memory` (this project's lib has no WebAssembly types). */
+  /** @type {{ buffer: ArrayBuffer, grow(pages: number): number } | null} */
+  let memory = null;
+  try {
+    memory = vm._getExports()?.memory ?? null;
+  } catch {
+    // A VM already disposed has no exports; there is nothing left to account for.
+  }
+  try {
+    vm.dispose();
+  } finally {
+    if (typeof memory?.grow === "function") {
+      const missing = DROPPED_MEMORY_BYTES - memory.buffer.byteLength;
+      try {
+        if (missing > 0) memory.grow(Math.ceil(missing / WASM_PAGE_BYTES));
+      } catch {
+        // Address space refused: the memory is freed by whichever collection comes first.
+      }
+    }
+  }
+}
+
+/**
  * A fresh VM per run, created ahead of time, so the next start skips instantiation. A worker builds
  * it when a run ends or has waited on the host for a while (IDLE_WORK_AFTER_MS), never between a
  * run's quick host calls, which it would hold up by a millisecond each time. A spare has run no code
@@ -301,7 +348,7 @@ function createOwnedVm(memoryLimit, withPrelude = true) {
     try {
       return { vm, owner, prelude: vm.evalBytecode(preludeBytecode) };
     } catch {
-      vm.dispose();
+      dropVm(vm);
       return createOwnedVm(memoryLimit, false);
     }
   });
@@ -1229,7 +1276,7 @@ class GuestRun {
     this.control = null;
     if (vm !== null) {
       try {
-        vm.dispose();
+        dropVm(vm);
       } catch {
         // A VM that trapped may not dispose cleanly; it is unreachable either way.
       }
@@ -1408,7 +1455,7 @@ function compilePreludeAtInit() {
   } catch {
     // The first run compiles it aside and reports what went wrong.
   } finally {
-    vm.dispose();
+    dropVm(vm);
   }
 }
 
