@@ -2,6 +2,9 @@
 //   cold <floor|engine>  milliseconds from before the first import to the first result of `return 1 + 1`
 //   rss <floor|engine>   peak RSS (maxRSS) after 100 sequential `return 1 + 1` cells, and the RSS after
 //                        some of them (where the peak falls: bench/memory.bench.mjs)
+//   vms <floor|engine>   the same 100 cells, counting after every tenth the wasm memories still mapped
+//                        (VMs dropped but not yet collected, bench/memory.bench.mjs); reading the maps
+//                        allocates, so the peak RSS of this mode is not the one `rss` reports
 import { readFileSync } from "node:fs";
 import { benchToolDefinitions, benchTools } from "./bench-tools.mjs";
 
@@ -42,6 +45,27 @@ function currentRssMb() {
   return Number(/VmRSS:\s+(\d+)/.exec(readFileSync("/proc/self/status", "utf8"))?.[1]) / 1024;
 }
 
+/**
+ * Wasm memories mapped in this process: V8 reserves 8-10 GB of address space for each (the memory and
+ * its guard region; the part beyond its current size is one mapping of at least 4 GB, larger than
+ * anything else here) and releases it when it frees the memory, so this counts the VMs, live or
+ * dropped, whose linear memory is still there. Linux only (null elsewhere).
+ */
+function mappedWasmMemories() {
+  let maps;
+  try {
+    maps = readFileSync("/proc/self/maps", "utf8");
+  } catch {
+    return null;
+  }
+  let count = 0;
+  for (const line of maps.split("\n")) {
+    const range = /^([0-9a-f]+)-([0-9a-f]+) /.exec(line);
+    if (range && Number.parseInt(range[2], 16) - Number.parseInt(range[1], 16) >= 4 * 2 ** 30) count++;
+  }
+  return count;
+}
+
 const target = subject === "floor" ? await floorSubject() : await engineSubject();
 if (mode === "cold") {
   const value = await target.run();
@@ -59,6 +83,13 @@ if (mode === "cold") {
   process.stdout.write(
     `${JSON.stringify({ peakRssMb: process.resourceUsage().maxRSS / 1024, rssMbAfterRun })}\n`,
   );
+} else if (mode === "vms") {
+  const mappedAfterRun = {};
+  for (let run = 1; run <= 100; run++) {
+    await target.run();
+    if (run === 1 || run % 10 === 0) mappedAfterRun[run] = mappedWasmMemories();
+  }
+  process.stdout.write(`${JSON.stringify({ mappedAfterRun })}\n`);
 } else {
   throw new Error(`unknown mode ${mode}`);
 }

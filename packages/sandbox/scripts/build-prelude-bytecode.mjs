@@ -4,6 +4,9 @@
 // bytecode was made from: the SHA-256 of the exact prelude source and of the exact quickjs.wasm, and
 // the SHA-256 of the bytecode itself. The host hands the bytecode to its workers only when all three
 // match what it runs (src/prelude-bytecode.ts); otherwise a worker compiles the prelude itself.
+// The manifest also carries the export section the sandbox compiles quickjs.wasm with (only the functions
+// quickjs-wasi calls, src/wasm-module.ts), worked out here for the same wasm and the same list of kept
+// functions, so a host writes those bytes instead of filtering the section at every start.
 import { createHash } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
@@ -13,7 +16,8 @@ const dist = new URL("../dist/", import.meta.url);
 const { compileGuestPrelude, GUEST_PRELUDE_SOURCE } = await import(
   new URL("worker/guest-prelude.js", dist).href
 );
-const { PRELUDE_BYTECODE_FORMAT } = await import(new URL("prelude-bytecode.js", dist).href);
+const { PRELUDE_BYTECODE_FORMAT, keptExportsKey } = await import(new URL("prelude-bytecode.js", dist).href);
+const { keepFunctionExports, QUICKJS_EXPORTS_USED } = await import(new URL("wasm-module.js", dist).href);
 const wasm = await readFile(createRequire(import.meta.url).resolve("quickjs-wasi/quickjs.wasm"));
 const sha256 = (data) => createHash("sha256").update(data).digest("hex");
 
@@ -24,6 +28,26 @@ try {
 } finally {
   vm.dispose();
 }
+/** The bytes keepFunctionExports rewrites, as one run from the first changed byte to the last. */
+function exportFilterOf(original) {
+  const filtered = new Uint8Array(original);
+  if (!keepFunctionExports(filtered, (name) => QUICKJS_EXPORTS_USED.has(name))) {
+    throw new Error("quickjs.wasm's export section could not be filtered; see keepFunctionExports");
+  }
+  let first = 0;
+  while (filtered[first] === original[first]) first++;
+  let last = filtered.length - 1;
+  while (filtered[last] === original[last]) last--;
+  const bytes = filtered.subarray(first, last + 1);
+  return {
+    offset: first,
+    bytes: Buffer.from(bytes).toString("base64"),
+    bytesSha256: sha256(bytes),
+    keptSha256: sha256(keptExportsKey(QUICKJS_EXPORTS_USED)),
+  };
+}
+const exportFilter = exportFilterOf(new Uint8Array(wasm));
+
 const manifest = {
   format: PRELUDE_BYTECODE_FORMAT,
   source: GUEST_PRELUDE_SOURCE,
@@ -31,6 +55,9 @@ const manifest = {
   wasmSha256: sha256(wasm),
   bytecodeSha256: sha256(bytecode),
   bytecode: Buffer.from(bytecode).toString("base64"),
+  exportFilter,
 };
 await writeFile(new URL("worker/guest-prelude.bytecode.json", dist), `${JSON.stringify(manifest)}\n`);
-process.stdout.write(`prelude bytecode: ${bytecode.length} bytes\n`);
+process.stdout.write(
+  `prelude bytecode: ${bytecode.length} bytes; export filter: ${Buffer.from(exportFilter.bytes, "base64").length} bytes at ${exportFilter.offset}\n`,
+);

@@ -40,18 +40,80 @@ function sha256(data: string | Uint8Array): string {
  * (the worker still checks the source); null otherwise. Never throws.
  */
 export function verifyPreludeBytecode(manifestText: string, wasmBytes: Uint8Array): PreludeBytecode | null {
+  return verifyShippedForWasm(manifestText, wasmBytes).prelude;
+}
+
+/**
+ * The export section of quickjs.wasm as the sandbox compiles it (only the functions quickjs-wasi calls;
+ * see keepFunctionExports in wasm-module.ts), worked out by the build for exactly the wasm the manifest
+ * names: the bytes to write at `offset` over the file as read. Filtering the section at every start
+ * cost the host's thread ~3 ms and ~200 page faults on the way to `codecell serve`'s `tools/list`
+ * (round 2's eighth session); writing these bytes costs microseconds.
+ */
+export type ShippedExportFilter = { offset: number; bytes: Uint8Array };
+
+/** What the manifest holds for one wasm: either part is null when it does not fit (see the fields). */
+export type ShippedForWasm = { prelude: PreludeBytecode | null; exportFilter: ShippedExportFilter | null };
+
+const NOTHING_SHIPPED: ShippedForWasm = { prelude: null, exportFilter: null };
+
+/** The names an export filter keeps, in one text to hash (the manifest records it for its filter). */
+export function keptExportsKey(kept: Iterable<string>): string {
+  return [...kept].sort().join(",");
+}
+
+/**
+ * The manifest's prelude bytecode and export filter for these wasm bytes. Both need the manifest to be
+ * of this format and built for exactly these bytes (their SHA-256). The bytecode also needs its source
+ * and its own bytes to hash as recorded; the export filter needs its bytes to hash as recorded, to lie
+ * within the file, and to have been made for exactly `keptExports` (so a list changed since the build
+ * falls back to filtering at run time). Never throws.
+ */
+export function verifyShippedForWasm(
+  manifestText: string,
+  wasmBytes: Uint8Array,
+  keptExports?: ReadonlySet<string>,
+): ShippedForWasm {
   try {
     const manifest = JSON.parse(manifestText) as Record<string, unknown>;
-    if (manifest.format !== PRELUDE_BYTECODE_FORMAT) return null;
-    const { source, bytecode, sourceSha256, wasmSha256, bytecodeSha256 } = manifest;
-    if (typeof source !== "string" || typeof bytecode !== "string") return null;
-    if (wasmSha256 !== sha256(wasmBytes) || sourceSha256 !== sha256(source)) return null;
-    const bytes = new Uint8Array(Buffer.from(bytecode, "base64"));
-    if (bytes.length === 0 || bytecodeSha256 !== sha256(bytes)) return null;
-    return { source, bytecode: bytes };
+    if (manifest.format !== PRELUDE_BYTECODE_FORMAT || manifest.wasmSha256 !== sha256(wasmBytes)) {
+      return NOTHING_SHIPPED;
+    }
+    return {
+      prelude: shippedPrelude(manifest),
+      exportFilter: keptExports === undefined ? null : shippedExportFilter(manifest, wasmBytes, keptExports),
+    };
   } catch {
+    return NOTHING_SHIPPED;
+  }
+}
+
+function shippedPrelude(manifest: Record<string, unknown>): PreludeBytecode | null {
+  const { source, bytecode, sourceSha256, bytecodeSha256 } = manifest;
+  if (typeof source !== "string" || typeof bytecode !== "string") return null;
+  if (sourceSha256 !== sha256(source)) return null;
+  const bytes = new Uint8Array(Buffer.from(bytecode, "base64"));
+  if (bytes.length === 0 || bytecodeSha256 !== sha256(bytes)) return null;
+  return { source, bytecode: bytes };
+}
+
+function shippedExportFilter(
+  manifest: Record<string, unknown>,
+  wasmBytes: Uint8Array,
+  keptExports: ReadonlySet<string>,
+): ShippedExportFilter | null {
+  const filter = manifest.exportFilter as Record<string, unknown> | undefined;
+  if (typeof filter !== "object" || filter === null) return null;
+  const { offset, bytes, bytesSha256, keptSha256 } = filter;
+  if (typeof offset !== "number" || !Number.isInteger(offset) || offset < 0 || typeof bytes !== "string") {
     return null;
   }
+  if (keptSha256 !== sha256(keptExportsKey(keptExports))) return null;
+  const patch = new Uint8Array(Buffer.from(bytes, "base64"));
+  if (patch.length === 0 || offset + patch.length > wasmBytes.length || bytesSha256 !== sha256(patch)) {
+    return null;
+  }
+  return { offset, bytes: patch };
 }
 
 /** The shipped prelude bytecode for these wasm bytes, or null (see verifyPreludeBytecode). */
@@ -59,13 +121,25 @@ export async function loadPreludeBytecode(
   wasmBytes: Uint8Array,
   manifestUrl: URL = MANIFEST_URL,
 ): Promise<PreludeBytecode | null> {
+  return loadShippedForWasm(wasmBytes, undefined, manifestUrl).prelude;
+}
+
+/**
+ * The shipped prelude bytecode and export filter for these wasm bytes (see verifyShippedForWasm); both
+ * null when there is no readable manifest.
+ */
+export function loadShippedForWasm(
+  wasmBytes: Uint8Array,
+  keptExports?: ReadonlySet<string>,
+  manifestUrl: URL = MANIFEST_URL,
+): ShippedForWasm {
   let text: string;
   try {
-    // Read at once (about 50 KB): each step of an asynchronous read waits for a turn of the host's event
+    // Read at once (about 60 KB): each step of an asynchronous read waits for a turn of the host's event
     // loop, and the early worker waits for this check before it gets its `init` (see wasm-module.ts).
     text = readFileSync(manifestUrl, "utf8");
   } catch {
-    return null;
+    return NOTHING_SHIPPED;
   }
-  return verifyPreludeBytecode(text, wasmBytes);
+  return verifyShippedForWasm(text, wasmBytes, keptExports);
 }

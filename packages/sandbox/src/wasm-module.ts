@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
-import { loadPreludeBytecode, type PreludeBytecode } from "./prelude-bytecode.js";
+import { loadShippedForWasm, type PreludeBytecode } from "./prelude-bytecode.js";
 
 /** A compiled `WebAssembly.Module`, typed opaquely (this project's lib has no WebAssembly types). */
 export type CompiledModule = object;
@@ -50,9 +50,11 @@ export function loadQuickJsModule(location?: URL | string): Promise<CompiledModu
  */
 async function compileNow(path: string): Promise<CompiledModule> {
   const bytes: Uint8Array = readFileSync(path);
-  // The prelude check hashes the file as read, so it comes before the export section is rewritten.
-  const prelude = await loadPreludeBytecode(bytes);
-  keepFunctionExports(bytes, (name) => QUICKJS_EXPORTS_USED.has(name));
+  // The manifest's checks hash the file as read, so they come before the export section is rewritten:
+  // with the filter the build worked out for exactly these bytes when it fits, else by reading it here.
+  const { prelude, exportFilter } = loadShippedForWasm(bytes, QUICKJS_EXPORTS_USED);
+  if (exportFilter !== null) bytes.set(exportFilter.bytes, exportFilter.offset);
+  else keepFunctionExports(bytes, (name) => QUICKJS_EXPORTS_USED.has(name));
   const module = await wasmApi.compile(bytes);
   preludes.set(module, prelude);
   return module;

@@ -3,6 +3,7 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { QuickJS, type QuickJSOptions } from "quickjs-wasi";
 import { describe, expect, it } from "vitest";
+import { verifyShippedForWasm } from "../src/prelude-bytecode.js";
 import {
   defaultWasmPath,
   keepFunctionExports,
@@ -106,6 +107,51 @@ describe("keepFunctionExports", () => {
     const before = corrupt.slice();
     expect(keepFunctionExports(corrupt, keepUsed)).toBe(false);
     expect(Buffer.compare(corrupt, before)).toBe(0);
+  });
+});
+
+// The build works the filtered export section out once and ships it in the prelude manifest
+// (scripts/build-prelude-bytecode.mjs); a host writes those bytes instead of filtering at every start.
+describe("the export filter shipped in dist", () => {
+  const manifestText = readFileSync(
+    new URL("../dist/worker/guest-prelude.bytecode.json", import.meta.url),
+    "utf8",
+  );
+  const manifest = JSON.parse(manifestText) as Record<string, unknown> & {
+    exportFilter: Record<string, unknown> & { bytes: string; offset: number };
+  };
+  const shipped = (text: string, bytes = original, kept: ReadonlySet<string> = QUICKJS_EXPORTS_USED) =>
+    verifyShippedForWasm(text, bytes, kept).exportFilter;
+
+  it("writes exactly the bytes keepFunctionExports writes", () => {
+    const filter = shipped(manifestText);
+    expect(filter).not.toBeNull();
+    const patched = original.slice();
+    patched.set(filter?.bytes ?? new Uint8Array(), filter?.offset ?? 0);
+    const filtered = original.slice();
+    expect(keepFunctionExports(filtered, keepUsed)).toBe(true);
+    expect(Buffer.compare(patched, filtered)).toBe(0);
+  });
+
+  it("is refused when anything does not fit, so the host filters the section itself", () => {
+    const edited = (change: Record<string, unknown>) =>
+      JSON.stringify({ ...manifest, exportFilter: { ...manifest.exportFilter, ...change } });
+    const bytes = Buffer.from(manifest.exportFilter.bytes, "base64");
+    bytes[bytes.length >> 1] = (bytes[bytes.length >> 1] ?? 0) ^ 0xff;
+    // Damaged bytes (their hash no longer matches).
+    expect(shipped(edited({ bytes: bytes.toString("base64") }))).toBeNull();
+    // Made for another list of kept functions (one more kept here than at the build).
+    const other = new Set([...QUICKJS_EXPORTS_USED, functionNames.find((name) => !keepUsed(name)) ?? ""]);
+    expect(shipped(manifestText, original, other)).toBeNull();
+    // Another QuickJS build (other wasm bytes), a place past the end, a missing or malformed filter.
+    expect(shipped(manifestText, new Uint8Array([...original, 0]))).toBeNull();
+    expect(shipped(edited({ offset: original.length }))).toBeNull();
+    expect(shipped(edited({ offset: -1 }))).toBeNull();
+    expect(shipped(JSON.stringify({ ...manifest, exportFilter: undefined }))).toBeNull();
+    expect(shipped(edited({ bytes: 7 }))).toBeNull();
+    // No list to check against: no filter (the prelude alone is asked for).
+    expect(verifyShippedForWasm(manifestText, original).exportFilter).toBeNull();
+    expect(verifyShippedForWasm(manifestText, original).prelude).not.toBeNull();
   });
 });
 

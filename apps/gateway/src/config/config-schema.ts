@@ -44,7 +44,12 @@ export const httpServerSchema = once(() =>
   }),
 );
 
-const patternList = () => z.array(z.string().trim().min(1));
+/**
+ * `tools.allow`, `tools.deny` and `tools.approval`: one schema for the three (a zod schema holds no state
+ * of a parse, and a message's path comes from where the value is), built once instead of three times on
+ * every start whose config has `tools`.
+ */
+const patternList = once(() => z.array(z.string().trim().min(1)).optional());
 
 export const pluginEntrySchema = once(() =>
   z.union([
@@ -110,9 +115,9 @@ const gatewayConfigFields = {
     z
       .strictObject({
         codeMode: z.unknown().optional(),
-        allow: patternList().optional(),
-        deny: patternList().optional(),
-        approval: patternList().optional(),
+        allow: patternList(),
+        deny: patternList(),
+        approval: patternList(),
       })
       .optional(),
   mcpServers: () => z.record(z.string().regex(/^[A-Za-z0-9_-]+$/), z.unknown()).optional(),
