@@ -41,23 +41,22 @@ const HOST_SPIN_MS = 0.1;
 const HOST_SYNC_SERVE_MS = 2;
 
 /**
- * Spins (bounded by HOST_SPIN_MS) for the worker's answer in the shared channel: its text, or null when
- * it did not come in time (the slot then stops listening, and the answer comes through the port).
+ * Spins (bounded by HOST_SPIN_MS) until the worker's answer is in the shared channel: whether it is.
  *
  * A function of its own, apart from the handling of the answer: V8 optimizes a function once it has run
  * enough bytecode, and a spin runs its loop hundreds of times per call. Inside awaitQuickAnswer the loop
  * had the whole answer path (parse, receive, the engine's request handler) optimized during the first
- * cell, before most of its branches had run, and each branch reached later threw that code away.
+ * cell, before most of its branches had run, and each branch reached later threw that code away. For the
+ * same reason it only polls: taking the answer, or giving up on it, is the caller's (its first optimized
+ * code came before either had run, and was thrown away at each: 2-3 compiles of this loop per process).
  */
-function spinForAnswer(channel: SharedChannel): string | null {
+function spinForAnswer(channel: SharedChannel): boolean {
   const postedBefore = channel.peerPostedCount();
   const until = performance.now() + HOST_SPIN_MS;
   for (;;) {
-    if (channel.full()) return channel.take(false);
+    if (channel.full()) return true;
     // The worker posted on the port meanwhile: its answer will follow that message there.
-    if (performance.now() >= until || channel.peerPostedCount() !== postedBefore) {
-      return channel.stopListening();
-    }
+    if (performance.now() >= until || channel.peerPostedCount() !== postedBefore) return false;
   }
 }
 
@@ -226,7 +225,9 @@ class WorkerSlot implements RunHost {
    * through the port as before; the exchange on the slot decides which, so it comes exactly once.
    */
   private awaitQuickAnswer(): void {
-    const text = spinForAnswer(this.channel);
+    // Not there in time: stop listening. An answer the worker handed over just before is returned by
+    // stopListening and handled here; otherwise it comes through the port.
+    const text = spinForAnswer(this.channel) ? this.channel.take(false) : this.channel.stopListening();
     if (text === null) {
       this.pool.spinsEmpty += 1;
       this.spinMisses = Math.min(this.spinMisses + 1, 6);
