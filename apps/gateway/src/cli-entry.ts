@@ -115,9 +115,19 @@ function writeCache(script: Script, file: string): void {
   }
 }
 
+const nodeRequire = createRequire(import.meta.url);
+
 // 1. The sandbox's early worker starts as this module loads (see @codecell/sandbox): three small modules,
 // before the rest of the sandbox and everything else.
 await import("@codecell/sandbox/worker-start");
+// V8 tiers QuickJS's hot wasm functions up to TurboFan on background threads, as many at once as its
+// platform has threads (four in Node), and on a small machine those compiles take the cores from the
+// sandbox's worker running its first cells and from this thread answering the client: in `codecell
+// serve` they overlap the first exec. One compile at a time leaves the other core to the threads doing
+// the work; what is compiled, and its speed once compiled, are the same. Set here, after the worker
+// start: loaded first, node:v8 (~1-2 ms) would delay the worker's spawn. A flag of the whole process,
+// which the CLI owns; the library packages never set one.
+nodeRequire("node:v8").setFlagsFromString("--wasm-num-compilation-tasks=1");
 // The packages the bundle leaves external, loaded as the ES modules they are (the worker start, already
 // loaded above, so the bundle's copy of the sandbox shares its state); the bundle gets them by name.
 const externals = new Map<string, unknown>(
@@ -161,7 +171,6 @@ function compileBundle(): { script: Script; save: () => void } {
 }
 
 const { script, save: saveCodeCache } = compileBundle();
-const nodeRequire = createRequire(import.meta.url);
 const bundle = script.runInThisContext() as BundleFunction;
 const module = { exports: {} };
 bundle(
