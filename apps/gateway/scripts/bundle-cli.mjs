@@ -185,13 +185,18 @@ const englishZod = {
 };
 
 /**
- * zod's object schemas generate their fast parser (a `new Function`) on their second synchronous parse
- * instead of their first. zod compiles one per object schema the first time it parses with it; at
- * start-up almost every schema parses once (each config field, the initialize and tools/list requests),
- * so that was compiling code that never ran again, which V8's code cache cannot keep. A first parse takes
- * zod's own general path, the one its `jitless` setting selects (same result, same issues); every later
- * parse is as fast as before.
+ * zod's object schemas generate their fast parser (a `new Function`) on their ZOD_FAST_PARSER_AT-th
+ * synchronous parse instead of their first. zod compiles one per object schema the first time it parses
+ * with it, and V8's code cache cannot keep such code. At start-up almost every schema parses once (each
+ * config field), and the protocol's message schemas a few times each: every incoming message is parsed
+ * by several of them. Compiled at the second parse (round 2's sixth session), nine were still compiled
+ * before the first exec result, six of them before `tools/list`; from the tenth, none (the protocol's
+ * busiest schema is at its eighth parse by then; round 2's eighth session: the main thread's instructions
+ * through `tools/list` 764-768 → 755 M under callgrind). Until
+ * then a parse takes zod's own general path, the one its `jitless` setting selects (same result, same
+ * issues); every later parse is as fast as before.
  */
+const ZOD_FAST_PARSER_AT = 10;
 const zodFastParserOnReuse = {
   name: "zod-fast-parser-on-reuse",
   setup(build) {
@@ -208,7 +213,10 @@ const zodFastParserOnReuse = {
         contents:
           source.slice(0, assignAt) +
           `let syncParses = 0;\n    ${source.slice(assignAt, at)}` +
-          CONDITION.replace(") {", " && (fastpass !== undefined || ++syncParses > 1)) {") +
+          CONDITION.replace(
+            ") {",
+            ` && (fastpass !== undefined || ++syncParses >= ${ZOD_FAST_PARSER_AT})) {`,
+          ) +
           source.slice(at + CONDITION.length),
         loader: "js",
       };
