@@ -8,6 +8,7 @@ export {
   toJsonValue,
 } from "./json-adapter.js";
 export { exceedsJsonDepth, MAX_BRIDGE_DEPTH } from "./json-depth.js";
+export { keepShapes } from "./keep-shapes.js";
 export { parseWorkerToHostMessage, type WorkerToHostMessage } from "./protocol.js";
 export { emptyReferenceArray } from "./reference-array.js";
 export { RequestTable } from "./request-table.js";

@@ -1,4 +1,4 @@
-import { DOUBLE_ZERO, emptyReferenceArray, type HostRequest } from "@codecell/bridge";
+import { DOUBLE_ZERO, emptyReferenceArray, type HostRequest, keepShapes } from "@codecell/bridge";
 import {
   CodeModeError,
   type CodeModeErrorCode,
@@ -176,6 +176,11 @@ class DisposeOnAbort {
     this.signal.removeEventListener("abort", this.#onAbort);
   }
 }
+
+// One object of each class the driver reads, kept for the process's life, so that their maps survive
+// the garbage collections between cells (see keepShapes of @codecell/bridge): with them freed, `drive`
+// saw new maps in every cell and V8 never optimized it while other cells ran in between.
+keepShapes(new ReadyQueue(), new DisposeOnAbort({} as SandboxRun, new AbortController().signal));
 
 /**
  * Drives the VM of one exec or wait call: every nested result that is ready goes in at once (inline

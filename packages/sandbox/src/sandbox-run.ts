@@ -3,6 +3,7 @@ import {
   emptyReferenceArray,
   type HostRequest,
   type HostToWorkerMessage,
+  keepShapes,
   RequestTable,
   type SettleItem,
   toErrorData,
@@ -438,3 +439,21 @@ export class RunHandle implements SandboxRun {
     for (const waiter of this.waiters.splice(0)) waiter(event);
   }
 }
+
+// One run handle kept for the process's life, so that the class's map survives the garbage collections
+// between cells and the code that reads run handles stays optimized (see keepShapes of @codecell/bridge).
+keepShapes(
+  new RunHandle({
+    runId: "",
+    owner: null,
+    limits: { memoryLimitBytes: 0, maxOutputBytes: 0, maxPendingToolCalls: 0, maxSnapshotBytes: 0 },
+    deadlineAt: undefined,
+    timeoutMs: 0,
+    startupTimeoutMs: 0,
+    signal: undefined,
+    onRequest: () => {},
+    maxBridgeValueBytes: 0,
+    watchdogGraceMs: 0,
+    restored: false,
+  }),
+);
