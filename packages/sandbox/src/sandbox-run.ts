@@ -325,6 +325,38 @@ export class RunHandle implements SandboxRun {
   /** A message from the worker for this run. */
   receive(message: WorkerToHostMessage): void {
     if (this.state === "ended") return;
+    if (message.type === "idle") this.receiveIdle(message);
+    else this.receiveOther(message);
+  }
+
+  /**
+   * An idle: the message of every quick call (its requests ride in it). A method of its own, small enough
+   * for V8 to inline into its callers: inside the whole switch (793 bytes of bytecode) it was optimized
+   * only after eight uninterrupted rounds of its interrupt budget, which the bench's other cells never
+   * left it (each cell's new message shapes restart the count).
+   */
+  private receiveIdle(message: Extract<WorkerToHostMessage, { type: "idle" }>): void {
+    // The requests of the drain this idle ends, as if each had come in its own message first.
+    for (const request of message.requests ?? []) {
+      this.takeRequest(request);
+      // Its caller may end the run from inside onRequest (dispose, a failed settle).
+      if (this.ended) return;
+    }
+    if (this.settingUp && this.settings.timeoutMs !== undefined) {
+      this.startClock(Date.now() + this.settings.timeoutMs);
+    }
+    this.answered();
+    if (this.settings.restored && !this.seeded) {
+      this.seeded = true;
+      for (const request of message.pending) this.pending.set(request.requestId, request);
+    }
+    // Calls settled here whose results are still on their way to the worker are not pending for
+    // the caller any more: the caller's view is this ledger, not the worker's.
+    this.push({ type: "idle", pending: this.pending.values(), output: message.output });
+  }
+
+  /** Every message of the worker's but an idle. */
+  private receiveOther(message: Exclude<WorkerToHostMessage, { type: "idle" }>): void {
     switch (message.type) {
       case "started": {
         this.startClock(message.deadlineAt);
@@ -332,26 +364,6 @@ export class RunHandle implements SandboxRun {
       }
       case "request": {
         this.takeRequest(message.request);
-        return;
-      }
-      case "idle": {
-        // The requests of the drain this idle ends, as if each had come in its own message first.
-        for (const request of message.requests ?? []) {
-          this.takeRequest(request);
-          // Its caller may end the run from inside onRequest (dispose, a failed settle).
-          if (this.ended) return;
-        }
-        if (this.settingUp && this.settings.timeoutMs !== undefined) {
-          this.startClock(Date.now() + this.settings.timeoutMs);
-        }
-        this.answered();
-        if (this.settings.restored && !this.seeded) {
-          this.seeded = true;
-          for (const request of message.pending) this.pending.set(request.requestId, request);
-        }
-        // Calls settled here whose results are still on their way to the worker are not pending for
-        // the caller any more: the caller's view is this ledger, not the worker's.
-        this.push({ type: "idle", pending: this.pending.values(), output: message.output });
         return;
       }
       case "completed": {
