@@ -266,12 +266,14 @@ function describeGuestError(data) {
 }
 
 /**
- * The size a dropped VM's linear memory is grown to as it is let go (see dropVm): 6 MB, so that V8's
- * 64 MB external-memory step comes after about 10 dropped VMs. Each full collection of this worker's
- * heap costs a few milliseconds of CPU (its threads and V8's helpers), so a larger size (fewer dead VMs
- * at a time) costs trivial cells more: measured at 3, 5 and 8 MB, see the sandbox README.
+ * The size a dropped VM's linear memory is grown to as it is let go (see dropVm): 4 MB, so that V8's
+ * 64 MB external-memory step comes after about 20 dropped VMs. Each full collection of this worker's
+ * heap costs CPU (V8's helpers, and the worker's optimised code that held the dead VM is compiled again),
+ * so a larger size (fewer dead VMs at a time) costs trivial cells more: at 6 MB C5 (4 trivial cells at
+ * once) fell from 1.40-1.45x to 0.87-1.01x the floor in the quiet bench, at 4 MB to 1.20-1.28x, for a
+ * peak RSS of 100 C1 of 1.16-1.18x, 1.22-1.23x and 1.23-1.29x without (the sandbox README).
  */
-const DROPPED_MEMORY_BYTES = 6 * 1024 * 1024;
+const DROPPED_MEMORY_BYTES = 4 * 1024 * 1024;
 const WASM_PAGE_BYTES = 64 * 1024;
 
 /**
@@ -285,7 +287,7 @@ const WASM_PAGE_BYTES = 64 * 1024;
  * in a loop of trivial cells 50-60 dropped VMs, 15-19 MB resident, waited for a collection. Growing a
  * dropped memory maps address space that nothing ever touches (no resident memory, no page faults;
  * the instance is disposed, so no code runs in it again) and counts towards that 64 MB, so a full
- * collection comes after about 10 dropped VMs (issue 18's peak RSS; the sandbox README has figures).
+ * collection comes after about 20 dropped VMs (issue 18's peak RSS; the sandbox README has figures).
  * A memory that cannot grow (address space refused) is dropped as it is.
  * @param {QuickJS} vm
  */
