@@ -1,15 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { nameKey, nameWords } from "./name-aliases.js";
-
-/** The rules as written for any text (what nameWords does for a name that is not ASCII). */
-function unicodeWords(name: string): string[] {
-  return name
-    .replace(/([\p{Ll}\p{N}])(\p{Lu})/gu, "$1 $2")
-    .replace(/(\p{Lu})(\p{Lu}\p{Ll})/gu, "$1 $2")
-    .split(/[^\p{L}\p{N}$]+/u)
-    .filter((word) => word.length > 0)
-    .map((word) => word.toLowerCase());
-}
+import { nameKey, nameWords, unicodeNameWords as unicodeWords } from "./name-aliases.js";
 
 /** Every string of up to `length` characters from `alphabet`. */
 function allStrings(alphabet: string, length: number): string[] {

@@ -20,6 +20,11 @@ export function nameWords(name: string): string[] {
       .filter((word) => word.length > 0)
       .map((word) => word.toLowerCase());
   }
+  return unicodeNameWords(name);
+}
+
+/** The splitting rules written for any text: what nameWords does for a name that is not ASCII only. */
+export function unicodeNameWords(name: string): string[] {
   return name
     .replace(/([\p{Ll}\p{N}])(\p{Lu})/gu, "$1 $2")
     .replace(/(\p{Lu})(\p{Lu}\p{Ll})/gu, "$1 $2")
