@@ -36,14 +36,6 @@ function sha256(data: string | Uint8Array): string {
 }
 
 /**
- * The shipped bytecode when the manifest's text is intact and was built for exactly these wasm bytes
- * (the worker still checks the source); null otherwise. Never throws.
- */
-export function verifyPreludeBytecode(manifestText: string, wasmBytes: Uint8Array): PreludeBytecode | null {
-  return verifyShippedForWasm(manifestText, wasmBytes).prelude;
-}
-
-/**
  * The export section of quickjs.wasm as the sandbox compiles it (only the functions quickjs-wasi calls;
  * see keepFunctionExports in wasm-module.ts), worked out by the build for exactly the wasm the manifest
  * names: the bytes to write at `offset` over the file as read. Filtering the section at every start
@@ -114,14 +106,6 @@ function shippedExportFilter(
     return null;
   }
   return { offset, bytes: patch };
-}
-
-/** The shipped prelude bytecode for these wasm bytes, or null (see verifyPreludeBytecode). */
-export async function loadPreludeBytecode(
-  wasmBytes: Uint8Array,
-  manifestUrl: URL = MANIFEST_URL,
-): Promise<PreludeBytecode | null> {
-  return loadShippedForWasm(wasmBytes, undefined, manifestUrl).prelude;
 }
 
 /**

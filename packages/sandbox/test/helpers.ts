@@ -150,3 +150,20 @@ export function workerMessages(worker: Worker): {
     },
   };
 }
+
+/**
+ * Script text, for a fresh process that has `pool` (a sandbox pool), that runs one `return 1 + 1` on it
+ * and throws unless it completes with 2.
+ */
+export const runTrivialCellText = `
+  const run = pool.run({
+    code: "return 1 + 1",
+    language: "javascript",
+    surface: ${JSON.stringify(emptySurface)},
+    limits: ${JSON.stringify(limits)},
+    timeoutMs: 30000,
+    onRequest() {},
+  });
+  const event = await run.next();
+  if (event.type !== "completed" || event.value !== 2) throw new Error(JSON.stringify(event));
+`;

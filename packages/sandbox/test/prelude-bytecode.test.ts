@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { Worker } from "node:worker_threads";
 import { CompileFlags, QuickJS, type QuickJSOptions } from "quickjs-wasi";
 import { afterAll, describe, expect, it } from "vitest";
-import { loadPreludeBytecode, verifyPreludeBytecode } from "../src/prelude-bytecode.js";
+import { loadShippedForWasm, verifyShippedForWasm } from "../src/prelude-bytecode.js";
 import { defaultWasmPath, loadQuickJsModule } from "../src/wasm-module.js";
 import { limits, surface, workerMessages } from "./helpers.js";
 
@@ -35,7 +35,7 @@ async function compileIn(source: string): Promise<Uint8Array> {
 
 describe("the prelude bytecode shipped in dist", () => {
   it("is accepted for this package's quickjs.wasm", () => {
-    const shipped = verifyPreludeBytecode(manifestText, wasmBytes);
+    const shipped = verifyShippedForWasm(manifestText, wasmBytes).prelude;
     expect(shipped).not.toBeNull();
     expect(shipped?.source).toBe(manifest.source);
     expect(shipped?.bytecode.length).toBeGreaterThan(1000);
@@ -51,18 +51,22 @@ describe("the prelude bytecode shipped in dist", () => {
     const bytes = Buffer.from(manifest.bytecode, "base64");
     bytes[bytes.length >> 1] = (bytes[bytes.length >> 1] ?? 0) ^ 0xff;
     // A damaged bytecode (its hash no longer matches).
-    expect(verifyPreludeBytecode(edited({ bytecode: bytes.toString("base64") }), wasmBytes)).toBeNull();
+    expect(
+      verifyShippedForWasm(edited({ bytecode: bytes.toString("base64") }), wasmBytes).prelude,
+    ).toBeNull();
     // Another QuickJS build (other wasm bytes).
     const otherWasm = new Uint8Array([...wasmBytes, 0]);
-    expect(verifyPreludeBytecode(manifestText, otherWasm)).toBeNull();
+    expect(verifyShippedForWasm(manifestText, otherWasm).prelude).toBeNull();
     // A source edited after the hashes were written.
-    expect(verifyPreludeBytecode(edited({ source: `${manifest.source} ` }), wasmBytes)).toBeNull();
+    expect(verifyShippedForWasm(edited({ source: `${manifest.source} ` }), wasmBytes).prelude).toBeNull();
     // Another layout, missing fields, not JSON at all, no file.
-    expect(verifyPreludeBytecode(edited({ format: 2 }), wasmBytes)).toBeNull();
-    expect(verifyPreludeBytecode(edited({ bytecode: undefined }), wasmBytes)).toBeNull();
-    expect(verifyPreludeBytecode("{", wasmBytes)).toBeNull();
-    expect(await loadPreludeBytecode(wasmBytes, new URL("./no-such-file.json", MANIFEST))).toBeNull();
-    expect(await loadPreludeBytecode(wasmBytes, MANIFEST)).not.toBeNull();
+    expect(verifyShippedForWasm(edited({ format: 2 }), wasmBytes).prelude).toBeNull();
+    expect(verifyShippedForWasm(edited({ bytecode: undefined }), wasmBytes).prelude).toBeNull();
+    expect(verifyShippedForWasm("{", wasmBytes).prelude).toBeNull();
+    expect(
+      loadShippedForWasm(wasmBytes, undefined, new URL("./no-such-file.json", MANIFEST)).prelude,
+    ).toBeNull();
+    expect(loadShippedForWasm(wasmBytes, undefined, MANIFEST).prelude).not.toBeNull();
   });
 });
 

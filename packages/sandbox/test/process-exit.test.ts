@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { emptySurface, limits } from "./helpers.js";
+import { runTrivialCellText } from "./helpers.js";
 
 /**
  * Sandbox workers never keep their host's process alive on their own: a script that imports the
@@ -65,16 +65,7 @@ describe("a process using the sandbox", () => {
   it("exits after a cell completes on a pool it never closed", async () => {
     const result = await runScript(`
       const pool = sandbox.createSandboxPool({ size: 1 });
-      const run = pool.run({
-        code: "return 1 + 1",
-        language: "javascript",
-        surface: ${JSON.stringify(emptySurface)},
-        limits: ${JSON.stringify(limits)},
-        timeoutMs: 30000,
-        onRequest() {},
-      });
-      const event = await run.next();
-      if (event.type !== "completed" || event.value !== 2) throw new Error(JSON.stringify(event));
+      ${runTrivialCellText}
     `);
     expect(result.hung).toBe(false);
     expect(result.code).toBe(0);

@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { emptySurface, limits } from "./helpers.js";
+import { runTrivialCellText } from "./helpers.js";
 
 /**
  * A dropped VM's linear memory is freed only by a full collection of its worker's heap, and the worker
@@ -46,16 +46,7 @@ function runCells(): Promise<{ code: number | null; stdout: string }> {
     const pool = sandbox.createSandboxPool({ size: 1 });
     let most = 0;
     for (let cell = 0; cell < ${CELLS}; cell++) {
-      const run = pool.run({
-        code: "return 1 + 1",
-        language: "javascript",
-        surface: ${JSON.stringify(emptySurface)},
-        limits: ${JSON.stringify(limits)},
-        timeoutMs: 30000,
-        onRequest() {},
-      });
-      const event = await run.next();
-      if (event.type !== "completed" || event.value !== 2) throw new Error(JSON.stringify(event));
+      ${runTrivialCellText}
       most = Math.max(most, liveMemories());
     }
     await pool.close();
