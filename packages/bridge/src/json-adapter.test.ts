@@ -4,6 +4,13 @@ import { parseJsonText, toJsonText, toJsonValue } from "./json-adapter.js";
 
 const symbolKey = Symbol("s");
 
+/** Plain objects nested `depth` deep, deeper than the fast path's plain-data check looks. */
+function nestedPlain(depth: number): unknown {
+  let value: unknown = { leaf: "x" };
+  for (let level = 0; level < depth; level++) value = { level, child: value };
+  return value;
+}
+
 describe("toJsonValue fallbacks", () => {
   const cases: Array<{ name: string; input: unknown; expected: unknown }> = [
     {
@@ -134,6 +141,16 @@ describe("toJsonText fast path", () => {
       x = 1;
       y = 2;
     })(),
+    // Plain data all the way down (written without the replacer), and values that look plain at the
+    // top but are not below it, or turn into something else on the way (a toJSON returning a Map).
+    Array.from({ length: 50 }, (_, index) => ({ id: `item-${index}`, score: index / 3, tags: ["a", null] })),
+    { outer: [{ inner: { deep: [1, 2, { map: new Map([["k", 1]]) }] } }] },
+    { list: [1, 2, 3n] },
+    { toJSON: () => new Map([["a", 1]]) },
+    { when: { at: new Date(0) } },
+    { bytes: { ok: 1, nested: { error: new RangeError("r") } } },
+    Object.assign(Object.create(null), { child: Object.assign(Object.create(null), { x: [true] }) }),
+    nestedPlain(100),
   ];
   it.each(cases.map((value, index) => ({ index, value })))(
     "matches the full conversion for case $index",
@@ -141,6 +158,12 @@ describe("toJsonText fast path", () => {
       expect(toJsonText(value, { maxBytes: 1 << 20 }).text).toBe(JSON.stringify(toJsonValue(value)));
     },
   );
+
+  it("refuses binary data nested inside plain data, naming its path", () => {
+    expect(() => toJsonText({ a: [{ b: new Uint8Array(1) }] }, { maxBytes: 1 << 20 })).toThrow(
+      /binary value at \$\.a\[0\]\.b/,
+    );
+  });
 
   it("still names the path of a cycle found by the fast path", () => {
     const a: Record<string, unknown> = { list: [] };

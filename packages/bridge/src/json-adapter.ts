@@ -172,12 +172,55 @@ function fastReplacer(_key: string, value: unknown): unknown {
   return value;
 }
 
+/** How deep isPlainData looks before it leaves a value to the replacer's pass (a cycle stops here too). */
+const PLAIN_DATA_DEPTH = 64;
+
+/**
+ * Whether an object is plain JSON data all the way down: arrays, and objects whose prototype is
+ * `Object.prototype` or null, holding only strings, numbers, booleans, null and undefined. For such a
+ * value the replacer changes nothing, and JSON.stringify without one stays on V8's fast path: a tool
+ * result of 10,000 small objects is written in about half the time (issue 18's C4). Anything else (a
+ * function, a `toJSON` among them; a bigint; another prototype; deeper nesting, a cycle) answers false
+ * and the replacer's pass decides, as before. A getter or proxy trap that throws makes the caller's
+ * catch take the full conversion.
+ */
+function isPlainData(value: object, depth: number): boolean {
+  if (depth > PLAIN_DATA_DEPTH) return false;
+  if (Array.isArray(value)) {
+    for (let index = 0; index < value.length; index++) {
+      if (!isPlainMember(value[index], depth)) return false;
+    }
+    return true;
+  }
+  const prototype = Object.getPrototypeOf(value);
+  if (prototype !== Object.prototype && prototype !== null) return false;
+  for (const key in value) {
+    if (!isPlainMember((value as Record<string, unknown>)[key], depth)) return false;
+  }
+  return true;
+}
+
+function isPlainMember(member: unknown, depth: number): boolean {
+  switch (typeof member) {
+    case "string":
+    case "number":
+    case "boolean":
+    case "undefined":
+      return true;
+    case "object":
+      return member === null || isPlainData(member, depth + 1);
+    default:
+      return false;
+  }
+}
+
 function fastJsonText(value: unknown): string | undefined {
   // A primitive (the common tool result) needs no replacer, and JSON.stringify without one stays on
   // V8's fast path; only a bigint needs the replacer's conversion.
   if (typeof value !== "object" && typeof value !== "bigint") return JSON.stringify(value) ?? "null";
   if (value === null) return "null";
   try {
+    if (isPlainData(value as object, 0)) return JSON.stringify(value) ?? "null";
     return JSON.stringify(value, fastReplacer) ?? "null";
   } catch {
     return undefined;
