@@ -105,7 +105,7 @@ describe("toJsonValue fallbacks", () => {
 
 describe("toJsonText", () => {
   it("measures UTF-8 bytes and enforces the cap", () => {
-    expect(toJsonText("é", { maxBytes: 10 })).toEqual({ text: '"é"', bytes: 4 });
+    expect(toJsonText("é", { maxBytes: 10 })).toEqual({ text: '"é"', bytes: 4, shallow: true });
     expect(() => toJsonText("x".repeat(100), { maxBytes: 50, errorCode: "output_limit_exceeded" })).toThrow(
       expect.objectContaining({ code: "output_limit_exceeded" }),
     );
@@ -163,6 +163,23 @@ describe("toJsonText fast path", () => {
     expect(() => toJsonText({ a: [{ b: new Uint8Array(1) }] }, { maxBytes: 1 << 20 })).toThrow(
       /binary value at \$\.a\[0\]\.b/,
     );
+  });
+
+  it("marks as shallow only text it knows nests far less than the bridge limit", () => {
+    const shallow = (value: unknown) => toJsonText(value, { maxBytes: 1 << 20 }).shallow;
+    // Primitives, and plain data the fast path walked (to 64 levels).
+    expect(shallow(42)).toBe(true);
+    expect(shallow("text")).toBe(true);
+    expect(shallow(null)).toBe(true);
+    expect(shallow(undefined)).toBe(true);
+    expect(shallow({ items: [{ id: 1, tags: ["a"] }] })).toBe(true);
+    expect(shallow(nestedPlain(60))).toBe(true);
+    // Anything the check did not walk to the end: the reader scans it.
+    expect(shallow(nestedPlain(100))).toBe(false);
+    expect(shallow({ when: new Date(0) })).toBe(false);
+    expect(shallow({ n: 1n })).toBe(false);
+    expect(shallow(new Map([["a", 1]]))).toBe(false);
+    expect(shallow({ toJSON: () => ({ a: 1 }) })).toBe(false);
   });
 
   it("still names the path of a cycle found by the fast path", () => {

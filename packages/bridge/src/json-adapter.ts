@@ -24,7 +24,12 @@ export type JsonTextOptions = {
   errorCode?: CodeModeErrorCode;
 };
 
-export type JsonText = { text: string; bytes: number };
+/**
+ * A value as the bridge carries it. `shallow`: the text is known to nest objects and arrays at most
+ * `PLAIN_DATA_DEPTH + 1` levels (a primitive, or plain data the fast path checked), far below
+ * MAX_BRIDGE_DEPTH, so whoever reads it need not scan it for depth (see exceedsJsonDepth).
+ */
+export type JsonText = { text: string; bytes: number; shallow: boolean };
 
 function describePath(path: readonly (string | number)[]): string {
   let out = "$";
@@ -156,9 +161,9 @@ export function toJsonValue(value: unknown, options: Omit<JsonTextOptions, "maxB
 /** Thrown inside the fast path's replacer: the value needs the full conversion. */
 const needsFullConversion = Symbol("needsFullConversion");
 
-// Plain data (the common case: tool results) goes straight through JSON.stringify. Anything the
-// fallbacks treat specially (and cycles, which JSON.stringify throws on) takes the full pass, which
-// also names the path of a refused value.
+// A value the plain-data check turns down (a class instance, a Date, a bigint, deep nesting) goes
+// through JSON.stringify with this replacer. Anything the fallbacks treat specially (and cycles, which
+// JSON.stringify throws on) takes the full pass, which also names the path of a refused value.
 function fastReplacer(_key: string, value: unknown): unknown {
   if (typeof value === "bigint") return value.toString();
   if (typeof value === "object" && value !== null && !Array.isArray(value)) {
@@ -214,26 +219,31 @@ function isPlainMember(member: unknown, depth: number): boolean {
   }
 }
 
-function fastJsonText(value: unknown): string | undefined {
-  // A primitive (the common tool result) needs no replacer, and JSON.stringify without one stays on
-  // V8's fast path; only a bigint needs the replacer's conversion.
-  if (typeof value !== "object" && typeof value !== "bigint") return JSON.stringify(value) ?? "null";
-  if (value === null) return "null";
-  try {
-    if (isPlainData(value as object, 0)) return JSON.stringify(value) ?? "null";
-    return JSON.stringify(value, fastReplacer) ?? "null";
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * Serialize a host value for the bridge: one JSON text, refused when over `maxBytes`. Nesting is
- * checked where the text is read (the sandbox worker), off the host's thread; a value too deep for
- * `JSON.stringify` itself takes the full pass, which refuses it by depth.
+ * checked where the text is read (the sandbox worker), off the host's thread, unless the fast path
+ * already knows it is shallow; a value too deep for `JSON.stringify` itself takes the full pass, which
+ * refuses it by depth.
  */
 export function toJsonText(value: unknown, options: JsonTextOptions): JsonText {
-  const text = fastJsonText(value) ?? JSON.stringify(toJsonValue(value, options));
+  let text: string | undefined;
+  let shallow = true;
+  if (typeof value !== "object" && typeof value !== "bigint") {
+    // A primitive (the common tool result) needs no replacer, and JSON.stringify without one stays on
+    // V8's fast path; only a bigint needs the replacer's conversion.
+    text = JSON.stringify(value) ?? "null";
+  } else if (value === null) {
+    text = "null";
+  } else {
+    try {
+      shallow = isPlainData(value as object, 0);
+      text = (shallow ? JSON.stringify(value) : JSON.stringify(value, fastReplacer)) ?? "null";
+    } catch {
+      // The replacer asked for the full conversion, or the value has a cycle: the full pass decides.
+      shallow = false;
+    }
+  }
+  text ??= JSON.stringify(toJsonValue(value, options));
   const bytes = Buffer.byteLength(text, "utf8");
   if (bytes > options.maxBytes) {
     throw new CodeModeError(
@@ -242,7 +252,7 @@ export function toJsonText(value: unknown, options: JsonTextOptions): JsonText {
       { bytes, maxBytes: options.maxBytes },
     );
   }
-  return { text, bytes };
+  return { text, bytes, shallow };
 }
 
 /**

@@ -87,6 +87,20 @@ describe("messages", () => {
         items: [{ requestId: "a", ok: "yes", json: "1" }],
       }),
     ).toThrow(ProtocolError);
+    // `shallow` is optional, and a boolean when present.
+    const settle = (item: Record<string, unknown>) => ({
+      type: "settle",
+      runId: "r",
+      deadlineAt: 1,
+      items: [item],
+    });
+    const plain = settle({ requestId: "a", ok: true, json: "1" });
+    expect(parseHostToWorkerMessage(plain)).toBe(plain);
+    const marked = settle({ requestId: "a", ok: true, json: "1", shallow: true });
+    expect(parseHostToWorkerMessage(marked)).toBe(marked);
+    expect(() =>
+      parseHostToWorkerMessage(settle({ requestId: "a", ok: true, json: "1", shallow: "yes" })),
+    ).toThrow(ProtocolError);
     expect(() => parseHostToWorkerMessage({ type: "shutdown" })).toThrow(/unknown type/);
   });
 

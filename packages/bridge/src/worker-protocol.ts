@@ -68,8 +68,12 @@ export function takesToolCallSlot(body: HostRequestBody): boolean {
   return body.kind === "mcp" && body.op !== "$api";
 }
 
-/** One settled request as it travels to the worker: the value or error already as JSON text. */
-export type SettleItem = { requestId: string; ok: boolean; json: string };
+/**
+ * One settled request as it travels to the worker: the value or error already as JSON text. `shallow`:
+ * the host knows the text nests far less than MAX_BRIDGE_DEPTH (JsonText.shallow), so the worker skips
+ * its depth scan; absent or false, the worker scans as for any text.
+ */
+export type SettleItem = { requestId: string; ok: boolean; json: string; shallow?: boolean };
 
 /** A compiled `WebAssembly.Module` (typed opaquely: this package's lib has no WebAssembly types). */
 export type CompiledWasmModule = object;
@@ -230,7 +234,8 @@ const isSettleItem = (item: unknown): boolean =>
   isRecord(item) &&
   typeof item.requestId === "string" &&
   typeof item.ok === "boolean" &&
-  typeof item.json === "string";
+  typeof item.json === "string" &&
+  (item.shallow === undefined || typeof item.shallow === "boolean");
 
 const isSignal: Check = (value) => value instanceof Int32Array && value.length >= 1;
 

@@ -631,7 +631,8 @@ class Pool implements SandboxPool {
 /** Whether a settle's results are short enough to try the shared channel's slot (UTF-16 units). */
 function fitsSlot(message: HostToWorkerMessage & { type: "settle" }): boolean {
   let chars = 128;
-  for (const item of message.items) chars += item.json.length + item.requestId.length + 48;
+  // Each item's keys, quotes and flags: `{"requestId":"","ok":false,"json":"","shallow":false}`.
+  for (const item of message.items) chars += item.json.length + item.requestId.length + 64;
   return chars < SHARED_SLOT_BYTES;
 }
 

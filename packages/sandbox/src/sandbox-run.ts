@@ -190,17 +190,18 @@ export class RunHandle implements SandboxRun {
     let item: SettleItem;
     if (outcome.ok) {
       try {
-        const { text } = toJsonText(outcome.value, {
+        const { text, shallow } = toJsonText(outcome.value, {
           maxBytes: this.settings.maxBridgeValueBytes,
           label: "tool result",
           errorCode: "nested_tool_failed",
         });
-        item = { requestId, ok: true, json: text };
+        // Shallow text (plain data the host already walked) spares the worker its depth scan.
+        item = { requestId, ok: true, json: text, shallow };
       } catch (error) {
-        item = { requestId, ok: false, json: JSON.stringify(toErrorData(error)) };
+        item = { requestId, ok: false, json: JSON.stringify(toErrorData(error)), shallow: false };
       }
     } else {
-      item = { requestId, ok: false, json: JSON.stringify(toErrorData(outcome.error)) };
+      item = { requestId, ok: false, json: JSON.stringify(toErrorData(outcome.error)), shallow: false };
     }
     if (this.settleQueue === null) this.settleQueue = [item];
     else this.settleQueue.push(item);
