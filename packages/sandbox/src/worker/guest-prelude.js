@@ -37,6 +37,8 @@ export function guestPrelude(host, surfaceText) {
   const protoOf = ObjectCtor.prototype.isPrototypeOf;
   const hasOwn = ObjectCtor.prototype.hasOwnProperty;
   const apply = Reflect.apply;
+  /** hasOwnOf(object, key): hasOwnProperty without an argument array per call (see define). */
+  const hasOwnOf = apply(Function.prototype.bind, Function.prototype.call, [hasOwn]);
   const jsonParse = JSON.parse;
   const jsonStringify = JSON.stringify;
   const PromiseCtor = Promise;
@@ -291,17 +293,40 @@ export function guestPrelude(host, surfaceText) {
     return value;
   }
 
+  // One descriptor each for define and defineAliases, filled in place: a catalog of hundreds of tools
+  // has the prelude define a property for every tool and each of its aliases in every fresh VM, and a
+  // descriptor object (and an argument array for hasOwnProperty) per property was a third of that time.
+  // Null prototypes, so nothing Object.prototype gains is read as part of a descriptor.
+  const shownDescriptor = {
+    __proto__: null,
+    value: undefined,
+    writable: false,
+    enumerable: true,
+    configurable: false,
+  };
+  const hiddenDescriptor = {
+    __proto__: null,
+    value: undefined,
+    writable: false,
+    enumerable: false,
+    configurable: false,
+  };
+
   function define(target, name, value) {
-    defineProperty(target, name, { value, writable: false, enumerable: true, configurable: false });
+    shownDescriptor.value = value;
+    defineProperty(target, name, shownDescriptor);
+    shownDescriptor.value = undefined;
   }
 
   function defineAliases(target, aliases, value) {
     if (!isArray(aliases)) return;
+    hiddenDescriptor.value = value;
     for (let index = 0; index < aliases.length; index++) {
       const alias = aliases[index];
-      if (typeof alias !== "string" || apply(hasOwn, target, [alias])) continue;
-      defineProperty(target, alias, { value, writable: false, enumerable: false, configurable: false });
+      if (typeof alias !== "string" || hasOwnOf(target, alias)) continue;
+      defineProperty(target, alias, hiddenDescriptor);
     }
+    hiddenDescriptor.value = undefined;
   }
 
   function requireString(value, what) {
@@ -367,22 +392,25 @@ export function guestPrelude(host, surfaceText) {
     }
   };
   define(tools, "call", callTool);
-  for (const entry of surface.toolFunctions) {
-    const toolId = entry.toolId;
-    if (apply(hasOwn, tools, [entry.name])) continue;
-    // The body's prefix is made once here rather than on every call; an id tools.call would refuse
-    // goes through tools.call, which says why.
-    const prefix = typeof toolId === "string" && toolId.length > 0 ? callPrefix(toolId) : null;
-    const shortcut =
-      prefix === null
-        ? (input) => callTool(toolId, input)
-        : (input) => {
-            try {
-              return callRequest(toolId, input === undefined ? {} : input, prefix);
-            } catch (error) {
-              return rejected(error);
-            }
-          };
+  // The body's prefix is made on a tool's first call rather than on every call, or for every tool of
+  // the catalog in every VM; an id tools.call would refuse goes through tools.call, which says why.
+  function shortcutFor(toolId) {
+    if (typeof toolId !== "string" || toolId.length === 0) return (input) => callTool(toolId, input);
+    let prefix = null;
+    return (input) => {
+      try {
+        if (prefix === null) prefix = callPrefix(toolId);
+        return callRequest(toolId, input === undefined ? {} : input, prefix);
+      } catch (error) {
+        return rejected(error);
+      }
+    };
+  }
+  const toolFunctions = surface.toolFunctions;
+  for (let index = 0; index < toolFunctions.length; index++) {
+    const entry = toolFunctions[index];
+    if (hasOwnOf(tools, entry.name)) continue;
+    const shortcut = shortcutFor(entry.toolId);
     define(tools, entry.name, shortcut);
     defineAliases(tools, entry.aliases, shortcut);
   }
@@ -398,10 +426,11 @@ export function guestPrelude(host, surfaceText) {
       if (toolId !== undefined) body.toolId = toolId;
       return request(body, false);
     };
-    for (const tool of server.tools) {
-      const toolId = tool.toolId;
+    const serverTools = server.tools;
+    for (let index = 0; index < serverTools.length; index++) {
+      const toolId = serverTools[index].toolId;
       const callMcpTool = (input) => mcpRequest("call", toolId, [input === undefined ? {} : input]);
-      define(namespace, tool.identifier, callMcpTool);
+      define(namespace, serverTools[index].identifier, callMcpTool);
     }
     if (!apply(hasOwn, namespace, ["$api"])) {
       define(namespace, "$api", (...args) => mcpRequest("$api", undefined, args));
@@ -418,7 +447,10 @@ export function guestPrelude(host, surfaceText) {
       define(prompts, "get", (...args) => mcpRequest("prompts.get", undefined, args));
       define(namespace, "prompts", freeze(prompts));
     }
-    for (const tool of server.tools) defineAliases(namespace, tool.aliases, namespace[tool.identifier]);
+    for (let index = 0; index < serverTools.length; index++) {
+      const tool = serverTools[index];
+      defineAliases(namespace, tool.aliases, namespace[tool.identifier]);
+    }
     define(mcp, serverId, freeze(namespace));
   }
   for (const server of surface.mcpServers) defineAliases(mcp, server.aliases, mcp[server.identifier]);
