@@ -25,6 +25,7 @@ describe("host request bodies", () => {
     { kind: "mcp", server: "github", op: "call", toolId: "mcp:github:x", args: [{}] },
     { kind: "mcp", server: "docs", op: "resources.read", args: [{ uri: "memo://1" }] },
     { kind: "namespace", namespaceId: "issues", path: "list", args: [] },
+    { kind: "api", path: "mcp/memory.d.ts" },
     { kind: "yield" },
     { kind: "yield", reason: "later" },
   ];
@@ -39,6 +40,8 @@ describe("host request bodies", () => {
     { kind: "call", target: 1, input: {} },
     { kind: "mcp", server: "s", op: "delete", args: [] },
     { kind: "namespace", namespaceId: "n", path: "p", args: "x" },
+    { kind: "api" },
+    { kind: "api", path: 7 },
     null,
   ];
   it.each(invalid)("refuses %j", (body) => {
@@ -56,6 +59,7 @@ describe("maxPendingToolCalls slots", () => {
     [{ kind: "mcp", server: "memory", op: "$api", args: [] }, false],
     [{ kind: "search", query: "file" }, false],
     [{ kind: "describe", target: "read_file" }, false],
+    [{ kind: "api", path: "mcp/index.d.ts" }, false],
     [{ kind: "yield", reason: "later" }, false],
   ] as const)("%o takes a slot: %s", (body, expected) => {
     expect(takesToolCallSlot(parseHostRequestBody(body))).toBe(expected);

@@ -15,7 +15,12 @@ export type GuestSurface = {
     resources: boolean;
     prompts: boolean;
   }>;
-  apiFiles: Array<{ path: string; description: string; content: string }>;
+  /**
+   * The virtual declaration files, without their text: `bytes` is the UTF-8 size `API.list` reports, and
+   * `API.read` asks the host for the text (an `api` request). A VM no longer carries every server's
+   * declarations (tens of KB for a few servers) into each cell, nor into each snapshot.
+   */
+  apiFiles: Array<{ path: string; description: string; bytes: number }>;
   /** Short spellings of API paths (`memory.d.ts`, `memory`) to every path each can mean. */
   apiShortPaths?: Record<string, string[]>;
   /** Scope JSON; a `{"$codecellCall": "<path>"}` marker becomes an async function. */
@@ -40,6 +45,8 @@ export type HostRequestBody =
   | { kind: "call"; target: string; input: JsonValue }
   | { kind: "mcp"; server: string; op: McpOperation; toolId?: string; args: JsonValue[] }
   | { kind: "namespace"; namespaceId: string; path: string; args: JsonValue[] }
+  /** `API.read(path)`: the text of one of the surface's API files (the guest checked the path). */
+  | { kind: "api"; path: string }
   | { kind: "yield"; reason?: string };
 
 export type HostRequest = { requestId: string } & HostRequestBody;
@@ -205,6 +212,7 @@ const requestBodyChecks: Record<HostRequestKind, Record<string, Check>> = {
     args: isArrayOf(isJson),
   },
   namespace: { namespaceId: isString, path: isString, args: isArrayOf(isJson) },
+  api: { path: isString },
   yield: { reason: (value) => value === undefined || isString(value) },
 };
 

@@ -67,7 +67,12 @@ export function buildGuestSurface(
         prompts: server.prompts,
       };
     }),
-    apiFiles: declarations.files.map(({ path, description, content }) => ({ path, description, content })),
+    // The text stays on the host: API.read asks for it (see the "api" request in nested-calls.ts).
+    apiFiles: declarations.files.map(({ path, description, content }) => ({
+      path,
+      description,
+      bytes: Buffer.byteLength(content, "utf8"),
+    })),
     apiShortPaths: shortApiPaths(declarations.files.map((file) => file.path)),
     namespaces: namespaces.namespaces.map(({ namespaceId, globalName, scope }) => ({
       namespaceId,

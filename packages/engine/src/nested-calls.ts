@@ -226,6 +226,8 @@ export function startHostRequest(
     }
     case "mcp":
       return startMcpRequest(request, scope, parent, telemetry);
+    case "api":
+      return answered(() => apiFileContent(scope.declarations, request.path));
     case "namespace": {
       let call: { toolId: string; input: JsonValue };
       try {
@@ -236,6 +238,18 @@ export function startHostRequest(
       return runNestedCall(call.toolId, call.input, "namespace", request.requestId, scope, parent, telemetry);
     }
   }
+}
+
+/** The text of one API file, for `API.read` (the guest checked the path against the surface's list). */
+function apiFileContent(declarations: McpDeclarations, path: string): string {
+  const file = declarations.files.find((candidate) => candidate.path === path);
+  if (file === undefined) {
+    throw new CodeModeError(
+      "invalid_input",
+      `API.read: there is no file "${path}"; the files are "${declarations.files.map((entry) => entry.path).join('", "')}"`,
+    );
+  }
+  return file.content;
 }
 
 function startMcpRequest(

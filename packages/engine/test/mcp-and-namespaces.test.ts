@@ -1,6 +1,9 @@
+import { buildToolCatalog } from "@codecell/catalog";
 import type { McpConnector } from "@codecell/mcp-connector";
-import { clearCodeModeNamespacesForTest } from "@codecell/namespaces";
+import { renderMcpDeclarations } from "@codecell/mcp-declarations";
+import { clearCodeModeNamespacesForTest, type NamespaceRuntime } from "@codecell/namespaces";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildGuestSurface } from "../src/guest-surface.js";
 import { createCodeModeEngine, type McpServerRequest } from "../src/index.js";
 import { context, hostTools, registerNotesNamespace, startMemoryServer, TestExecutor } from "./support.js";
 
@@ -43,7 +46,7 @@ function setup(overrides: Partial<Parameters<typeof engine.prepareRun>[0]> = {})
 }
 
 describe("MCP in the guest", () => {
-  it("reads declarations through API without any bridge or tool call", async () => {
+  it("reads declarations through API without any tool call", async () => {
     const { run, executor } = setup();
     const result = await run.exec(
       {
@@ -64,6 +67,51 @@ describe("MCP in the guest", () => {
     expect((result as { value: { refused: string } }).value.refused).toBeTruthy();
     expect(result.telemetry.nested).toMatchObject({ calls: 0, searches: 0, describes: 0 });
     expect(executor.calls).toHaveLength(0);
+  });
+
+  it("reads each declaration file whole from the host, at the size API.list reports", async () => {
+    // A VM carries API paths and sizes only; API.read fetches the text the engine rendered.
+    const { run } = setup();
+    const result = await run.exec(
+      {
+        code: `
+          const files = await API.list();
+          const read = [];
+          for (const file of files) {
+            const text = await API.read(file.path);
+            read.push({ path: file.path, bytes: file.bytes, text });
+          }
+          return read;
+        `,
+      },
+      { toolCallId: "e-api" },
+    );
+    expect(result.status).toBe("completed");
+    const read = (result as { value: Array<{ path: string; bytes: number; text: string }> }).value;
+    expect(read.map((file) => file.path)).toEqual(["mcp/index.d.ts", "mcp/memory.d.ts"]);
+    const rendered = renderMcpDeclarations(mcp.describeServers());
+    for (const file of read) {
+      const expected = rendered.files.find((candidate) => candidate.path === file.path)?.content;
+      expect(file.text).toBe(expected);
+      expect(file.bytes).toBe(Buffer.byteLength(file.text, "utf8"));
+    }
+  });
+
+  it("gives each VM the API files' paths and sizes, not their text", () => {
+    const declarations = renderMcpDeclarations(mcp.describeServers());
+    const surface = buildGuestSurface(
+      buildToolCatalog([...hostTools, ...mcp.hostTools()]),
+      declarations,
+      // No namespaces: only the API files are looked at.
+      { namespaces: [] } as unknown as NamespaceRuntime,
+    );
+    expect(surface.apiFiles).toEqual(
+      declarations.files.map(({ path, description, content }) => ({
+        path,
+        description,
+        bytes: Buffer.byteLength(content, "utf8"),
+      })),
+    );
   });
 
   it("calls a real MCP server through MCP.<server>.<tool>() and keeps MCP out of tools.*", async () => {

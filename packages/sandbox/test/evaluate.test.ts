@@ -2,7 +2,7 @@ import type { CodeModeError } from "@codecell/contract";
 import { checkModuleAccess } from "@codecell/transpile";
 import { afterAll, describe, expect, it } from "vitest";
 import { createSandboxPool } from "../src/index.js";
-import { limits, runToEnd, surface } from "./helpers.js";
+import { answerApiRead, apiFileTexts, limits, runToEnd, surface } from "./helpers.js";
 
 const pool = createSandboxPool({ size: 2 });
 afterAll(() => pool.close());
@@ -320,16 +320,19 @@ describe("host requests", () => {
       }
       return { all: all.length, mcp: mcp.map((f) => f.path), same: JSON.stringify(mcp) === JSON.stringify(slash), bytes: all[1].bytes, body, errors };
     `;
-    const { event, requests } = await runToEnd(pool, code, { surface });
-    expect(requests).toEqual([]);
+    const { event, requests } = await runToEnd(pool, code, { surface, answer: answerApiRead });
+    // Lists and refusals are answered in the guest; the one file read is a request for its text.
+    expect(
+      requests.map((request) => ({ kind: request.kind, path: (request as { path?: string }).path })),
+    ).toEqual([{ kind: "api", path: "mcp/github.d.ts" }]);
     expect(event).toMatchObject({
       type: "completed",
       value: {
         all: 2,
         mcp: ["mcp/index.d.ts", "mcp/github.d.ts"],
         same: true,
-        bytes: Buffer.byteLength(surface.apiFiles[1]!.content),
-        body: surface.apiFiles[1]!.content,
+        bytes: Buffer.byteLength(apiFileTexts["mcp/github.d.ts"]!),
+        body: apiFileTexts["mcp/github.d.ts"],
         errors: ["invalid_input", "invalid_input", "invalid_input", "invalid_input"],
       },
     });

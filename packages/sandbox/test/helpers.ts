@@ -25,6 +25,23 @@ export const emptySurface: GuestSurface = {
   namespaces: [],
 };
 
+/**
+ * The text of `surface`'s API files, which the host keeps: `API.read` asks for it with an `api` request
+ * (answer one with `answerApiRead`).
+ */
+export const apiFileTexts: Record<string, string> = {
+  "mcp/index.d.ts": "declare const MCP: {};",
+  "mcp/github.d.ts":
+    "declare namespace MCP.github { function createIssue(input: {}): Promise<unknown>; } // é",
+};
+
+/** An `Answer` for `api` requests, from `apiFileTexts` (what the engine does with its declarations). */
+export function answerApiRead(request: HostRequest): { ok: true; value: unknown } | undefined {
+  if (request.kind !== "api") return undefined;
+  const text = apiFileTexts[request.path];
+  return text === undefined ? undefined : { ok: true, value: text };
+}
+
 export const surface: GuestSurface = {
   allTools: [
     { id: "core:host:read_file", name: "read_file", description: "Read a file", source: "core" },
@@ -48,14 +65,11 @@ export const surface: GuestSurface = {
       prompts: true,
     },
   ],
-  apiFiles: [
-    { path: "mcp/index.d.ts", description: "All servers", content: "declare const MCP: {};" },
-    {
-      path: "mcp/github.d.ts",
-      description: "GitHub",
-      content: "declare namespace MCP.github { function createIssue(input: {}): Promise<unknown>; } // é",
-    },
-  ],
+  apiFiles: Object.entries(apiFileTexts).map(([path, text]) => ({
+    path,
+    description: path === "mcp/index.d.ts" ? "All servers" : "GitHub",
+    bytes: Buffer.byteLength(text),
+  })),
   namespaces: [
     {
       namespaceId: "github-issues",

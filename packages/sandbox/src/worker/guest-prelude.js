@@ -47,7 +47,6 @@ export function guestPrelude(host, surfaceText) {
   const RangeErrorCtor = RangeError;
   const errorPrototype = ErrorCtor.prototype;
   const StringCtor = String;
-  const charCodeAt = StringCtor.prototype.charCodeAt;
   const isArray = Array.isArray;
   const getPrototypeOf = ObjectCtor.getPrototypeOf;
   const objectPrototype = ObjectCtor.prototype;
@@ -336,20 +335,6 @@ export function guestPrelude(host, surfaceText) {
     return value;
   }
 
-  function utf8Length(text) {
-    let bytes = 0;
-    for (let index = 0; index < text.length; index++) {
-      const code = apply(charCodeAt, text, [index]);
-      if (code < 0x80) bytes += 1;
-      else if (code < 0x800) bytes += 2;
-      else if (code >= 0xd800 && code <= 0xdbff) {
-        bytes += 4;
-        index++;
-      } else bytes += 3;
-    }
-    return bytes;
-  }
-
   const surface = jsonParse(surfaceText);
 
   // tools: search, describe, call, and one convenience function per unambiguous safe name.
@@ -456,7 +441,8 @@ export function guestPrelude(host, surfaceText) {
   for (const server of surface.mcpServers) defineAliases(mcp, server.aliases, mcp[server.identifier]);
   freeze(mcp);
 
-  // API: the virtual declaration files, answered here without a host request.
+  // API: the virtual declaration files. Paths, descriptions and sizes are answered here; a file's text
+  // comes from the host (an "api" request), so a VM does not carry every server's declarations.
   const apiFiles = createObject(null);
   const apiPaths = [];
   for (const file of surface.apiFiles) {
@@ -524,7 +510,7 @@ export function guestPrelude(host, surfaceText) {
         const path = apiPaths[index];
         if (wanted === "" || path === wanted || path.startsWith(`${wanted}/`)) {
           const file = apiFiles[path];
-          files[files.length] = { path, description: file.description, bytes: utf8Length(file.content) };
+          files[files.length] = { path, description: file.description, bytes: file.bytes };
         }
       }
       return resolved(files);
@@ -546,7 +532,7 @@ export function guestPrelude(host, surfaceText) {
           "invalid_input",
         );
       }
-      return resolved(file.content);
+      return request({ kind: "api", path: wanted }, false);
     } catch (error) {
       return rejected(error);
     }
