@@ -826,7 +826,7 @@ class GuestRun {
     if (this.finished) return this.release();
     const host = vm.newFunction(HOST_FUNCTION_NAME, this.registerHost());
     const prelude = owned.prelude ?? vm.evalBytecode(bytecode);
-    const surfaceHandle = vm.newString(surface);
+    const surfaceHandle = this.vmStrings().newString(surface);
     this.control = vm.callFunction(prelude, vm.undefined, host, surfaceHandle);
     this.controlToken = vm.exportHandle(this.control);
     surfaceHandle.dispose();
