@@ -182,6 +182,23 @@ describe("toJsonText fast path", () => {
     expect(shallow({ toJSON: () => ({ a: 1 }) })).toBe(false);
   });
 
+  it("trusts no walk when host code gave every object a toJSON", () => {
+    Object.defineProperty(Object.prototype, "toJSON", {
+      value() {
+        return "replaced";
+      },
+      configurable: true,
+      enumerable: false,
+    });
+    try {
+      const result = toJsonText({ a: 1 }, { maxBytes: 1 << 20 });
+      expect(result.shallow).toBe(false);
+      expect(result.text).toBe('"replaced"');
+    } finally {
+      delete (Object.prototype as { toJSON?: unknown }).toJSON;
+    }
+  });
+
   it("still names the path of a cycle found by the fast path", () => {
     const a: Record<string, unknown> = { list: [] };
     (a.list as unknown[]).push(a);

@@ -205,6 +205,18 @@ function isPlainData(value: object, depth: number): boolean {
   return true;
 }
 
+/**
+ * Whether host code gave every object or array a `toJSON` (on Object.prototype or Array.prototype, where
+ * isPlainData's walk would not see a non-enumerable one): JSON.stringify would then write what it
+ * returns, not the walked value, so nothing is known to be plain.
+ */
+function prototypesHaveToJson(): boolean {
+  return (
+    (Object.prototype as { toJSON?: unknown }).toJSON !== undefined ||
+    (Array.prototype as { toJSON?: unknown }).toJSON !== undefined
+  );
+}
+
 function isPlainMember(member: unknown, depth: number): boolean {
   switch (typeof member) {
     case "string":
@@ -236,7 +248,7 @@ export function toJsonText(value: unknown, options: JsonTextOptions): JsonText {
     text = "null";
   } else {
     try {
-      shallow = isPlainData(value as object, 0);
+      shallow = !prototypesHaveToJson() && isPlainData(value as object, 0);
       text = (shallow ? JSON.stringify(value) : JSON.stringify(value, fastReplacer)) ?? "null";
     } catch {
       // The replacer asked for the full conversion, or the value has a cycle: the full pass decides.
