@@ -317,11 +317,14 @@ function dropVm(vm) {
 /**
  * A fresh VM per run, created ahead of time, so the next start skips instantiation. A worker builds
  * it when a run ends or has waited on the host for a while (IDLE_WORK_AFTER_MS), never between a
- * run's quick host calls, which it would hold up by a millisecond each time. A spare has run no code
- * but the evaluation of the prelude's bytecode (see createOwnedVm) and is handed to exactly one run.
- * Keyed by memory limit, the one option that cannot change after creation; the interrupt handler
- * follows whichever run owns it.
- * @typedef {{ vm: QuickJS, owner: { run: GuestRun | null }, prelude: import("quickjs-wasi").JSValueHandle | null }} OwnedVm
+ * run's quick host calls, which it would hold up by a millisecond each time. A spare has run no guest
+ * code: only the evaluation of the prelude's bytecode (see createOwnedVm), and, when this worker's last
+ * starts shared one surface, the prelude itself with that surface (see applySurface); it is handed to
+ * exactly one run. Keyed by memory limit, the one option that cannot change after creation; the
+ * interrupt handler and the host function follow whichever run owns it.
+ * `surface` and `control`: the surface text the prelude was run with and the control function it
+ * returned, or null when the run is to run the prelude itself.
+ * @typedef {{ vm: QuickJS, owner: { run: GuestRun | null }, prelude: import("quickjs-wasi").JSValueHandle | null, surface: string | null, control: import("quickjs-wasi").JSValueHandle | null }} OwnedVm
  * @type {Map<number, Promise<OwnedVm>>}
  */
 const spareVms = new Map();
@@ -346,9 +349,10 @@ function createOwnedVm(memoryLimit, withPrelude = true) {
     interruptHandler: () => owner.run?.shouldInterrupt() === true,
     wasi: silentWasi,
   }).then((vm) => {
-    if (!withPrelude || preludeBytecode === null) return { vm, owner, prelude: null };
+    if (!withPrelude || preludeBytecode === null)
+      return { vm, owner, prelude: null, surface: null, control: null };
     try {
-      return { vm, owner, prelude: vm.evalBytecode(preludeBytecode) };
+      return { vm, owner, prelude: vm.evalBytecode(preludeBytecode), surface: null, control: null };
     } catch {
       dropVm(vm);
       return createOwnedVm(memoryLimit, false);
@@ -356,10 +360,74 @@ function createOwnedVm(memoryLimit, withPrelude = true) {
   });
 }
 
+/**
+ * The surface of this worker's latest start, its memory limit, and how many starts in a row used that
+ * pair. A session's cells share their run's surface, and with a catalog of hundreds of tools running
+ * the prelude with it is most of a trivial cell's time (the prelude defines a function for every tool):
+ * once two starts in a row agree, the next spare gets it ahead of time.
+ */
+let recentSurface = "";
+let recentSurfaceLimit = 0;
+let recentSurfaceStarts = 0;
+
+/** @param {string} surface @param {number} memoryLimit */
+function noteStartSurface(surface, memoryLimit) {
+  if (memoryLimit === recentSurfaceLimit && surface === recentSurface) {
+    recentSurfaceStarts += 1;
+    return;
+  }
+  recentSurface = surface;
+  recentSurfaceLimit = memoryLimit;
+  recentSurfaceStarts = 1;
+}
+
+/**
+ * A spare's host function until a run owns the VM (nothing calls it: the prelude only keeps it).
+ * @returns {import("quickjs-wasi").JSValueHandle}
+ */
+function unownedHostCall() {
+  throw new Error("no run owns this VM yet");
+}
+
+/**
+ * Run the prelude in a spare with `surface`, as a start would (with a host function that the run which
+ * takes the spare points at itself, see GuestRun.start). Done only while no run is live on this worker,
+ * so no run's message waits behind it. If it fails, the spare is replaced by a plain one.
+ * @param {OwnedVm} owned @param {string} surface @param {number} memoryLimit @returns {Promise<OwnedVm> | OwnedVm}
+ */
+function applySurface(owned, surface, memoryLimit) {
+  const prelude = owned.prelude;
+  if (prelude === null) return owned;
+  const vm = owned.vm;
+  const strings = new VmStrings(vm);
+  /** @type {import("quickjs-wasi").JSValueHandle | null} */
+  let control = null;
+  try {
+    const host = vm.newFunction(HOST_FUNCTION_NAME, unownedHostCall);
+    const text = strings.newString(surface);
+    try {
+      control = vm.callFunction(prelude, vm.undefined, host, text);
+    } finally {
+      host.dispose();
+      text.dispose();
+      strings.release();
+      prelude.dispose();
+    }
+  } catch {
+    control = null;
+  }
+  if (control !== null) return { vm, owner: owned.owner, prelude: null, surface, control };
+  dropVm(vm);
+  return createOwnedVm(memoryLimit);
+}
+
 /** @param {number} memoryLimit */
 function prepareSpare(memoryLimit) {
   if (spareVms.has(memoryLimit) || spareVms.size >= MAX_SPARE_LIMITS) return;
-  const spare = createOwnedVm(memoryLimit);
+  const surface =
+    recentSurfaceStarts >= 2 && recentSurfaceLimit === memoryLimit && runs.size === 0 ? recentSurface : null;
+  const plain = createOwnedVm(memoryLimit);
+  const spare = surface === null ? plain : plain.then((owned) => applySurface(owned, surface, memoryLimit));
   spare.catch(() => spareVms.delete(memoryLimit));
   spareVms.set(memoryLimit, spare);
 }
@@ -385,8 +453,12 @@ function buildWantedSpares() {
   sparesWanted.clear();
 }
 
-/** @param {GuestRun} run */
-async function takeFreshVm(run) {
+/**
+ * A fresh VM for a run: the spare when there is one that fits (a spare applied to another surface is
+ * dropped; the run gets a plain VM).
+ * @param {GuestRun} run @param {string} surface
+ */
+async function takeFreshVm(run, surface) {
   const limit = run.limits.memoryLimitBytes;
   const spare = spareVms.get(limit);
   spareVms.delete(limit);
@@ -394,6 +466,10 @@ async function takeFreshVm(run) {
   try {
     owned = await (spare ?? createOwnedVm(limit));
   } catch {
+    owned = await createOwnedVm(limit);
+  }
+  if (owned.surface !== null && owned.surface !== surface) {
+    dropVm(owned.vm);
     owned = await createOwnedVm(limit);
   }
   owned.owner.run = run;
@@ -820,18 +896,24 @@ class GuestRun {
     if (code === null) return this.report();
     // Compiled at init; compiled aside here only if that failed (this throws what went wrong).
     const bytecode = preludeBytecode ?? (await compilePreludeAside());
-    const owned = await takeFreshVm(this);
+    const owned = await takeFreshVm(this, surface);
     const vm = owned.vm;
     this.vm = vm;
     if (this.finished) return this.release();
-    const host = vm.newFunction(HOST_FUNCTION_NAME, this.registerHost());
-    const prelude = owned.prelude ?? vm.evalBytecode(bytecode);
-    const surfaceHandle = this.vmStrings().newString(surface);
-    this.control = vm.callFunction(prelude, vm.undefined, host, surfaceHandle);
+    if (owned.control !== null) {
+      // The spare ran the prelude with this very surface: point its host function at this run.
+      vm.registerHostCallback(HOST_FUNCTION_NAME, this.registerHost());
+      this.control = owned.control;
+    } else {
+      const host = vm.newFunction(HOST_FUNCTION_NAME, this.registerHost());
+      const prelude = owned.prelude ?? vm.evalBytecode(bytecode);
+      const surfaceHandle = this.vmStrings().newString(surface);
+      this.control = vm.callFunction(prelude, vm.undefined, host, surfaceHandle);
+      surfaceHandle.dispose();
+      prelude.dispose();
+      host.dispose();
+    }
     this.controlToken = vm.exportHandle(this.control);
-    surfaceHandle.dispose();
-    prelude.dispose();
-    host.dispose();
 
     if (this.timeoutMs !== null) {
       this.deadlineAt = Date.now() + this.timeoutMs;
@@ -1521,6 +1603,7 @@ function onControlMessage(message) {
       const run = new GuestRun(message.runId, message.limits, setupDeadline, message.signal);
       run.timeoutMs = message.timeoutMs ?? null;
       runs.set(message.runId, run);
+      noteStartSurface(message.surface, message.limits.memoryLimitBytes);
       run.enqueue(() => run.start(message.surface, message.code, message.language));
       return;
     }
