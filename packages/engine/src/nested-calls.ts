@@ -40,6 +40,8 @@ export type RequestScope = {
    * names, since only targets that resolve are kept.
    */
   resolvedTargets: Map<string, CatalogTool>;
+  /** `API.read(path)`: one declaration file's text (the guest holds only paths and sizes). */
+  readApiFile: (path: string) => string;
 };
 
 export type RequestParent = {
@@ -227,7 +229,7 @@ export function startHostRequest(
     case "mcp":
       return startMcpRequest(request, scope, parent, telemetry);
     case "api":
-      return answered(() => apiFileContent(scope.declarations, request.path));
+      return answered(() => scope.readApiFile(request.path));
     case "namespace": {
       let call: { toolId: string; input: JsonValue };
       try {
@@ -238,18 +240,6 @@ export function startHostRequest(
       return runNestedCall(call.toolId, call.input, "namespace", request.requestId, scope, parent, telemetry);
     }
   }
-}
-
-/** The text of one API file, for `API.read` (the guest checked the path against the surface's list). */
-function apiFileContent(declarations: McpDeclarations, path: string): string {
-  const file = declarations.files.find((candidate) => candidate.path === path);
-  if (file === undefined) {
-    throw new CodeModeError(
-      "invalid_input",
-      `API.read: there is no file "${path}"; the files are "${declarations.files.map((entry) => entry.path).join('", "')}"`,
-    );
-  }
-  return file.content;
 }
 
 function startMcpRequest(

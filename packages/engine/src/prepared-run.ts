@@ -12,7 +12,7 @@ import {
   parseWaitInput,
   type ResolvedCodeModeConfig,
 } from "@codecell/contract";
-import type { McpDeclarations } from "@codecell/mcp-declarations";
+import { type ApiFileTable, createApiFileTable, type McpDeclarations } from "@codecell/mcp-declarations";
 import { createCodeModeNamespaceRuntime, type NamespaceRuntime } from "@codecell/namespaces";
 import type { SandboxPool, SandboxRun, SettleOutcome } from "@codecell/sandbox";
 import { type ClaimedRun, newRunId, type RunScope, type SnapshotStore } from "@codecell/snapshot-store";
@@ -185,8 +185,16 @@ export class ActiveRun implements PreparedRun {
       trajectory: engine.trajectory,
       redactInput: engine.redactInput,
       resolvedTargets,
+      readApiFile: this.#readApiFile,
     };
   }
+
+  /** The virtual API files as `API.read` answers them (the mcp-declarations table), made on the first read. */
+  #apiFileTable: ApiFileTable | null = null;
+  readonly #readApiFile = (path: string): string => {
+    this.#apiFileTable ??= createApiFileTable(this.#declarations.files);
+    return this.#apiFileTable.read(path);
+  };
 
   #telemetryBase(): CodeModeTelemetry {
     return newRunTelemetry(
