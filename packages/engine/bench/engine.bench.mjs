@@ -163,7 +163,8 @@ for (const { catalog, hostTools, servers } of surfaces) {
   await measure(`\`return 1\` with ${catalog} (median of 30)`, "reported", 30, async () => {
     const result = await execLarge("return 1");
     if (result.value !== 1) throw new Error(JSON.stringify(result));
-  }); // With a pause before each cell, as between a model's turns: the worker has applied the surface to
+  });
+  // With a pause before each cell, as between a model's turns: the worker has applied the surface to
   // its next VM by the time the cell comes (the sandbox's spares), so the cell skips that work.
   await measure(
     `\`return 1\` with ${catalog}, 30 ms between cells (median of 30)`,
