@@ -29,6 +29,22 @@ describe("evaluation", () => {
     });
   });
 
+  it("carries output text and the cell's value exactly: non-ASCII, lone surrogates, NUL, U+FFFD, long text", async () => {
+    // The worker reads the prelude's `output` and `done` strings in the VM's memory; text UTF-8 cannot
+    // carry (a lone surrogate) must still arrive as the guest wrote it.
+    const samples = ["plain", "é and 😀", "\ud800 alone", "tail \udfff", "nul \u0000 inside", "\uFFFD"];
+    samples.push("x".repeat(5000), `${"z".repeat(1500)}\ud800`);
+    const { event } = await runToEnd(
+      pool,
+      `const samples = ${JSON.stringify(samples)}; for (const s of samples) text(s); return samples;`,
+    );
+    expect(event).toEqual({
+      type: "completed",
+      value: samples,
+      output: samples.map((text) => ({ type: "text", text })),
+    });
+  });
+
   it("runs TypeScript cells", async () => {
     const { event } = await runToEnd(
       pool,

@@ -228,24 +228,30 @@ function silentWasi(memory) {
 }
 
 /**
- * The host's random bytes for this worker's VMs (`init`'s `entropy`), each used once, and how many are
- * used; when they run out, Web Crypto's. In a fresh worker thread Web Crypto's first use loads its
- * modules (tens of ms), and QuickJS's libc asks for 4 bytes as each VM is made, the first one included.
+ * Random bytes for this worker's VMs, each used once, and how many are used: first the host's (`init`'s
+ * `entropy`: in a fresh worker thread Web Crypto's first use loads its modules, tens of ms, and QuickJS's
+ * libc asks for 4 bytes as each VM is made, the first one included), then refilled from Web Crypto a
+ * pool at a time (a call for each VM's 4 bytes cost about 10 µs, 1% of a trivial cell).
  * @type {Uint8Array | null}
  */
 let entropy = null;
 let entropyUsed = 0;
+const ENTROPY_POOL_BYTES = 4096;
 
 /** @param {Uint8Array} target */
 function takeEntropy(target) {
-  if (entropy !== null && entropy.length - entropyUsed >= target.length) {
-    const taken = entropy.subarray(entropyUsed, entropyUsed + target.length);
-    target.set(taken);
-    taken.fill(0);
-    entropyUsed += target.length;
+  if (target.length > ENTROPY_POOL_BYTES) {
+    crypto.getRandomValues(target);
     return;
   }
-  crypto.getRandomValues(target);
+  if (entropy === null || entropy.length - entropyUsed < target.length) {
+    entropy = crypto.getRandomValues(new Uint8Array(ENTROPY_POOL_BYTES));
+    entropyUsed = 0;
+  }
+  const taken = entropy.subarray(entropyUsed, entropyUsed + target.length);
+  target.set(taken);
+  taken.fill(0);
+  entropyUsed += target.length;
 }
 
 /** @param {string} text @param {number} max */
@@ -645,7 +651,6 @@ class GuestRun {
 
   /** @param {import("quickjs-wasi").JSValueHandle[]} args */
   hostCall(args) {
-    const vm = /** @type {QuickJS} */ (this.vm);
     // The previous reply has been handed to the guest (the library holds its own reference).
     this.lastReply?.dispose();
     this.lastReply = null;
@@ -655,18 +660,25 @@ class GuestRun {
       const body = /** @type {import("quickjs-wasi").JSValueHandle} */ (args[0]);
       return this.requestReply(this.onRequest(this.vmStrings().read(body)));
     }
-    const op = args[0]?.toString();
+    // Read in place (VmStrings), not through the library's toString, which allocates and frees a length
+    // word in the VM and decodes a copy: a cell's `done`, and every console line, come this way.
+    const strings = this.vmStrings();
+    /** @param {number} index */
+    const text = (index) => {
+      const handle = args[index];
+      return handle === undefined ? undefined : strings.read(handle);
+    };
+    const op = text(0);
     let reply = "";
     if (op === "request") {
       // A prelude from a snapshot taken before the one-argument form.
-      return this.requestReply(this.onRequest(args[1]?.toString() ?? ""));
+      return this.requestReply(this.onRequest(text(1) ?? ""));
     }
-    if (op === "output")
-      reply = this.onOutput(args[1]?.toString() ?? "", args[2]?.toString() ?? "", args[3]?.toString());
-    else if (op === "done") this.onDone(args[1]?.toString() ?? "null");
-    else if (op === "fail") this.onFail(args[1]?.toString() ?? "{}");
+    if (op === "output") reply = this.onOutput(text(1) ?? "", text(2) ?? "", text(3));
+    else if (op === "done") this.onDone(text(1) ?? "null");
+    else if (op === "fail") this.onFail(text(1) ?? "{}");
     if (reply === "") return this.heldStrings().empty;
-    this.lastReply = vm.newString(reply);
+    this.lastReply = strings.newString(reply);
     return this.lastReply;
   }
 
@@ -676,9 +688,8 @@ class GuestRun {
    * @param {{ requestId: string, number: number } | string} outcome
    */
   requestReply(outcome) {
-    const vm = /** @type {QuickJS} */ (this.vm);
     if (typeof outcome === "string") {
-      this.lastReply = vm.newString(outcome);
+      this.lastReply = this.vmStrings().newString(outcome);
       return this.lastReply;
     }
     const id = this.newRequestId(outcome.requestId);
@@ -953,16 +964,17 @@ class GuestRun {
   /** @param {string} op @param {...(import("quickjs-wasi").JSValueHandle | string)} args */
   call(op, ...args) {
     const vm = /** @type {QuickJS} */ (this.vm);
+    const strings = this.vmStrings();
     const handles = [
-      vm.newString(op),
-      ...args.map((arg) => (typeof arg === "string" ? vm.newString(arg) : arg)),
+      strings.newString(op),
+      ...args.map((arg) => (typeof arg === "string" ? strings.newString(arg) : arg)),
     ];
     const result = vm.callFunction(
       /** @type {import("quickjs-wasi").JSValueHandle} */ (this.control),
       vm.undefined,
       ...handles,
     );
-    const reply = result.toString();
+    const reply = strings.read(result);
     result.dispose();
     for (let index = 0; index < handles.length; index++) {
       const handle = /** @type {import("quickjs-wasi").JSValueHandle} */ (handles[index]);
@@ -977,13 +989,15 @@ class GuestRun {
   }
 
   heldStrings() {
-    const vm = /** @type {QuickJS} */ (this.vm);
-    this.fixedStrings ??= {
-      op: vm.newString("settle"),
-      ok: vm.newString("1"),
-      failed: vm.newString("0"),
-      empty: vm.newString(""),
-    };
+    if (this.fixedStrings === null) {
+      const strings = this.vmStrings();
+      this.fixedStrings = {
+        op: strings.newString("settle"),
+        ok: strings.newString("1"),
+        failed: strings.newString("0"),
+        empty: strings.newString(""),
+      };
+    }
     return this.fixedStrings;
   }
 
@@ -1346,13 +1360,8 @@ class GuestRun {
     // Build the next fresh VM now that this run is off the thread.
     wantSpare(this.limits.memoryLimitBytes);
     const vm = this.vm;
-    if (vm !== null) {
-      try {
-        this.dropHeldStrings();
-      } catch {
-        // A VM that trapped cannot free values; it is discarded whole below.
-      }
-    }
+    // The strings this run holds in the VM go with it, unfreed: freeing them one by one first was work
+    // for a memory that is discarded whole below.
     this.fixedStrings = null;
     this.strings = null;
     this.lastReply = null;
