@@ -114,7 +114,7 @@ export interface SandboxRun {
 }
 
 export interface SandboxPool {
-  /** A fresh VM per run, never shared. */
+  /** A fresh VM per run, never shared (a new one, or a finished run's VM reset to a fresh VM's image). */
   run(options: RunOptions): SandboxRun;
   /** Continue a suspended run on any worker of any process. */
   restore(options: RestoreOptions): SandboxRun;

@@ -166,18 +166,23 @@ export function workerMessages(worker: Worker): {
 }
 
 /**
- * Script text, for a fresh process that has `pool` (a sandbox pool), that runs one `return 1 + 1` on it
- * and throws unless it completes with 2.
+ * Script text, for a fresh process that has `pool` (a sandbox pool), that runs one cell of `code` on it
+ * and throws unless it completes with `expected`.
  */
-export const runTrivialCellText = `
-  const run = pool.run({
-    code: "return 1 + 1",
-    language: "javascript",
-    surface: ${JSON.stringify(emptySurface)},
-    limits: ${JSON.stringify(limits)},
-    timeoutMs: 30000,
-    onRequest() {},
-  });
-  const event = await run.next();
-  if (event.type !== "completed" || event.value !== 2) throw new Error(JSON.stringify(event));
-`;
+export function runCellText(code: string, expected: number): string {
+  return `{
+    const run = pool.run({
+      code: ${JSON.stringify(code)},
+      language: "javascript",
+      surface: ${JSON.stringify(emptySurface)},
+      limits: ${JSON.stringify(limits)},
+      timeoutMs: 30000,
+      onRequest() {},
+    });
+    const event = await run.next();
+    if (event.type !== "completed" || event.value !== ${expected}) throw new Error(JSON.stringify(event));
+  }`;
+}
+
+/** runCellText of `return 1 + 1`. */
+export const runTrivialCellText = runCellText("return 1 + 1", 2);

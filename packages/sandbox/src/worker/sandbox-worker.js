@@ -18,8 +18,9 @@ import {
 import { CODE_MODE_LIMITS, CONSOLE_LEVELS, isCodeModeErrorCode } from "@codecell/contract/errors";
 // The plain-cell test only: the parser (acorn) is loaded on the first cell that needs it.
 import { isPlainJavaScriptCell } from "@codecell/transpile/plain-cell";
-import { JSException, QuickJS } from "quickjs-wasi";
+import { JSException, JSValueHandle, QuickJS } from "quickjs-wasi";
 import { compileGuestPrelude, GUEST_PRELUDE_SOURCE } from "./guest-prelude.js";
+import { VmImage } from "./vm-image.js";
 import { VmStrings } from "./vm-strings.js";
 
 /** The one host function; its name is baked into snapshots, so it must never change. */
@@ -330,11 +331,91 @@ function dropVm(vm) {
  * interrupt handler and the host function follow whichever run owns it.
  * `surface` and `control`: the surface text the prelude was run with and the control function it
  * returned, or null when the run is to run the prelude itself.
- * @typedef {{ vm: QuickJS, owner: { run: GuestRun | null }, prelude: import("quickjs-wasi").JSValueHandle | null, surface: string | null, control: import("quickjs-wasi").JSValueHandle | null }} OwnedVm
+ * `image`: the fresh image this VM can be reset to when its run ends (see recycleVm), or null.
+ * @typedef {{ vm: QuickJS, owner: { run: GuestRun | null }, prelude: import("quickjs-wasi").JSValueHandle | null, surface: string | null, control: import("quickjs-wasi").JSValueHandle | null, image: FreshImage | null }} OwnedVm
  * @type {Map<number, Promise<OwnedVm>>}
  */
 const spareVms = new Map();
 const MAX_SPARE_LIMITS = 2;
+
+/**
+ * A fresh VM's image (see vm-image.js) and where the prelude function that VM was given is in it.
+ * @typedef {{ image: VmImage, preludePointer: number }} FreshImage
+ */
+/**
+ * The image per memory limit (null: this QuickJS build cannot be reset, or no room for another limit),
+ * taken from the first VM made after this worker's first run ended, so the probing is never on the
+ * way to a worker's first cell.
+ * @type {Map<number, FreshImage | null>}
+ */
+const freshImages = new Map();
+const MAX_IMAGE_LIMITS = 4;
+let imagesWanted = false;
+/**
+ * VMs of finished runs, reset to their image, for the next VMs made for their limit (createOwnedVm), for
+ * at most MAX_SPARE_LIMITS limits. A worker keeps as many per limit as it has runs live besides the one
+ * ending, plus one (at most MAX_RECYCLED_PER_LIMIT: runs that overlap each get one back when they end),
+ * and one once it has no run live; any other finished run's VM is dropped.
+ * @type {Map<number, OwnedVm[]>}
+ */
+const recycledVms = new Map();
+const MAX_RECYCLED_PER_LIMIT = 8;
+
+/**
+ * The image for VMs of `memoryLimit`, taken from `vm` (fresh, given only the prelude's bytecode, whose
+ * function is `prelude`) if there is none yet; `undefined` when taking it spent `vm` (the probes ran
+ * code in it and the build cannot be reset), which the caller then drops.
+ * @param {number} memoryLimit @param {QuickJS} vm @param {import("quickjs-wasi").JSValueHandle} prelude
+ * @returns {FreshImage | null | undefined}
+ */
+function imageFor(memoryLimit, vm, prelude) {
+  const known = freshImages.get(memoryLimit);
+  if (known !== undefined || !imagesWanted) return known ?? null;
+  if (freshImages.size >= MAX_IMAGE_LIMITS) return null;
+  const image = VmImage.capture(vm, takeEntropy);
+  const fresh = image === null ? null : { image, preludePointer: prelude.ptr };
+  freshImages.set(memoryLimit, fresh);
+  return fresh === null ? undefined : fresh;
+}
+
+/**
+ * Make a finished run's VM fresh again for the next run of its memory limit: whether it was (else the
+ * caller drops it). Only a VM made from an image, whose run ended without being forced (a timeout, a
+ * memory limit, a crash: such a VM is dropped as before) and which fits its image (see VmImage.fits).
+ * @param {OwnedVm} owned @param {number} memoryLimit
+ */
+function recycleVm(owned, memoryLimit) {
+  const fresh = owned.image;
+  const kept = recycledVms.get(memoryLimit) ?? [];
+  const wanted = Math.min(MAX_RECYCLED_PER_LIMIT, runs.size + 1);
+  if (fresh === null || kept.length >= wanted) return false;
+  if (kept.length === 0 && recycledVms.size >= MAX_SPARE_LIMITS) return false;
+  if (!fresh.image.fits(owned.vm)) return false;
+  try {
+    fresh.image.reset(owned.vm);
+  } catch {
+    return false;
+  }
+  owned.owner.run = null;
+  kept.push({
+    vm: owned.vm,
+    owner: owned.owner,
+    prelude: new JSValueHandle(owned.vm, fresh.preludePointer),
+    surface: null,
+    control: null,
+    image: fresh,
+  });
+  recycledVms.set(memoryLimit, kept);
+  return true;
+}
+
+/** With no run live, keep one reset VM per limit (a burst of overlapping runs kept more). */
+function trimRecycledVms() {
+  if (runs.size > 0) return;
+  for (const kept of recycledVms.values()) {
+    for (const extra of kept.splice(1)) dropVm(extra.vm);
+  }
+}
 
 /**
  * A VM for one run. With the prelude's bytecode in hand its evaluation is done here too, ahead of the
@@ -345,6 +426,10 @@ const MAX_SPARE_LIMITS = 2;
  * @param {number} memoryLimit @param {boolean} [withPrelude] @returns {Promise<OwnedVm>}
  */
 function createOwnedVm(memoryLimit, withPrelude = true) {
+  const kept = withPrelude && preludeBytecode !== null ? recycledVms.get(memoryLimit) : undefined;
+  const recycled = kept?.pop();
+  if (kept?.length === 0) recycledVms.delete(memoryLimit);
+  if (recycled !== undefined) return Promise.resolve(recycled);
   /** @type {{ run: GuestRun | null }} */
   const owner = { run: null };
   return QuickJS.create({
@@ -356,13 +441,20 @@ function createOwnedVm(memoryLimit, withPrelude = true) {
     wasi: silentWasi,
   }).then((vm) => {
     if (!withPrelude || preludeBytecode === null)
-      return { vm, owner, prelude: null, surface: null, control: null };
+      return { vm, owner, prelude: null, surface: null, control: null, image: null };
+    let prelude;
     try {
-      return { vm, owner, prelude: vm.evalBytecode(preludeBytecode), surface: null, control: null };
+      prelude = vm.evalBytecode(preludeBytecode);
     } catch {
       dropVm(vm);
       return createOwnedVm(memoryLimit, false);
     }
+    const image = imageFor(memoryLimit, vm, prelude);
+    if (image === undefined) {
+      dropVm(vm);
+      return createOwnedVm(memoryLimit, withPrelude);
+    }
+    return { vm, owner, prelude, surface: null, control: null, image };
   });
 }
 
@@ -422,7 +514,8 @@ function applySurface(owned, surface, memoryLimit) {
   } catch {
     control = null;
   }
-  if (control !== null) return { vm, owner: owned.owner, prelude: null, surface, control };
+  if (control !== null)
+    return { vm, owner: owned.owner, prelude: null, surface, control, image: owned.image };
   dropVm(vm);
   return createOwnedVm(memoryLimit);
 }
@@ -475,7 +568,7 @@ async function takeFreshVm(run, surface) {
     owned = await createOwnedVm(limit);
   }
   if (owned.surface !== null && owned.surface !== surface) {
-    dropVm(owned.vm);
+    if (!recycleVm(owned, limit)) dropVm(owned.vm);
     owned = await createOwnedVm(limit);
   }
   owned.owner.run = run;
@@ -501,6 +594,9 @@ class GuestRun {
     this.vm = null;
     /** @type {import("quickjs-wasi").JSValueHandle | null} */
     this.control = null;
+    /** The VM as takeFreshVm handed it over, for recycleVm when the run ends (null after a restore). */
+    /** @type {OwnedVm | null} */
+    this.owned = null;
     /**
      * Strings this run passes into the VM again and again, made on first use: the fixed arguments of
      * every settle call into the prelude (see deliver) and the empty reply of the host function.
@@ -910,6 +1006,7 @@ class GuestRun {
     const owned = await takeFreshVm(this, surface);
     const vm = owned.vm;
     this.vm = vm;
+    this.owned = owned;
     if (this.finished) return this.release();
     if (owned.control !== null) {
       // The spare ran the prelude with this very surface: point its host function at this run.
@@ -1357,8 +1454,10 @@ class GuestRun {
     if (this.idleTimer !== null) clearTimeout(this.idleTimer);
     this.idleTimer = null;
     runs.delete(this.runId);
-    // Build the next fresh VM now that this run is off the thread.
+    // Build the next fresh VM now that this run is off the thread (from this run's VM when it can be
+    // reset, see below: the spare is built after this returns).
     wantSpare(this.limits.memoryLimitBytes);
+    imagesWanted = true;
     const vm = this.vm;
     // The strings this run holds in the VM go with it, unfreed: freeing them one by one first was work
     // for a memory that is discarded whole below.
@@ -1368,13 +1467,23 @@ class GuestRun {
     this.requestIdHandles.clear();
     this.vm = null;
     this.control = null;
-    if (vm !== null) {
+    const owned = this.owned;
+    this.owned = null;
+    // A run that ended on its own gives its VM back, made fresh (recycleVm); one that was forced to end
+    // (a timeout, a memory limit, a crash) or that came from a snapshot drops it.
+    const recycled =
+      owned !== null &&
+      owned.vm === vm &&
+      this.forced === null &&
+      recycleVm(owned, this.limits.memoryLimitBytes);
+    if (!recycled && vm !== null) {
       try {
         dropVm(vm);
       } catch {
         // A VM that trapped may not dispose cleanly; it is unreachable either way.
       }
     }
+    trimRecycledVms();
   }
 }
 

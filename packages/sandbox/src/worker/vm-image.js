@@ -1,0 +1,248 @@
+// @ts-check
+import { JSValueHandle } from "quickjs-wasi";
+
+/**
+ * A fresh VM's image, to make a used VM fresh again in place instead of making a new one.
+ *
+ * Why: making a VM is most of a trivial cell's cost (round 2's tenth session, in the worker per back-to-back
+ * `return 1 + 1`: instantiation 0.26 ms, QuickJS's allocator touching fresh pages 0.27 ms, QuickJS's
+ * runtime and context and the prelude's bytecode, and the collections that free dropped VMs, about
+ * 0.45 ms more on V8's helper threads). Copying a 1.4 MB image back into a memory that is already
+ * mapped costs a fraction of that and leaves nothing for the collector.
+ *
+ * Why it is the same as a fresh VM: everything a QuickJS-WASI VM is lives in its linear memory and one
+ * wasm global, the shadow stack pointer (the module has no other mutable global, and no instruction of
+ * it writes its function table), so a memory overwritten with the image and the pointer put back are
+ * the VM as it was made, whatever the last run did in it. Three conditions:
+ * - the memory has not grown: wasi-libc's allocator takes the memory's size as its break, so a grown
+ *   memory behind the image's allocator state would waste the difference with every reuse (such a VM
+ *   is dropped, as before). The image includes 512 KB of free heap for that reason;
+ * - what a fresh VM takes from the clock is taken again: QuickJS seeds Math.random's state and stamps
+ *   `performance`'s time origin (a field of the context, and the `timeOrigin` property of the
+ *   `performance` object) as a context is made. Their places are found once, by probing a VM whose
+ *   values are known (the seed by the generator's own step, xorshift64*), and checked by writing known
+ *   values and reading them back from guest code; if either step fails (another QuickJS build) there
+ *   is no image and every VM is made fresh, as before. The seed is then 8 random bytes, where a fresh
+ *   VM takes the clock's milliseconds (two VMs made in the same millisecond share a sequence);
+ * - quickjs-wasi's JavaScript side of the VM is put back too: its cached handles of `undefined`,
+ *   `null`, `true`, `false` and the global object point into the memory, and its host-callback table
+ *   holds the last run's host function. A VM whose library state is anything but at rest (an
+ *   exception handle still owned, a promise awaited from the host, an asynchronous failure) is not
+ *   reset.
+ *
+ * This uses members of quickjs-wasi 3.7.0 that its types mark internal (its wasm exports and those
+ * fields); the version is pinned, capture checks that each one is there, and the tests run cells on
+ * reset VMs (test/vm-image.test.ts).
+ */
+
+/** quickjs-wasi's cached singleton handles: each points at a box in the VM's memory. */
+const CACHED_HANDLES = ["_global", "_undefined", "_null", "_true", "_false"];
+/** Free heap a fresh image includes (see capture). */
+const HEADROOM_BYTES = 512 * 1024;
+/** How far into the context structure the probes look for the seed and the time origin. */
+const CONTEXT_SCAN_BYTES = 4096;
+const MASK_64 = (1n << 64n) - 1n;
+
+/** xorshift64*, QuickJS's Math.random: the value the next call returns from state `state`. */
+/** @param {bigint} state */
+function nextRandom(state) {
+  let x = state;
+  x ^= x >> 12n;
+  x = (x ^ (x << 25n)) & MASK_64;
+  x ^= x >> 27n;
+  const mixed = (x * 0x2545f4914f6cdd1dn) & MASK_64;
+  const view = new DataView(new ArrayBuffer(8));
+  view.setBigUint64(0, (mixed >> 12n) | (1023n << 52n), true);
+  return view.getFloat64(0, true) - 1;
+}
+
+/** The bits of a double. @param {number} value */
+function bitsOf(value) {
+  const view = new DataView(new ArrayBuffer(8));
+  view.setFloat64(0, value, true);
+  return view.getBigUint64(0, true);
+}
+
+/**
+ * quickjs-wasi's VM object with its internal fields reachable.
+ * @param {import("quickjs-wasi").QuickJS} vm @returns {Record<string, any>}
+ */
+function internals(vm) {
+  return /** @type {Record<string, any>} */ (/** @type {unknown} */ (vm));
+}
+
+/** @param {import("quickjs-wasi").QuickJS} vm */
+function exportsOf(vm) {
+  return /** @type {{ memory: { buffer: ArrayBuffer }, __stack_pointer: { value: number } }} */ (
+    /** @type {unknown} */ (vm._getExports())
+  );
+}
+
+/**
+ * Evaluate `code` (an expression whose value is JSON text) and free what it returns.
+ * @param {import("quickjs-wasi").QuickJS} vm @param {string} code @returns {unknown}
+ */
+function evaluate(vm, code) {
+  const result = vm.evalCode(code);
+  try {
+    return JSON.parse(result.toString());
+  } finally {
+    result.dispose();
+  }
+}
+
+export class VmImage {
+  /**
+   * @param {Uint8Array} memory @param {number} stackPointer
+   * @param {{ seedAt: number, originAt: number, timeOriginAt: number, timeOriginAddend: bigint }} places
+   * @param {(number | null)[]} cached the pointers of CACHED_HANDLES when the image was taken
+   * @param {(target: Uint8Array) => void} randomFill
+   */
+  constructor(memory, stackPointer, places, cached, randomFill) {
+    this.memory = memory;
+    this.stackPointer = stackPointer;
+    this.places = places;
+    this.cached = cached;
+    this.randomFill = randomFill;
+  }
+
+  /**
+   * The image of `vm`, made a moment ago and given nothing but the prelude's bytecode, or null when
+   * this QuickJS build cannot be reset safely (see the module comment). Probing runs code in `vm`; it
+   * is reset to the image before this returns, so it is fresh either way... unless null is returned,
+   * in which case the caller must drop it.
+   * @param {import("quickjs-wasi").QuickJS} vm @param {(target: Uint8Array) => void} randomFill
+   * @returns {VmImage | null}
+   */
+  static capture(vm, randomFill) {
+    const library = internals(vm);
+    for (const field of [...CACHED_HANDLES, "hostCallbacks", "_ownedHandles", "promiseWaiters"]) {
+      if (!(field in library)) return null;
+    }
+    // Room for a run to allocate without growing the memory (a surface of a few dozen tools and a
+    // small cell grow a bare VM's by a page or two): the allocator extends its heap by HEADROOM_BYTES
+    // and takes it back as free space, which the image then includes. No guest code runs.
+    const exports = /** @type {{ wasm_malloc(size: number): number, wasm_free(pointer: number): void }} */ (
+      /** @type {unknown} */ (vm._getExports())
+    );
+    const room = exports.wasm_malloc(HEADROOM_BYTES);
+    if (room === 0) return null;
+    exports.wasm_free(room);
+    const snapshot = vm.snapshot();
+    if (snapshot.extensions.length > 0) return null;
+    const cached = CACHED_HANDLES.map((field) => library[field]?.ptr ?? null);
+    let image;
+    try {
+      const [timeOrigin, random] = /** @type {[number, number]} */ (
+        evaluate(vm, "JSON.stringify([performance.timeOrigin, Math.random()])")
+      );
+      const places = findPlaces(snapshot, timeOrigin, random);
+      if (places === null) return null;
+      image = new VmImage(snapshot.memory, snapshot.stackPointer, places, cached, randomFill);
+      // Check the places: known values written, read back by guest code.
+      image.reset(vm, { seed: 0x9e3779b97f4a7c15n, timeOrigin: Date.now() - 60_000 });
+      const [readOrigin, readRandom, readNow] = /** @type {[number, number, number]} */ (
+        evaluate(vm, "JSON.stringify([performance.timeOrigin, Math.random(), performance.now()])")
+      );
+      const expectedOrigin = Date.now() - 60_000;
+      if (
+        Math.abs(readOrigin - expectedOrigin) > 5_000 ||
+        readRandom !== nextRandom(0x9e3779b97f4a7c15n) ||
+        Math.abs(readNow - 60_000) > 5_000
+      ) {
+        return null;
+      }
+    } catch {
+      return null;
+    }
+    image.reset(vm);
+    return image;
+  }
+
+  /**
+   * Whether `vm` can be reset to this image: its memory has the image's size and quickjs-wasi holds
+   * nothing of the last run (see the module comment).
+   * @param {import("quickjs-wasi").QuickJS} vm
+   */
+  fits(vm) {
+    const library = internals(vm);
+    try {
+      if (library.disposed !== false || library.asyncFailure !== undefined) return false;
+      if (library.hostSettlementDepth !== 0 || library.promiseWaiters?.size !== 0) return false;
+      if (library._ownedHandles?.size !== 0 || library._activeScope != null) return false;
+      return exportsOf(vm).memory.buffer.byteLength === this.memory.byteLength;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Make `vm` the fresh VM of this image again, with a new seed and time origin (fixed ones: the
+   * capture's check). The caller has checked `fits(vm)` and holds no handle of the last run.
+   * @param {import("quickjs-wasi").QuickJS} vm @param {{ seed: bigint, timeOrigin: number }} [fixed]
+   */
+  reset(vm, fixed) {
+    const library = internals(vm);
+    const exports = exportsOf(vm);
+    const bytes = new Uint8Array(exports.memory.buffer);
+    bytes.set(this.memory);
+    exports.__stack_pointer.value = this.stackPointer;
+    const view = new DataView(exports.memory.buffer);
+    const { seedAt, originAt, timeOriginAt, timeOriginAddend } = this.places;
+    let seed = fixed?.seed ?? 0n;
+    while (seed === 0n) {
+      const random = new Uint8Array(8);
+      this.randomFill(random);
+      seed = new DataView(random.buffer).getBigUint64(0, true);
+    }
+    const timeOrigin = fixed?.timeOrigin ?? Date.now();
+    view.setBigUint64(seedAt, seed, true);
+    view.setFloat64(originAt, timeOrigin, true);
+    view.setBigUint64(timeOriginAt, (bitsOf(timeOrigin) - timeOriginAddend) & MASK_64, true);
+    CACHED_HANDLES.forEach((field, index) => {
+      const pointer = this.cached[index] ?? null;
+      library[field] = pointer === null ? null : new JSValueHandle(vm, pointer, true);
+    });
+    library.hostCallbacks.clear();
+  }
+}
+
+/**
+ * Where, in a fresh VM's image, its seed, its time origin and `performance.timeOrigin` are, given the
+ * values guest code read from that VM (its first Math.random() and its time origin): each must be
+ * found exactly once, or null.
+ * @param {{ memory: Uint8Array, contextPtr: number }} snapshot @param {number} timeOrigin @param {number} random
+ */
+function findPlaces(snapshot, timeOrigin, random) {
+  const memory = snapshot.memory;
+  const view = new DataView(memory.buffer, memory.byteOffset, memory.byteLength);
+  const start = snapshot.contextPtr - (snapshot.contextPtr % 8);
+  const end = Math.min(memory.byteLength, start + CONTEXT_SCAN_BYTES);
+  /** @type {number[]} */
+  const seeds = [];
+  /** @type {number[]} */
+  const origins = [];
+  for (let at = start; at + 8 <= end; at += 8) {
+    const word = view.getBigUint64(at, true);
+    if (word !== 0n && nextRandom(word) === random) seeds.push(at);
+    if (view.getFloat64(at, true) === timeOrigin) origins.push(at);
+  }
+  // `timeOrigin` is a property value in the heap, held as QuickJS's NaN-boxed double: the double's bits
+  // less a constant in the high half. Its low half is the double's.
+  const bits = bitsOf(timeOrigin);
+  const low = Number(bits & 0xffffffffn);
+  const words = new Uint32Array(memory.buffer, memory.byteOffset, memory.byteLength >>> 2);
+  /** @type {number[]} */
+  const boxed = [];
+  for (let index = 0; index < words.length; index += 2) {
+    if (words[index] === low && !origins.includes(index * 4)) boxed.push(index * 4);
+  }
+  if (seeds.length !== 1 || origins.length !== 1 || boxed.length !== 1) return null;
+  const timeOriginAt = /** @type {number} */ (boxed[0]);
+  return {
+    seedAt: /** @type {number} */ (seeds[0]),
+    originAt: /** @type {number} */ (origins[0]),
+    timeOriginAt,
+    timeOriginAddend: (bits - view.getBigUint64(timeOriginAt, true)) & MASK_64,
+  };
+}

@@ -1,0 +1,182 @@
+import { randomFillSync } from "node:crypto";
+import { QuickJS, type QuickJSOptions } from "quickjs-wasi";
+import { afterAll, describe, expect, it } from "vitest";
+import { createSandboxPool } from "../src/index.js";
+import { loadQuickJsModule } from "../src/wasm-module.js";
+import { compileGuestPrelude } from "../src/worker/guest-prelude.js";
+import { VmImage } from "../src/worker/vm-image.js";
+import { limits, runToEnd, surface } from "./helpers.js";
+
+describe("VmImage", () => {
+  it("is taken from a fresh VM of the shipped QuickJS build, and resets a used VM to it", async () => {
+    const options = {
+      wasm: (await loadQuickJsModule()) as QuickJSOptions["wasm"],
+      memoryLimit: 32 << 20,
+      maxStackSize: 256 * 1024,
+      timezoneOffset: 0,
+    };
+    // As the worker does: the prelude compiled in a VM of its own, its bytecode evaluated in each VM.
+    const compiler = await QuickJS.create(options);
+    const bytecode = compileGuestPrelude(compiler);
+    compiler.dispose();
+    const vm = await QuickJS.create(options);
+    try {
+      vm.evalBytecode(bytecode);
+      // Null would mean the probes failed on this build: every VM would be made fresh instead.
+      const image = VmImage.capture(vm, (target) => randomFillSync(target)) as VmImage;
+      expect(image).toBeInstanceOf(VmImage);
+      const seen: unknown[] = [];
+      for (let round = 0; round < 5; round++) {
+        const read = vm.evalCode(
+          "const r = JSON.stringify([typeof leftBehind, ({}).polluted === undefined, Math.random(), performance.now() < 1000]); globalThis.leftBehind = 1; Object.prototype.polluted = 1; r",
+        );
+        seen.push(JSON.parse(read.toString()));
+        read.dispose();
+        expect(image.fits(vm)).toBe(true);
+        image.reset(vm);
+      }
+      for (const [leftBehind, polluted, , recent] of seen as [string, unknown, number, boolean][]) {
+        expect([leftBehind, polluted, recent]).toEqual(["undefined", true, true]);
+      }
+      expect(new Set(seen.map((row) => (row as number[])[2])).size).toBe(seen.length);
+      // A VM whose memory grew does not fit its image (it is dropped instead).
+      vm.evalCode("globalThis.big = new Array(300000).fill(1)").dispose();
+      expect(image.fits(vm)).toBe(false);
+    } finally {
+      vm.dispose();
+    }
+  });
+});
+
+/**
+ * A worker makes the VM of a run that ended on its own fresh again for the next run (vm-image.js):
+ * these cells run one after another on one worker, so from the third on each gets the VM of the one
+ * before, reset. Each must see exactly what a fresh VM shows, whatever the cell before it did. (That
+ * the worker does reset its VMs, rather than make new ones, is what vm-memory-release.test.ts counts.)
+ */
+const pool = createSandboxPool({ size: 1, maxWorkers: 1 });
+afterAll(() => pool.close());
+
+/** Checks a fresh VM passes (each true), then vandalises everything a next run could see. */
+const CHECK_AND_VANDALISE = `
+  const checks = [
+    typeof globalThis.leftBehind === "undefined",
+    ({}).polluted === undefined,
+    Array.prototype.push.toString().includes("[native code]"),
+    Math.max(1, 2) === 2,
+    typeof JSON.stringify === "function",
+    typeof tools.call === "function",
+    Object.isFrozen(ALL_TOOLS),
+  ];
+  globalThis.leftBehind = { secret: "from the run before" };
+  Object.prototype.polluted = true;
+  Array.prototype.push = function () { return "hijacked"; };
+  Math.max = () => -1;
+  delete globalThis.JSON;
+  return checks;
+`;
+
+const ALL_TRUE = [true, true, true, true, true, true, true];
+
+async function expectFresh() {
+  const { event } = await runToEnd(pool, CHECK_AND_VANDALISE, { surface });
+  expect(event).toMatchObject({ type: "completed", value: ALL_TRUE });
+}
+
+describe("a worker's VMs, reset for the next run", () => {
+  it("show no trace of the run before: globals, prototypes and built-ins are fresh", async () => {
+    for (let cell = 0; cell < 12; cell++) await expectFresh();
+  });
+
+  it("give every run its own Math.random sequence and a time origin of its own", async () => {
+    const firsts: number[] = [];
+    let lastOrigin = 0;
+    for (let cell = 0; cell < 16; cell++) {
+      // Time origins are whole milliseconds: apart by more than one, each run's must be later.
+      await new Promise((resolve) => setTimeout(resolve, 3));
+      const startedAt = Date.now();
+      const { event } = await runToEnd(
+        pool,
+        "return [Math.random(), Math.random(), performance.timeOrigin, performance.now()];",
+      );
+      expect(event.type).toBe("completed");
+      if (event.type !== "completed") return;
+      const [first, second, timeOrigin, now] = event.value as [number, number, number, number];
+      expect(first).not.toBe(second);
+      firsts.push(first);
+      // The origin is when the VM was made ready for this run (just before it), not when the worker
+      // first made a VM.
+      expect(Math.abs(timeOrigin - startedAt)).toBeLessThan(5_000);
+      expect(now).toBeGreaterThanOrEqual(0);
+      expect(now).toBeLessThan(5_000);
+      expect(timeOrigin).toBeGreaterThan(lastOrigin);
+      lastOrigin = timeOrigin;
+    }
+    expect(new Set(firsts).size).toBe(firsts.length);
+  });
+
+  it("stay fresh after runs that threw, timed out, ran out of memory or grew memory", async () => {
+    await expectFresh();
+    const endings: { code: string; expected: Record<string, unknown>; timeoutMs?: number }[] = [
+      { code: "globalThis.leftBehind = 1; throw new Error('boom');", expected: { type: "failed" } },
+      {
+        code: "globalThis.leftBehind = 1; for (;;) {}",
+        expected: { type: "failed", code: "timeout" },
+        timeoutMs: 200,
+      },
+      {
+        code: "globalThis.leftBehind = 1; const a = []; for (;;) a.push('x'.repeat(1000) + a.length);",
+        expected: { type: "failed", code: "memory_limit_exceeded" },
+      },
+      {
+        code: "globalThis.leftBehind = 1; const a = new Array(300000).fill(7); return a.length;",
+        expected: { type: "completed", value: 300000 },
+      },
+    ];
+    for (const ending of endings) {
+      const { event } = await runToEnd(pool, ending.code, {
+        surface,
+        deadlineAt: Date.now() + 10_000,
+        ...(ending.timeoutMs === undefined ? {} : { timeoutMs: ending.timeoutMs }),
+      });
+      expect(event).toMatchObject(ending.expected);
+      await expectFresh();
+      await expectFresh();
+    }
+  });
+
+  it("stay fresh after a run disposed with calls pending, and after a suspend whose snapshot still restores", async () => {
+    await expectFresh();
+    const disposed = await runToEnd(pool, "globalThis.leftBehind = 1; await tools.call('x', {}); return 1;", {
+      surface,
+      stopOnIdle: true,
+    });
+    expect(disposed.event.type).toBe("idle");
+    disposed.run.dispose();
+    await expectFresh();
+    await expectFresh();
+
+    const code =
+      "const kept = { n: 41 }; globalThis.leftBehind = 1; await tools.call('x', {}); return kept.n + 1;";
+    const suspending = await runToEnd(pool, code, { surface, stopOnIdle: true });
+    expect(suspending.event.type).toBe("idle");
+    const suspended = await suspending.run.suspend();
+    await expectFresh();
+    await expectFresh();
+    const restored = pool.restore({
+      snapshot: suspended.snapshot,
+      limits,
+      deadlineAt: Date.now() + 5_000,
+      onRequest: () => {},
+    });
+    const idle = await restored.next();
+    expect(idle.type).toBe("idle");
+    if (idle.type !== "idle") return;
+    restored.settle((idle.pending[0] ?? suspended.pending[0])?.requestId as string, {
+      ok: true,
+      value: null,
+    });
+    expect(await restored.next()).toMatchObject({ type: "completed", value: 42 });
+    await expectFresh();
+  });
+});
