@@ -108,9 +108,9 @@ export class VmImage {
 
   /**
    * The image of `vm`, made a moment ago and given nothing but the prelude's bytecode, or null when
-   * this QuickJS build cannot be reset safely (see the module comment). Probing runs code in `vm`; it
-   * is reset to the image before this returns, so it is fresh either way... unless null is returned,
-   * in which case the caller must drop it.
+   * this QuickJS build cannot be reset safely (see the module comment). Probing runs code in `vm`: with
+   * an image, `vm` is reset to it before this returns (a fresh VM again); with null, the caller must
+   * drop `vm`.
    * @param {import("quickjs-wasi").QuickJS} vm @param {(target: Uint8Array) => void} randomFill
    * @returns {VmImage | null}
    */
