@@ -148,7 +148,9 @@ export class VmImage {
       if (
         Math.abs(readOrigin - expectedOrigin) > 5_000 ||
         readRandom !== nextRandom(0x9e3779b97f4a7c15n) ||
-        Math.abs(readNow - 60_000) > 5_000
+        Math.abs(readNow - 60_000) > 5_000 ||
+        // The probes must fit in the image's free heap: the VM handed on is the image again.
+        !image.fits(vm)
       ) {
         return null;
       }
