@@ -4,9 +4,10 @@
 // `await tools.inc(...)` and answers every idle report with a settle at once. What it measures is the
 // worker's own work per call (message validation, the bridge, quickjs-wasi, the prelude and QuickJS)
 // without the thread hop, on a warm thread: this thread's CPU µs per call (schedstat), which load
-// distorts far less than the two-thread benches. WORKER_CALL_CLONE=1 adds a structured clone of each
-// message both ways (what postMessage would serialize); WORKER_CALL_DIST points at another build's dist;
-// WORKER_CALL_CALLS and WORKER_CALL_REPS set the cell's calls and the measured runs (median printed).
+// distorts far less than the two-thread benches. What the worker posts is always cloned (as its port
+// would); WORKER_CALL_CLONE=1 also clones what this thread sends it and the copies it reads back.
+// WORKER_CALL_DIST points at another build's dist; WORKER_CALL_CALLS and WORKER_CALL_REPS set the cell's
+// calls and the measured runs (median printed).
 import { readFileSync } from "node:fs";
 import { createRequire, register } from "node:module";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -16,14 +17,15 @@ const CALLS = Number(process.env.WORKER_CALL_CALLS ?? 20_000);
 const REPS = Number(process.env.WORKER_CALL_REPS ?? 7);
 const clone = process.env.WORKER_CALL_CLONE === "1" ? structuredClone : (message) => message;
 
-// The stand-in port: what the worker posts is kept in `sent`; `listen` is its message listener.
+// The stand-in port: what the worker posts is kept in `sent`, copied as a real port copies it (the worker
+// reuses its outbox array once a post returns); `listen` is its message listener.
 const channel = { listen: null, sent: [] };
 globalThis.__workerCallChannel = channel;
 const standIn = `
   const channel = globalThis.__workerCallChannel;
   export const parentPort = {
     on(event, listener) { if (event === "message") channel.listen = listener; return this; },
-    postMessage(message) { channel.sent.push(message); },
+    postMessage(message) { channel.sent.push(structuredClone(message)); },
   };
   export function receiveMessageOnPort() { return undefined; }
   export const isMainThread = false;`;
