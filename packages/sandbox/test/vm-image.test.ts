@@ -7,7 +7,51 @@ import { compileGuestPrelude } from "../src/worker/guest-prelude.js";
 import { VmImage } from "../src/worker/vm-image.js";
 import { limits, runToEnd, surface } from "./helpers.js";
 
+/**
+ * Every field of quickjs-wasi's VM object, each accounted for by the reset (vm-image.js): the cached
+ * handles are put back, the host-callback table cleared, the library state a run may leave behind
+ * (owned handles, promise waiters, an async failure, a scope, disposal) must be at rest or the VM is not
+ * reset, and the rest is fixed for the VM's life or holds no VM state (codecs, version strings, the
+ * handlers set when it was made, the counter naming ephemeral functions).
+ */
+const QUICKJS_VM_FIELDS = [
+  "_activeScope",
+  "_false",
+  "_global",
+  "_null",
+  "_ownedHandles",
+  "_true",
+  "_undefined",
+  "_versions",
+  "asyncFailure",
+  "decoder",
+  "disposed",
+  "encoder",
+  "exports",
+  "hostCallbacks",
+  "hostSettlementDepth",
+  "instance",
+  "interruptHandler",
+  "loadedExtensions",
+  "module",
+  "moduleLoadHandler",
+  "moduleNormalizeHandler",
+  "nextInternalId",
+  "promiseWaiters",
+  "timezoneOffsetHandler",
+  "unhandledRejectionHandler",
+];
+
 describe("VmImage", () => {
+  it("knows every field of quickjs-wasi's VM object (an upgrade that adds state must review the reset)", async () => {
+    const vm = await QuickJS.create({ wasm: (await loadQuickJsModule()) as QuickJSOptions["wasm"] });
+    try {
+      expect(Object.keys(vm).sort()).toEqual(QUICKJS_VM_FIELDS);
+    } finally {
+      vm.dispose();
+    }
+  });
+
   it("is taken from a fresh VM of the shipped QuickJS build, and resets a used VM to it", async () => {
     const options = {
       wasm: (await loadQuickJsModule()) as QuickJSOptions["wasm"],
