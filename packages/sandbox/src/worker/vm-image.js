@@ -7,8 +7,8 @@ import { JSValueHandle } from "quickjs-wasi";
  * Why: making a VM is most of a trivial cell's cost (round 2's tenth session, in the worker per back-to-back
  * `return 1 + 1`: instantiation 0.26 ms, QuickJS's allocator touching fresh pages 0.27 ms, QuickJS's
  * runtime and context and the prelude's bytecode, and the collections that free dropped VMs, about
- * 0.45 ms more on V8's helper threads). Copying a 1.4 MB image back into a memory that is already
- * mapped costs a fraction of that and leaves nothing for the collector.
+ * 0.45 ms more on V8's helper threads). Copying a 1.9 MB image back into a memory that is already
+ * mapped (0.08-0.1 ms) costs a fraction of that and leaves nothing for the collector.
  *
  * Why it is the same as a fresh VM: everything a QuickJS-WASI VM is lives in its linear memory and one
  * wasm global, the shadow stack pointer (the module has no other mutable global, and no instruction of
@@ -32,7 +32,8 @@ import { JSValueHandle } from "quickjs-wasi";
  *
  * This uses members of quickjs-wasi 3.7.0 that its types mark internal (its wasm exports and those
  * fields); the version is pinned, capture checks that each one is there, and the tests run cells on
- * reset VMs (test/vm-image.test.ts).
+ * reset VMs and list every field of the library's VM object, so an upgrade that adds state fails until
+ * this reset accounts for it (test/vm-image.test.ts).
  */
 
 /** quickjs-wasi's cached singleton handles: each points at a box in the VM's memory. */
@@ -43,8 +44,10 @@ const HEADROOM_BYTES = 512 * 1024;
 const CONTEXT_SCAN_BYTES = 4096;
 const MASK_64 = (1n << 64n) - 1n;
 
-/** xorshift64*, QuickJS's Math.random: the value the next call returns from state `state`. */
-/** @param {bigint} state */
+/**
+ * xorshift64*, QuickJS's Math.random: the value the next call returns from state `state`.
+ * @param {bigint} state
+ */
 function nextRandom(state) {
   let x = state;
   x ^= x >> 12n;
