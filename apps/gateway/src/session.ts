@@ -1,6 +1,7 @@
 import { CodeModeError, type CodeModeResult, type HostTool, type JsonValue } from "@codecell/contract";
 import type { ModelTool, PreparedRun, RunProgress, ToolProgress, TrajectoryExport } from "@codecell/engine";
 import type { ApprovalClient } from "./approvals.js";
+import { linkSignals } from "./linked-signal.js";
 import { ownerContext, type RunOwner } from "./run-owner.js";
 import type { SessionHost } from "./session-host.js";
 
@@ -69,29 +70,37 @@ export class GatewaySession {
     return `${this.sessionId}/call-${++this.#calls}`;
   }
 
-  #signal(signal: AbortSignal | undefined): AbortSignal {
-    return signal ? AbortSignal.any([signal, this.#abort.signal]) : this.#abort.signal;
-  }
-
   async exec(input: unknown, options: ControlOptions = {}): Promise<CodeModeResult> {
-    const result = await this.run.exec(input, {
-      toolCallId: this.#nextToolCallId(),
-      signal: this.#signal(options.signal),
-      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
-    });
-    if (result.status === "waiting") this.#waiting.add(result.runId);
-    return result;
+    // The engine listens to a call's signal only while the call runs (a waiting run's pending calls
+    // outlive it), so the link to the session's signal ends with the call.
+    const linked = linkSignals(this.#abort.signal, options.signal);
+    try {
+      const result = await this.run.exec(input, {
+        toolCallId: this.#nextToolCallId(),
+        signal: linked.signal,
+        ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+      });
+      if (result.status === "waiting") this.#waiting.add(result.runId);
+      return result;
+    } finally {
+      linked.release();
+    }
   }
 
   async wait(input: unknown, options: ControlOptions = {}): Promise<CodeModeResult> {
-    const result = await this.run.wait(input, {
-      toolCallId: this.#nextToolCallId(),
-      signal: this.#signal(options.signal),
-      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
-    });
-    const runId = (input as { runId?: unknown } | null)?.runId;
-    if (typeof runId === "string" && result.status !== "waiting") this.#waiting.delete(runId);
-    return result;
+    const linked = linkSignals(this.#abort.signal, options.signal);
+    try {
+      const result = await this.run.wait(input, {
+        toolCallId: this.#nextToolCallId(),
+        signal: linked.signal,
+        ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+      });
+      const runId = (input as { runId?: unknown } | null)?.runId;
+      if (typeof runId === "string" && result.status !== "waiting") this.#waiting.delete(runId);
+      return result;
+    } finally {
+      linked.release();
+    }
   }
 
   /** True while a run this session started (or resumed) is waiting for a `wait`: evict it last. */
@@ -114,18 +123,23 @@ export class GatewaySession {
         `Unknown tool "${name}". Call tools/list to see the tools of this server.`,
       );
     }
-    const value = await this.#host.runTool({
-      tool,
-      toolId: `${tool.source}:${tool.owner}:${tool.name}`,
-      input,
-      sessionId: this.sessionId,
-      approvals: this.#approvals,
-      signal: this.#signal(signal),
-      ...(progress ? { progress } : {}),
-      via: "direct",
-      run: ownerContext(this.owner),
-    });
-    return { tool, value };
+    const linked = linkSignals(this.#abort.signal, signal);
+    try {
+      const value = await this.#host.runTool({
+        tool,
+        toolId: `${tool.source}:${tool.owner}:${tool.name}`,
+        input,
+        sessionId: this.sessionId,
+        approvals: this.#approvals,
+        signal: linked.signal,
+        ...(progress ? { progress } : {}),
+        via: "direct",
+        run: ownerContext(this.owner),
+      });
+      return { tool, value };
+    } finally {
+      linked.release();
+    }
   }
 
   /** Nested calls of this session's exec and wait calls, under their parents. */
