@@ -1,5 +1,12 @@
 import { CodeModeError, type CodeModeResult, type HostTool, type JsonValue } from "@codecell/contract";
-import type { ModelTool, PreparedRun, RunProgress, ToolProgress, TrajectoryExport } from "@codecell/engine";
+import type {
+  ControlCall,
+  ModelTool,
+  PreparedRun,
+  RunProgress,
+  ToolProgress,
+  TrajectoryExport,
+} from "@codecell/engine";
 import type { ApprovalClient } from "./approvals.js";
 import { linkSignals } from "./linked-signal.js";
 import { ownerContext, type RunOwner } from "./run-owner.js";
@@ -71,33 +78,33 @@ export class GatewaySession {
   }
 
   async exec(input: unknown, options: ControlOptions = {}): Promise<CodeModeResult> {
-    // The engine listens to a call's signal only while the call runs (a waiting run's pending calls
-    // outlive it), so the link to the session's signal ends with the call.
-    const linked = linkSignals(this.#abort.signal, options.signal);
-    try {
-      const result = await this.run.exec(input, {
-        toolCallId: this.#nextToolCallId(),
-        signal: linked.signal,
-        ...(options.onProgress ? { onProgress: options.onProgress } : {}),
-      });
-      if (result.status === "waiting") this.#waiting.add(result.runId);
-      return result;
-    } finally {
-      linked.release();
-    }
+    const result = await this.#control(options, (call) => this.run.exec(input, call));
+    if (result.status === "waiting") this.#waiting.add(result.runId);
+    return result;
   }
 
   async wait(input: unknown, options: ControlOptions = {}): Promise<CodeModeResult> {
+    const result = await this.#control(options, (call) => this.run.wait(input, call));
+    const runId = (input as { runId?: unknown } | null)?.runId;
+    if (typeof runId === "string" && result.status !== "waiting") this.#waiting.delete(runId);
+    return result;
+  }
+
+  /**
+   * One exec or wait: its own call id, and its signal linked to the session's while it runs (the engine
+   * listens to a call's signal only while the call runs; a waiting run's pending calls outlive it).
+   */
+  async #control(
+    options: ControlOptions,
+    run: (call: ControlCall) => Promise<CodeModeResult>,
+  ): Promise<CodeModeResult> {
     const linked = linkSignals(this.#abort.signal, options.signal);
     try {
-      const result = await this.run.wait(input, {
+      return await run({
         toolCallId: this.#nextToolCallId(),
         signal: linked.signal,
         ...(options.onProgress ? { onProgress: options.onProgress } : {}),
       });
-      const runId = (input as { runId?: unknown } | null)?.runId;
-      if (typeof runId === "string" && result.status !== "waiting") this.#waiting.delete(runId);
-      return result;
     } finally {
       linked.release();
     }
