@@ -94,17 +94,24 @@ export class GatewaySession {
    * One exec or wait: its own call id, and its signal linked to the session's while it runs (the engine
    * listens to a call's signal only while the call runs; a waiting run's pending calls outlive it).
    */
-  async #control(
+  #control(
     options: ControlOptions,
     run: (call: ControlCall) => Promise<CodeModeResult>,
   ): Promise<CodeModeResult> {
-    const linked = linkSignals(this.#abort.signal, options.signal);
-    try {
-      return await run({
+    return this.#linked(options.signal, (signal) =>
+      run({
         toolCallId: this.#nextToolCallId(),
-        signal: linked.signal,
+        signal,
         ...(options.onProgress ? { onProgress: options.onProgress } : {}),
-      });
+      }),
+    );
+  }
+
+  /** Runs `call` with `signal` linked to the session's, unlinked when the call ends (see linkSignals). */
+  async #linked<T>(signal: AbortSignal | undefined, call: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const linked = linkSignals(this.#abort.signal, signal);
+    try {
+      return await call(linked.signal);
     } finally {
       linked.release();
     }
@@ -130,23 +137,20 @@ export class GatewaySession {
         `Unknown tool "${name}". Call tools/list to see the tools of this server.`,
       );
     }
-    const linked = linkSignals(this.#abort.signal, signal);
-    try {
-      const value = await this.#host.runTool({
+    const value = await this.#linked(signal, (linked) =>
+      this.#host.runTool({
         tool,
         toolId: `${tool.source}:${tool.owner}:${tool.name}`,
         input,
         sessionId: this.sessionId,
         approvals: this.#approvals,
-        signal: linked.signal,
+        signal: linked,
         ...(progress ? { progress } : {}),
         via: "direct",
         run: ownerContext(this.owner),
-      });
-      return { tool, value };
-    } finally {
-      linked.release();
-    }
+      }),
+    );
+    return { tool, value };
   }
 
   /** Nested calls of this session's exec and wait calls, under their parents. */

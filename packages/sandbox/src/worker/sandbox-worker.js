@@ -322,8 +322,8 @@ function dropVm(vm) {
 }
 
 /**
- * A fresh VM per run, created ahead of time, so the next start skips instantiation. A worker builds
- * it when a run ends or has waited on the host for a while (IDLE_WORK_AFTER_MS), never between a
+ * A fresh VM per run, made (or reset, see recycleVm) ahead of time, so the next start skips
+ * instantiation. A worker builds it when a run ends or has waited on the host for a while (IDLE_WORK_AFTER_MS), never between a
  * run's quick host calls, which it would hold up by a millisecond each time. A spare has run no guest
  * code: only the evaluation of the prelude's bytecode (see createOwnedVm), and, when this worker's last
  * starts shared one surface, the prelude itself with that surface (see applySurface); it is handed to
