@@ -111,8 +111,11 @@ export type HostToWorkerMessage =
        * The guest prelude's bytecode shipped in the sandbox package, with the source it was compiled
        * from, when the host has checked it against the wasm it runs. The worker takes it only when the
        * source is exactly its own prelude's; otherwise (or absent) it compiles the prelude itself.
+       * `image`: the image of a fresh VM that evaluated that bytecode, checked by the host the same way,
+       * which the worker makes its VMs of the image's memory limit from (the sandbox's vm-image.js reads it
+       * and refuses one whose layout does not add up).
        */
-      prelude?: { source: string; bytecode: Uint8Array } | null;
+      prelude?: { source: string; bytecode: Uint8Array; image?: Uint8Array } | null;
       /**
        * Random bytes from the host for the worker's QuickJS VMs (WASI `random_get`: 4 bytes each VM),
        * each used once, so a fresh worker thread need not load Node's crypto (tens of ms there, on the
@@ -256,7 +259,10 @@ const hostMessageChecks: Record<HostToWorkerMessage["type"], Record<string, Chec
     prelude: (value) =>
       value === undefined ||
       value === null ||
-      (isRecord(value) && isString(value.source) && value.bytecode instanceof Uint8Array),
+      (isRecord(value) &&
+        isString(value.source) &&
+        value.bytecode instanceof Uint8Array &&
+        (value.image === undefined || value.image instanceof Uint8Array)),
     entropy: (value) => value === undefined || value instanceof Uint8Array,
   },
   start: {

@@ -15,13 +15,21 @@ import { createRequire } from "node:module";
  * - the worker's own prelude source is exactly the source it was compiled from (the worker checks the
  *   text; a prelude changed since the build is compiled instead).
  * Anything else, including a missing file, means the worker compiles the prelude itself, as before.
+ *
+ * Beside it the build writes the image of a fresh VM that evaluated exactly this bytecode
+ * (dist/worker/fresh-vm.image, see VmImage.serialize in src/worker/vm-image.js), from which a worker
+ * makes its VMs of the default memory limit, its first one included. It rides with the bytecode, under
+ * the same checks, and only when its own bytes hash to the SHA-256 the manifest records for it: a VM's
+ * memory is as trusted as bytecode (QuickJS trusts it completely).
  */
-export type PreludeBytecode = { source: string; bytecode: Uint8Array };
+export type PreludeBytecode = { source: string; bytecode: Uint8Array; image?: Uint8Array };
 
 /** Bumped when the file's layout changes; a file of another format is ignored. */
 export const PRELUDE_BYTECODE_FORMAT = 1;
 
 const MANIFEST_URL = new URL("./worker/guest-prelude.bytecode.json", import.meta.url);
+/** The fresh VM's image, read from beside the manifest. */
+const IMAGE_FILE = "fresh-vm.image";
 
 /**
  * node:crypto, loaded on the first hash rather than with this module: this module loads before the
@@ -65,6 +73,7 @@ export function verifyShippedForWasm(
   manifestText: string,
   wasmBytes: Uint8Array,
   keptExports?: ReadonlySet<string>,
+  imageBytes?: Uint8Array | null,
 ): ShippedForWasm {
   try {
     const manifest = JSON.parse(manifestText) as Record<string, unknown>;
@@ -72,7 +81,7 @@ export function verifyShippedForWasm(
       return NOTHING_SHIPPED;
     }
     return {
-      prelude: shippedPrelude(manifest),
+      prelude: shippedPrelude(manifest, imageBytes ?? null),
       exportFilter: keptExports === undefined ? null : shippedExportFilter(manifest, wasmBytes, keptExports),
     };
   } catch {
@@ -80,13 +89,25 @@ export function verifyShippedForWasm(
   }
 }
 
-function shippedPrelude(manifest: Record<string, unknown>): PreludeBytecode | null {
+function shippedPrelude(
+  manifest: Record<string, unknown>,
+  imageBytes: Uint8Array | null,
+): PreludeBytecode | null {
   const { source, bytecode, sourceSha256, bytecodeSha256 } = manifest;
   if (typeof source !== "string" || typeof bytecode !== "string") return null;
   if (sourceSha256 !== sha256(source)) return null;
   const bytes = new Uint8Array(Buffer.from(bytecode, "base64"));
   if (bytes.length === 0 || bytecodeSha256 !== sha256(bytes)) return null;
-  return { source, bytecode: bytes };
+  const image = shippedImage(manifest, imageBytes);
+  return image === null ? { source, bytecode: bytes } : { source, bytecode: bytes, image };
+}
+
+/** The fresh VM's image when the manifest records one and `imageBytes` hash to it, else null. */
+function shippedImage(manifest: Record<string, unknown>, imageBytes: Uint8Array | null): Uint8Array | null {
+  const recorded = manifest.image as Record<string, unknown> | undefined;
+  if (imageBytes === null || typeof recorded !== "object" || recorded === null) return null;
+  if (recorded.bytes !== imageBytes.length || recorded.sha256 !== sha256(imageBytes)) return null;
+  return imageBytes;
 }
 
 function shippedExportFilter(
@@ -125,5 +146,11 @@ export function loadShippedForWasm(
   } catch {
     return NOTHING_SHIPPED;
   }
-  return verifyShippedForWasm(text, wasmBytes, keptExports);
+  let image: Uint8Array | null = null;
+  try {
+    image = new Uint8Array(readFileSync(new URL(IMAGE_FILE, manifestUrl)));
+  } catch {
+    // No image: the worker makes its VMs by QuickJS's start-up, as before.
+  }
+  return verifyShippedForWasm(text, wasmBytes, keptExports, image);
 }

@@ -20,13 +20,11 @@ import { CODE_MODE_LIMITS, CONSOLE_LEVELS, isCodeModeErrorCode } from "@codecell
 import { isPlainJavaScriptCell } from "@codecell/transpile/plain-cell";
 import { JSException, JSValueHandle, QuickJS } from "quickjs-wasi";
 import { compileGuestPrelude, GUEST_PRELUDE_SOURCE } from "./guest-prelude.js";
-import { VmImage } from "./vm-image.js";
+import { runVmOptions, VM_STACK_BYTES, VmImage } from "./vm-image.js";
 import { VmStrings } from "./vm-strings.js";
 
 /** The one host function; its name is baked into snapshots, so it must never change. */
 const HOST_FUNCTION_NAME = "codecellHost";
-/** QuickJS stack guard: without it deep recursion corrupts the VM instead of throwing RangeError. */
-const MAX_STACK_BYTES = 256 * 1024;
 /** Largest JSON body of one host request (tool input). */
 const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
 /** The cell is the body of an async function; the opening stays on line 1 so line numbers hold. */
@@ -121,19 +119,27 @@ function compilePrelude(vm) {
 }
 
 /**
- * Take the host's shipped bytecode when it was compiled from exactly this worker's prelude source.
- * @param {{ source: string, bytecode: Uint8Array } | null | undefined} shipped
+ * Take the host's shipped bytecode when it was compiled from exactly this worker's prelude source, and
+ * with it the shipped image of a fresh VM given that bytecode (see VmImage.deserialize): the VMs of its
+ * memory limit are then made from the image, the first one included, instead of by QuickJS's start-up
+ * and the bytecode's evaluation, which on a new worker run in wasm that V8 has not compiled yet and set
+ * V8 compiling a dozen QuickJS functions with its optimizing compiler on the other core, beside the
+ * first cell.
+ * @param {{ source: string, bytecode: Uint8Array, image?: Uint8Array } | null | undefined} shipped
  */
 function adoptShippedPrelude(shipped) {
-  if (preludeBytecode === null && shipped != null && shipped.source === GUEST_PRELUDE_SOURCE) {
-    preludeBytecode = shipped.bytecode;
+  if (preludeBytecode !== null || shipped == null || shipped.source !== GUEST_PRELUDE_SOURCE) return;
+  preludeBytecode = shipped.bytecode;
+  const image = shipped.image === undefined ? null : VmImage.deserialize(shipped.image, takeEntropy);
+  if (image !== null && !freshImages.has(image.memoryLimit)) {
+    freshImages.set(image.memoryLimit, { image: image.image, preludePointer: image.preludePointer });
   }
 }
 
 function throwawayVm() {
   return QuickJS.create({
     wasm: /** @type {import("quickjs-wasi").QuickJSOptions["wasm"]} */ (wasmModule),
-    maxStackSize: MAX_STACK_BYTES,
+    maxStackSize: VM_STACK_BYTES,
     wasi: silentWasi,
   });
 }
@@ -432,14 +438,32 @@ function createOwnedVm(memoryLimit, withPrelude = true) {
   if (recycled !== undefined) return Promise.resolve(recycled);
   /** @type {{ run: GuestRun | null }} */
   const owner = { run: null };
-  return QuickJS.create({
-    wasm: /** @type {import("quickjs-wasi").QuickJSOptions["wasm"]} */ (wasmModule),
+  const options = runVmOptions(
+    /** @type {import("quickjs-wasi").QuickJSOptions["wasm"]} */ (wasmModule),
     memoryLimit,
-    maxStackSize: MAX_STACK_BYTES,
-    timezoneOffset: 0,
-    interruptHandler: () => owner.run?.shouldInterrupt() === true,
-    wasi: silentWasi,
-  }).then((vm) => {
+    () => owner.run?.shouldInterrupt() === true,
+    silentWasi,
+  );
+  const fresh = withPrelude && preludeBytecode !== null ? freshImages.get(memoryLimit) : undefined;
+  if (fresh != null) {
+    // Made from the image: the fresh VM without QuickJS's start-up or the bytecode's evaluation.
+    return fresh.image.instantiate(options).then(
+      (vm) => ({
+        vm,
+        owner,
+        prelude: new JSValueHandle(vm, fresh.preludePointer),
+        surface: null,
+        control: null,
+        image: fresh,
+      }),
+      () => {
+        // Not expected (the image was made for this module); make this limit's VMs as before.
+        freshImages.delete(memoryLimit);
+        return createOwnedVm(memoryLimit, withPrelude);
+      },
+    );
+  }
+  return QuickJS.create(options).then((vm) => {
     if (!withPrelude || preludeBytecode === null)
       return { vm, owner, prelude: null, surface: null, control: null, image: null };
     let prelude;
@@ -735,14 +759,12 @@ class GuestRun {
   }
 
   vmOptions() {
-    return {
-      wasm: /** @type {import("quickjs-wasi").QuickJSOptions["wasm"]} */ (wasmModule),
-      memoryLimit: this.limits.memoryLimitBytes,
-      maxStackSize: MAX_STACK_BYTES,
-      timezoneOffset: 0,
-      interruptHandler: () => this.shouldInterrupt(),
-      wasi: silentWasi,
-    };
+    return runVmOptions(
+      /** @type {import("quickjs-wasi").QuickJSOptions["wasm"]} */ (wasmModule),
+      this.limits.memoryLimitBytes,
+      () => this.shouldInterrupt(),
+      silentWasi,
+    );
   }
 
   /** @param {import("quickjs-wasi").JSValueHandle[]} args */

@@ -1,5 +1,5 @@
 // @ts-check
-import { JSValueHandle } from "quickjs-wasi";
+import { JSValueHandle, QuickJS } from "quickjs-wasi";
 
 /**
  * A fresh VM's image, to make a used VM fresh again in place instead of making a new one.
@@ -36,6 +36,23 @@ import { JSValueHandle } from "quickjs-wasi";
  * this reset accounts for it (test/vm-image.test.ts).
  */
 
+/** QuickJS stack guard: without it deep recursion corrupts the VM instead of throwing RangeError. */
+export const VM_STACK_BYTES = 256 * 1024;
+
+/**
+ * The options every VM of a run is made with, in one place, because an image (and the image the build
+ * ships) is only the same VM as one made fresh when it was made with the same options: the memory
+ * limit, the stack guard, the time zone and whether there is an interrupt handler are written into
+ * the VM's memory as it is made. `wasi` and the interrupt handler's body are quickjs-wasi's JavaScript
+ * side and may differ.
+ * @param {import("quickjs-wasi").QuickJSOptions["wasm"]} wasm @param {number} memoryLimit
+ * @param {() => boolean} interruptHandler @param {import("quickjs-wasi").QuickJSOptions["wasi"]} wasi
+ * @returns {import("quickjs-wasi").QuickJSOptions}
+ */
+export function runVmOptions(wasm, memoryLimit, interruptHandler, wasi) {
+  return { wasm, memoryLimit, maxStackSize: VM_STACK_BYTES, timezoneOffset: 0, interruptHandler, wasi };
+}
+
 /** quickjs-wasi's cached singleton handles: each points at a box in the VM's memory. */
 const CACHED_HANDLES = ["_global", "_undefined", "_null", "_true", "_false"];
 /** Free heap a fresh image includes (see capture). */
@@ -43,6 +60,18 @@ const HEADROOM_BYTES = 512 * 1024;
 /** How far into the context structure the probes look for the seed and the time origin. */
 const CONTEXT_SCAN_BYTES = 4096;
 const MASK_64 = (1n << 64n) - 1n;
+const WASM_PAGE_BYTES = 64 * 1024;
+/** A shipped image holds only the pages of its memory with a byte that is not zero (most are zero). */
+const IMAGE_PAGE_BYTES = 4096;
+/** "CCVI", then the layout's version: another version is not read (see VmImage.deserialize). */
+const SHIPPED_MAGIC = 0x49564343;
+const SHIPPED_FORMAT = 1;
+/** The 32-bit words before the cached handles' pointers (see VmImage.serialize). */
+const SHIPPED_HEADER_WORDS = 14;
+/** Far above a fresh VM's memory (2 MB); a larger one is not an image this build wrote. */
+const MAX_SHIPPED_MEMORY_BYTES = 64 * 1024 * 1024;
+
+/** @typedef {{ seedAt: number, originAt: number, timeOriginAt: number, timeOriginAddend: bigint }} Places */
 
 /**
  * xorshift64*, QuickJS's Math.random: the value the next call returns from state `state`.
@@ -96,14 +125,18 @@ function evaluate(vm, code) {
 
 export class VmImage {
   /**
-   * @param {Uint8Array} memory @param {number} stackPointer
-   * @param {{ seedAt: number, originAt: number, timeOriginAt: number, timeOriginAddend: bigint }} places
+   * @param {Uint8Array} memory
+   * @param {{ stackPointer: number, runtimePtr: number, contextPtr: number }} pointers the shadow stack
+   *   pointer, and where QuickJS's runtime and context are in the memory
+   * @param {Places} places
    * @param {(number | null)[]} cached the pointers of CACHED_HANDLES when the image was taken
    * @param {(target: Uint8Array) => void} randomFill
    */
-  constructor(memory, stackPointer, places, cached, randomFill) {
+  constructor(memory, pointers, places, cached, randomFill) {
     this.memory = memory;
-    this.stackPointer = stackPointer;
+    this.stackPointer = pointers.stackPointer;
+    this.runtimePtr = pointers.runtimePtr;
+    this.contextPtr = pointers.contextPtr;
     this.places = places;
     this.cached = cached;
     this.randomFill = randomFill;
@@ -141,7 +174,7 @@ export class VmImage {
       );
       const places = findPlaces(snapshot, timeOrigin, random);
       if (places === null) return null;
-      image = new VmImage(snapshot.memory, snapshot.stackPointer, places, cached, randomFill);
+      image = new VmImage(snapshot.memory, snapshot, places, cached, randomFill);
       // Check the places: known values written, read back by guest code.
       image.reset(vm, { seed: 0x9e3779b97f4a7c15n, timeOrigin: Date.now() - 60_000 });
       const [readOrigin, readRandom, readNow] = /** @type {[number, number, number]} */ (
@@ -209,6 +242,138 @@ export class VmImage {
       library[field] = pointer === null ? null : new JSValueHandle(vm, pointer, true);
     });
     library.hostCallbacks.clear();
+  }
+
+  /**
+   * A new VM that is this image's fresh VM (a new instance given the image, then reset like a used VM,
+   * so it has its own seed and time origin): what making a VM with the same options and giving it the
+   * same bytecode gives, without running QuickJS's start-up or the bytecode again. `options` must be
+   * the ones the image's VM was made with (runVmOptions, same memory limit).
+   * @param {import("quickjs-wasi").QuickJSOptions} options @returns {Promise<import("quickjs-wasi").QuickJS>}
+   */
+  async instantiate(options) {
+    const vm = await QuickJS.restore(
+      {
+        memory: this.memory,
+        stackPointer: this.stackPointer,
+        runtimePtr: this.runtimePtr,
+        contextPtr: this.contextPtr,
+        extensions: [],
+      },
+      options,
+    );
+    try {
+      this.reset(vm);
+    } catch (error) {
+      vm.dispose();
+      throw error;
+    }
+    return vm;
+  }
+
+  /**
+   * This image as bytes the build ships beside the prelude's bytecode (see VmImage.deserialize), with
+   * the memory limit its VM was made with and where that VM's prelude function is.
+   * @param {{ memoryLimit: number, preludePointer: number }} made @returns {Uint8Array}
+   */
+  serialize(made) {
+    /** @type {number[]} */
+    const pages = [];
+    for (let page = 0; page * IMAGE_PAGE_BYTES < this.memory.byteLength; page++) {
+      const start = page * IMAGE_PAGE_BYTES;
+      const bytes = this.memory.subarray(start, start + IMAGE_PAGE_BYTES);
+      if (bytes.some((byte) => byte !== 0)) pages.push(page);
+    }
+    const headerWords = SHIPPED_HEADER_WORDS + CACHED_HANDLES.length + pages.length;
+    const out = new Uint8Array(headerWords * 4 + pages.length * IMAGE_PAGE_BYTES);
+    const view = new DataView(out.buffer);
+    const words = [
+      SHIPPED_MAGIC,
+      SHIPPED_FORMAT,
+      this.memory.byteLength,
+      made.memoryLimit,
+      this.stackPointer,
+      this.runtimePtr,
+      this.contextPtr,
+      made.preludePointer,
+      this.places.seedAt,
+      this.places.originAt,
+      this.places.timeOriginAt,
+      Number(this.places.timeOriginAddend & 0xffffffffn),
+      Number(this.places.timeOriginAddend >> 32n),
+      pages.length,
+      ...this.cached.map((pointer) => pointer ?? 0),
+      ...pages,
+    ];
+    for (let index = 0; index < words.length; index++) view.setUint32(index * 4, words[index] ?? 0, true);
+    pages.forEach((page, index) => {
+      const start = page * IMAGE_PAGE_BYTES;
+      out.set(
+        this.memory.subarray(start, start + IMAGE_PAGE_BYTES),
+        headerWords * 4 + index * IMAGE_PAGE_BYTES,
+      );
+    });
+    return out;
+  }
+
+  /**
+   * The image `serialize` wrote, or null when `bytes` are not one (any field out of its range, pages out
+   * of order, a length that does not add up). The bytes must be ours (the host checks their SHA-256
+   * against the manifest the build wrote beside them): a well-formed image of another VM would still be
+   * a VM the sandbox did not make.
+   * @param {Uint8Array} bytes @param {(target: Uint8Array) => void} randomFill
+   * @returns {{ image: VmImage, memoryLimit: number, preludePointer: number } | null}
+   */
+  static deserialize(bytes, randomFill) {
+    if (
+      !(bytes instanceof Uint8Array) ||
+      bytes.byteLength < (SHIPPED_HEADER_WORDS + CACHED_HANDLES.length) * 4
+    ) {
+      return null;
+    }
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const word = (/** @type {number} */ index) => view.getUint32(index * 4, true);
+    if (word(0) !== SHIPPED_MAGIC || word(1) !== SHIPPED_FORMAT) return null;
+    const memoryBytes = word(2);
+    const memoryLimit = word(3);
+    const stackPointer = word(4);
+    const runtimePtr = word(5);
+    const contextPtr = word(6);
+    const preludePointer = word(7);
+    const seedAt = word(8);
+    const originAt = word(9);
+    const timeOriginAt = word(10);
+    const timeOriginAddend = (BigInt(word(12)) << 32n) | BigInt(word(11));
+    const pageCount = word(13);
+    if (memoryBytes === 0 || memoryBytes % WASM_PAGE_BYTES !== 0 || memoryBytes > MAX_SHIPPED_MEMORY_BYTES)
+      return null;
+    const headerWords = SHIPPED_HEADER_WORDS + CACHED_HANDLES.length + pageCount;
+    if (bytes.byteLength !== headerWords * 4 + pageCount * IMAGE_PAGE_BYTES) return null;
+    const inside = (/** @type {number} */ pointer, /** @type {number} */ size) =>
+      pointer > 0 && pointer + size <= memoryBytes;
+    if (![stackPointer, runtimePtr, contextPtr, preludePointer].every((pointer) => inside(pointer, 0)))
+      return null;
+    if (![seedAt, originAt, timeOriginAt].every((at) => inside(at, 8) && at % 8 === 0)) return null;
+    const cached = CACHED_HANDLES.map((_, index) => word(SHIPPED_HEADER_WORDS + index));
+    if (!cached.every((pointer) => pointer === 0 || inside(pointer, 0))) return null;
+    const memory = new Uint8Array(memoryBytes);
+    let previous = -1;
+    for (let index = 0; index < pageCount; index++) {
+      const page = word(SHIPPED_HEADER_WORDS + CACHED_HANDLES.length + index);
+      if (page <= previous || (page + 1) * IMAGE_PAGE_BYTES > memoryBytes) return null;
+      previous = page;
+      const start = headerWords * 4 + index * IMAGE_PAGE_BYTES;
+      memory.set(bytes.subarray(start, start + IMAGE_PAGE_BYTES), page * IMAGE_PAGE_BYTES);
+    }
+    const places = { seedAt, originAt, timeOriginAt, timeOriginAddend };
+    const image = new VmImage(
+      memory,
+      { stackPointer, runtimePtr, contextPtr },
+      places,
+      cached.map((pointer) => (pointer === 0 ? null : pointer)),
+      randomFill,
+    );
+    return { image, memoryLimit, preludePointer };
   }
 }
 
