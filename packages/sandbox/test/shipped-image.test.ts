@@ -113,6 +113,45 @@ describe("the fresh VM image shipped in dist", () => {
     }
   });
 
+  it("gives a new instance the image's memory, byte for byte but the seed and the time origins", async () => {
+    const shipped = VmImage.deserialize(shippedImage, randomFill);
+    const { image } = shipped as NonNullable<typeof shipped>;
+    const blanked = (bytes: Uint8Array) => {
+      const copy = new Uint8Array(bytes);
+      for (const at of [image.places.seedAt, image.places.originAt, image.places.timeOriginAt])
+        copy.fill(0, at, at + 8);
+      return copy;
+    };
+    const expected = blanked(image.memory);
+    // Several: the pages a new instance starts with (its data segments) are found on the first only.
+    for (let index = 0; index < 3; index++) {
+      const vm = await image.instantiate(runVmOptions(wasmModule, DEFAULT_LIMIT, () => false, wasi as never));
+      try {
+        const exports = vm._getExports() as unknown as { memory: { buffer: ArrayBuffer } };
+        const memory = new Uint8Array(exports.memory.buffer);
+        expect(memory.byteLength).toBe(expected.byteLength);
+        expect(Buffer.compare(blanked(memory), expected)).toBe(0);
+      } finally {
+        vm.dispose();
+      }
+    }
+    // An image whose page of QuickJS's static data is all zeros (no real image is): the new instance's
+    // data segments there must not show through. Memory only; no code runs in it.
+    const staticPage = 1048576 / 4096;
+    const zeroed = new Uint8Array(image.memory);
+    zeroed.fill(0, staticPage * 4096, (staticPage + 1) * 4096);
+    const crafted = new VmImage(zeroed, image, image.places, image.cached, randomFill);
+    const vm = await crafted.instantiate(runVmOptions(wasmModule, DEFAULT_LIMIT, () => false, wasi as never));
+    try {
+      const exports = vm._getExports() as unknown as { memory: { buffer: ArrayBuffer } };
+      const page = new Uint8Array(exports.memory.buffer, staticPage * 4096, 4096);
+      expect(image.memory[staticPage * 4096]).not.toBe(0);
+      expect(page.every((byte) => byte === 0)).toBe(true);
+    } finally {
+      vm.dispose();
+    }
+  });
+
   it("makes VMs that are fresh ones, each with its own Math.random sequence and time origin", async () => {
     const shipped = VmImage.deserialize(shippedImage, randomFill);
     expect(shipped).not.toBeNull();
