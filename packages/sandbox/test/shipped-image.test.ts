@@ -113,7 +113,7 @@ describe("the fresh VM image shipped in dist", () => {
     }
   });
 
-  it("gives a new instance the image's memory, byte for byte but the seed and the time origins", async () => {
+  it("gives a new instance, and a used VM it resets, the image's memory byte for byte but the seed and time origins", async () => {
     const shipped = VmImage.deserialize(shippedImage, randomFill);
     const { image } = shipped as NonNullable<typeof shipped>;
     const blanked = (bytes: Uint8Array) => {
@@ -134,6 +134,22 @@ describe("the fresh VM image shipped in dist", () => {
       } finally {
         vm.dispose();
       }
+    }
+    // A used VM reset to the image: the same bytes again, though its run wrote and freed pages the image
+    // has as zeros (freed memory keeps what was written) and never wrote others.
+    const used = await image.instantiate(runVmOptions(wasmModule, DEFAULT_LIMIT, () => false, wasi as never));
+    try {
+      read(
+        used,
+        "JSON.stringify((() => { const kept = []; for (let i = 0; i < 1000; i++) kept.push('x'.repeat(100) + i); return kept.length; })())",
+      );
+      expect(image.fits(used)).toBe(true);
+      const exports = used._getExports() as unknown as { memory: { buffer: ArrayBuffer } };
+      expect(Buffer.compare(blanked(new Uint8Array(exports.memory.buffer)), expected)).not.toBe(0);
+      image.reset(used);
+      expect(Buffer.compare(blanked(new Uint8Array(exports.memory.buffer)), expected)).toBe(0);
+    } finally {
+      used.dispose();
     }
     // An image whose page of QuickJS's static data is all zeros (no real image is): the new instance's
     // data segments there must not show through. Memory only; no code runs in it.
