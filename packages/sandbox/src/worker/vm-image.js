@@ -2,13 +2,15 @@
 import { JSValueHandle, QuickJS } from "quickjs-wasi";
 
 /**
- * A fresh VM's image, to make a used VM fresh again in place instead of making a new one.
+ * A fresh VM's image, to make a used VM fresh again in place instead of making a new one, and to make a
+ * new VM without QuickJS's start-up (instantiate; the build ships one image, see serialize).
  *
  * Why: making a VM is most of a trivial cell's cost (round 2's tenth session, in the worker per back-to-back
  * `return 1 + 1`: instantiation 0.26 ms, QuickJS's allocator touching fresh pages 0.27 ms, QuickJS's
  * runtime and context and the prelude's bytecode, and the collections that free dropped VMs, about
- * 0.45 ms more on V8's helper threads). Copying a 1.9 MB image back into a memory that is already
- * mapped (0.08-0.1 ms) costs a fraction of that and leaves nothing for the collector.
+ * 0.45 ms more on V8's helper threads). Writing a 1.9 MB image back into a used VM's memory (0.06-0.1 ms:
+ * its non-zero pages, and zeros only where the run left bytes) costs a fraction of that and leaves
+ * nothing for the collector.
  *
  * Why it is the same as a fresh VM: everything a QuickJS-WASI VM is lives in its linear memory and one
  * wasm global, the shadow stack pointer (the module has no other mutable global, and no instruction of
@@ -156,6 +158,8 @@ export class VmImage {
     this.places = places;
     this.cached = cached;
     this.randomFill = randomFill;
+    /** The image's pages that hold a byte other than zero, in order. */
+    this.pages = nonZeroPages(memory);
   }
 
   /**
@@ -243,14 +247,13 @@ export class VmImage {
   /**
    * Make `target` (a used VM's memory, of the image's size) the image without writing a page that is zero
    * in both: the image's non-zero pages are copied, and a page the image has as zeros is cleared only
-   * where it is not zero already (checked 16 pages at a time). A page nobody wrote reads as zeros and holds nothing resident; writing it costs a
-   * page fault (on this project's 2-core test machine about 20 µs, so copying the whole 1.9 MB over a VM's
-   * memory the first time cost 8 ms) and keeps it resident for the VM's life.
+   * where it is not zero already (checked 16 pages at a time). A page nobody wrote reads as zeros and
+   * holds nothing resident; writing it costs a page fault (about 20 µs in a worker on the 2-core test
+   * machine, so copying all 1.9 MB over a VM's memory the first time cost 8 ms) and keeps it resident.
    * @param {Uint8Array} target
    */
   #writeInto(target) {
-    if (this.#imagePages === null) this.#imagePages = nonZeroPages(this.memory);
-    const imagePages = this.#imagePages;
+    const imagePages = this.pages;
     const pageCount = target.byteLength / IMAGE_PAGE_BYTES;
     let page = 0;
     for (let index = 0; index <= imagePages.length; index++) {
@@ -339,8 +342,6 @@ export class VmImage {
     return vm;
   }
 
-  /** The image's pages that hold a byte other than zero, in order. @type {number[] | null} */
-  #imagePages = null;
   /**
    * The pages a new instance's memory starts with a byte other than zero in (its data segments, and
    * what restore wrote) where the image has only zeros: found once, since instantiating a module writes
@@ -355,8 +356,7 @@ export class VmImage {
    * @param {Uint8Array} target
    */
   #copyIntoNew(target) {
-    if (this.#imagePages === null) this.#imagePages = nonZeroPages(this.memory);
-    const imagePages = this.#imagePages;
+    const imagePages = this.pages;
     if (this.#instancePages === null) {
       const inImage = new Set(imagePages);
       this.#instancePages = nonZeroPages(target).filter((page) => !inImage.has(page));
@@ -376,7 +376,7 @@ export class VmImage {
    * @param {{ memoryLimit: number, preludePointer: number }} made @returns {Uint8Array}
    */
   serialize(made) {
-    const pages = nonZeroPages(this.memory);
+    const pages = this.pages;
     const headerWords = SHIPPED_HEADER_WORDS + CACHED_HANDLES.length + pages.length;
     const out = new Uint8Array(headerWords * 4 + pages.length * IMAGE_PAGE_BYTES);
     const view = new DataView(out.buffer);
