@@ -10,7 +10,8 @@
 // Last, it makes the VM a worker makes for a run of the default memory limit (the same options,
 // runVmOptions), evaluates the bytecode in it, and writes that fresh VM's image (VmImage.capture, which
 // also finds and checks where the VM's seed and time origin are) to dist/worker/fresh-vm.image, its
-// SHA-256 in the manifest: a worker makes those VMs from it (src/worker/vm-image.js).
+// SHA-256 in the manifest: a worker makes those VMs from it (src/worker/vm-image.js). Like the bytecode,
+// the image is the same from every build of the same source and wasm.
 import { createHash } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
@@ -22,7 +23,7 @@ const { compileGuestPrelude, GUEST_PRELUDE_SOURCE } = await import(
 );
 const { PRELUDE_BYTECODE_FORMAT, keptExportsKey } = await import(new URL("prelude-bytecode.js", dist).href);
 const { keepFunctionExports, QUICKJS_EXPORTS_USED } = await import(new URL("wasm-module.js", dist).href);
-const { runVmOptions, VmImage } = await import(new URL("worker/vm-image.js", dist).href);
+const { shippedImageOf } = await import(new URL("worker/vm-image.js", dist).href);
 const { CODE_MODE_LIMITS } = await import("@codecell/contract/errors");
 const wasm = await readFile(createRequire(import.meta.url).resolve("quickjs-wasi/quickjs.wasm"));
 const sha256 = (data) => createHash("sha256").update(data).digest("hex");
@@ -36,28 +37,9 @@ try {
   vm.dispose();
 }
 
-/** The fresh VM of a default-limit run, given the bytecode, as an image (see the comment at the top). */
-async function freshVmImage() {
-  const randomFill = (target) => crypto.getRandomValues(target);
-  const memoryLimit = CODE_MODE_LIMITS.memoryLimitBytes.default;
-  const wasi = (memory) => ({
-    random_get(pointer, length) {
-      randomFill(new Uint8Array(memory.buffer, pointer, length));
-      return 0;
-    },
-  });
-  const imageVm = await QuickJS.create(runVmOptions(wasmModule, memoryLimit, () => false, wasi));
-  try {
-    const prelude = imageVm.evalBytecode(bytecode);
-    const image = VmImage.capture(imageVm, randomFill);
-    if (image === null)
-      throw new Error("this quickjs.wasm's fresh VM cannot be imaged; see src/worker/vm-image.js");
-    return image.serialize({ memoryLimit, preludePointer: prelude.ptr });
-  } finally {
-    imageVm.dispose();
-  }
-}
-const image = await freshVmImage();
+// The fresh VM of a default-limit run, given the bytecode, as an image (see the comment at the top):
+// the same bytes from every build of the same source (see shippedImageOf).
+const image = await shippedImageOf(wasmModule, bytecode, CODE_MODE_LIMITS.memoryLimitBytes.default);
 await writeFile(new URL("worker/fresh-vm.image", dist), image);
 /** The bytes keepFunctionExports rewrites, as one run from the first changed byte to the last. */
 function exportFilterOf(original) {

@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { SandboxLimits } from "../src/index.js";
 import { loadShippedForWasm, verifyShippedForWasm } from "../src/prelude-bytecode.js";
 import { defaultWasmPath, loadQuickJsModule } from "../src/wasm-module.js";
-import { runVmOptions, VmImage } from "../src/worker/vm-image.js";
+import { runVmOptions, shippedImageOf, VmImage } from "../src/worker/vm-image.js";
 import { limits, surface, workerMessages } from "./helpers.js";
 
 // The build ships the image of a fresh VM beside the prelude's bytecode (issue 18, cold start): a worker
@@ -76,6 +76,28 @@ describe("the fresh VM image shipped in dist", () => {
     expect(
       verifyShippedForWasm(unrecorded, wasmBytes, undefined, shippedImage).prelude?.image,
     ).toBeUndefined();
+  });
+
+  it("is the same bytes from every build of the same source: the shipped image is the one made now", async () => {
+    // Made in different milliseconds: an image that kept anything its VM took from the clock or from
+    // entropy as it was made would differ from the other, and from the build's (made on another run).
+    const first = await shippedImageOf(wasmModule, shippedBytecode, DEFAULT_LIMIT);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const second = await shippedImageOf(wasmModule, shippedBytecode, DEFAULT_LIMIT);
+    expect(Buffer.compare(first, second)).toBe(0);
+    expect(Buffer.compare(first, shippedImage)).toBe(0);
+    // And it is a fresh VM's image like any other: a VM made from it starts from its own clock reading.
+    const made = VmImage.deserialize(first, randomFill);
+    expect(made).not.toBeNull();
+    const vm = await made?.image.instantiate(
+      runVmOptions(wasmModule, DEFAULT_LIMIT, () => false, wasi as never),
+    );
+    try {
+      const origin = vm === undefined ? 0 : (read(vm, "performance.timeOrigin") as number);
+      expect(Math.abs(origin - Date.now())).toBeLessThan(5_000);
+    } finally {
+      vm?.dispose();
+    }
   });
 
   it("reads back as the image it was written from, and refuses bytes whose layout does not add up", async () => {

@@ -55,6 +55,67 @@ export function runVmOptions(wasm, memoryLimit, interruptHandler, wasi) {
   return { wasm, memoryLimit, maxStackSize: VM_STACK_BYTES, timezoneOffset: 0, interruptHandler, wasi };
 }
 
+/**
+ * What the VM the build images reads from the clock (milliseconds; any moment, fixed) and gets as
+ * entropy (every byte), while it is made (see shippedImageOf). Not round numbers: the image's capture
+ * finds the time origin by its value, which must be found exactly once in the memory.
+ */
+const BUILD_CLOCK_MS = 1_767_225_723_457;
+const BUILD_ENTROPY_BYTE = 0xa5;
+/** WASI's "not supported" error, for a clock the build's VM is not given. */
+const WASI_ERRNO_NOSYS = 52;
+
+/**
+ * The image the build ships (scripts/build-prelude-bytecode.mjs writes it to dist/worker/fresh-vm.image):
+ * the fresh VM of a run of `memoryLimit` given the prelude's `bytecode`, serialized. Two builds of one
+ * source write the same bytes: while the VM is made and given the bytecode, its clock reads a fixed
+ * moment and its entropy is fixed bytes. Every VM made from an image still gets its own seed and time
+ * origin (reset). What else a VM takes from the clock and from entropy as it starts (4 bytes of
+ * wasi-libc's start-up entropy, and one more word from the clock) stays as the image has it in every
+ * VM made from it, as it always did in the VMs a worker resets to its own image, and as a release's
+ * image already fixed it for all that release's VMs; fixing it in the build makes the shipped image
+ * checkable against its source.
+ * @param {import("quickjs-wasi").QuickJSOptions["wasm"]} wasm @param {Uint8Array} bytecode
+ * @param {number} memoryLimit @returns {Promise<Uint8Array>}
+ */
+export async function shippedImageOf(wasm, bytecode, memoryLimit) {
+  let starting = true;
+  /** @param {{ buffer: ArrayBuffer }} memory */
+  const fixedStart = (memory) => ({
+    clock_time_get(
+      /** @type {number} */ clockId,
+      /** @type {bigint} */ _precision,
+      /** @type {number} */ pointer,
+    ) {
+      if (clockId !== 0 && clockId !== 1) return WASI_ERRNO_NOSYS;
+      const now = starting ? BUILD_CLOCK_MS : Date.now();
+      new DataView(memory.buffer).setBigUint64(pointer, BigInt(now) * 1_000_000n, true);
+      return 0;
+    },
+    random_get(/** @type {number} */ pointer, /** @type {number} */ length) {
+      new Uint8Array(memory.buffer, pointer, length).fill(BUILD_ENTROPY_BYTE);
+      return 0;
+    },
+  });
+  const vm = await QuickJS.create(
+    runVmOptions(wasm, memoryLimit, () => false, /** @type {never} */ (fixedStart)),
+  );
+  try {
+    const prelude = vm.evalBytecode(bytecode);
+    // The capture's check reads the clock against values it writes: from here on it is the real one.
+    starting = false;
+    const image = VmImage.capture(vm, (target) => {
+      crypto.getRandomValues(target);
+    });
+    if (image === null) {
+      throw new Error("this quickjs.wasm's fresh VM cannot be imaged; see src/worker/vm-image.js");
+    }
+    return image.serialize({ memoryLimit, preludePointer: prelude.ptr });
+  } finally {
+    vm.dispose();
+  }
+}
+
 /** quickjs-wasi's cached singleton handles: each points at a box in the VM's memory. */
 const CACHED_HANDLES = ["_global", "_undefined", "_null", "_true", "_false"];
 /** Free heap a fresh image includes (see capture). */
