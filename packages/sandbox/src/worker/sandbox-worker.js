@@ -329,11 +329,11 @@ function dropVm(vm) {
 
 /**
  * A fresh VM per run, made (or reset, see recycleVm) ahead of time, so the next start skips
- * instantiation. A worker builds it when a run ends or has waited on the host for a while (IDLE_WORK_AFTER_MS), never between a
- * run's quick host calls, which it would hold up by a millisecond each time. A spare has run no guest
- * code: only the evaluation of the prelude's bytecode (see createOwnedVm), and, when this worker's last
- * starts shared one surface, the prelude itself with that surface (see applySurface); it is handed to
- * exactly one run. Keyed by memory limit, the one option that cannot change after creation; the
+ * instantiation. A worker builds it when a run ends or has waited on the host for a while
+ * (IDLE_WORK_AFTER_MS), never between a run's quick host calls, which it would hold up by a millisecond
+ * each time. A spare has run no guest code: only the evaluation of the prelude's bytecode (see
+ * createOwnedVm), and, when this worker's last starts shared one surface, the prelude itself with that
+ * surface (see applySurface); it is handed to exactly one run. Keyed by memory limit, the one option that cannot change after creation; the
  * interrupt handler and the host function follow whichever run owns it.
  * `surface` and `control`: the surface text the prelude was run with and the control function it
  * returned, or null when the run is to run the prelude itself.

@@ -210,8 +210,10 @@ export class VmImage {
    * @param {Places} places
    * @param {(number | null)[]} cached the pointers of CACHED_HANDLES when the image was taken
    * @param {(target: Uint8Array) => void} randomFill
+   * @param {number[]} [pages] the memory's non-zero pages when they are known already (a shipped image
+   *   lists them), in order; otherwise found here
    */
-  constructor(memory, pointers, places, cached, randomFill) {
+  constructor(memory, pointers, places, cached, randomFill, pages = nonZeroPages(memory)) {
     this.memory = memory;
     this.stackPointer = pointers.stackPointer;
     this.runtimePtr = pointers.runtimePtr;
@@ -220,7 +222,7 @@ export class VmImage {
     this.cached = cached;
     this.randomFill = randomFill;
     /** The image's pages that hold a byte other than zero, in order. */
-    this.pages = nonZeroPages(memory);
+    this.pages = pages;
   }
 
   /**
@@ -511,11 +513,12 @@ export class VmImage {
     const cached = CACHED_HANDLES.map((_, index) => word(SHIPPED_HEADER_WORDS + index));
     if (!cached.every((pointer) => pointer === 0 || inside(pointer, 0))) return null;
     const memory = new Uint8Array(memoryBytes);
-    let previous = -1;
+    /** @type {number[]} */
+    const pages = [];
     for (let index = 0; index < pageCount; index++) {
       const page = word(SHIPPED_HEADER_WORDS + CACHED_HANDLES.length + index);
-      if (page <= previous || (page + 1) * IMAGE_PAGE_BYTES > memoryBytes) return null;
-      previous = page;
+      if (page <= (pages.at(-1) ?? -1) || (page + 1) * IMAGE_PAGE_BYTES > memoryBytes) return null;
+      pages.push(page);
       const start = headerWords * 4 + index * IMAGE_PAGE_BYTES;
       memory.set(bytes.subarray(start, start + IMAGE_PAGE_BYTES), page * IMAGE_PAGE_BYTES);
     }
@@ -526,6 +529,7 @@ export class VmImage {
       places,
       cached.map((pointer) => (pointer === 0 ? null : pointer)),
       randomFill,
+      pages,
     );
     return { image, memoryLimit, preludePointer };
   }
