@@ -3,6 +3,7 @@
 import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { Worker } from "node:worker_threads";
 
 /** The middle value (the upper one of an even count); NaN when there is none. */
 export function median(values) {
@@ -64,4 +65,60 @@ export function runPerformanceChild(args, execArgv = []) {
         : reject(new Error(`performance-child ${[...execArgv, ...args].join(" ")} exited ${code}`)),
     );
   });
+}
+
+// The worker of threadHopMicros: it answers each number the main thread writes to word 0 by writing it
+// to word 1, sleeping in Atomics.wait (mode 0) or spinning (mode 1) in between; a negative number ends it.
+const HOP_WORKER = `
+const { workerData } = require("node:worker_threads");
+const words = new Int32Array(workerData);
+let seen = 0;
+for (;;) {
+  if (Atomics.load(words, 2) === 0) Atomics.wait(words, 0, seen);
+  const next = Atomics.load(words, 0);
+  if (next < 0) break;
+  if (next === seen) continue;
+  seen = next;
+  Atomics.store(words, 1, next);
+  Atomics.notify(words, 1);
+}`;
+
+/**
+ * What one thread hop costs on this machine: round trips between this thread and a worker thread
+ * through shared words and nothing else, with both threads asleep in Atomics.wait between messages (how
+ * a thread waits when it does not spin) and with both spinning. Median µs per round trip of `batches`
+ * batches of `trips`. The issue's goal for C2, the floor plus one thread hop per call, was set with a
+ * hop of 13-14 µs measured on this kind of machine; a hop between two sleeping threads costs what
+ * waking a CPU costs where the bench runs, so the bench reports it beside C2.
+ */
+export async function threadHopMicros({ trips = 2_000, batches = 5 } = {}) {
+  const words = new Int32Array(new SharedArrayBuffer(12));
+  const worker = new Worker(HOP_WORKER, { eval: true, workerData: words.buffer });
+  await new Promise((resolve, reject) => {
+    worker.once("online", resolve);
+    worker.once("error", reject);
+  });
+  let sent = 0;
+  const batch = (spinning) => {
+    Atomics.store(words, 2, spinning ? 1 : 0);
+    const started = performance.now();
+    for (let trip = 0; trip < trips; trip++) {
+      sent += 1;
+      Atomics.store(words, 0, sent);
+      Atomics.notify(words, 0);
+      while (Atomics.load(words, 1) !== sent) if (!spinning) Atomics.wait(words, 1, sent - 1, 10);
+    }
+    return ((performance.now() - started) * 1000) / trips;
+  };
+  const sleeping = [];
+  const spinningTimes = [];
+  batch(false);
+  for (let index = 0; index < batches; index++) {
+    sleeping.push(batch(false));
+    spinningTimes.push(batch(true));
+  }
+  Atomics.store(words, 0, -1);
+  Atomics.notify(words, 0);
+  await worker.terminate();
+  return { sleeping: median(sleeping), spinning: median(spinningTimes) };
 }
