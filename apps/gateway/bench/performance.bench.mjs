@@ -464,7 +464,7 @@ console.table(targets);
   hop.goalModelMs = fixed(model);
   hop.goalModelRatio = ratio(model, rowOf.C2.floor);
   console.log(
-    `One thread hop here (round trip through shared memory, nothing else): ${fixed(hop.sleeping, 1)} µs with both threads asleep between messages, ${fixed(hop.spinning, 2)} µs with both spinning. The issue's goal model for C2, the floor plus one hop per call, is ${hop.goalModelMs} ms here (${hop.goalModelRatio}x the floor); the engine's C2 is ${rowOf.C2.engine} ms (${rowOf.C2.engineRatio}x) in the rounds and ${rowOf["C2 steady"].engine} ms (${rowOf["C2 steady"].engineRatio}x) once V8 has optimised: it is under that model because its two threads hand a quick call over through shared memory while both spin, and a cell where either thread sleeps pays a hop.`,
+    `One thread hop here (a round trip through shared memory, nothing else): ${fixed(hop.sleeping, 1)} µs with both threads asleep between messages, ${fixed(hop.spinning, 2)} µs with both spinning. The issue's goal model for C2, the floor plus one hop per call: ${hop.goalModelMs} ms here (${hop.goalModelRatio}x the floor).`,
   );
 }
 mkdirSync(join(appDir, "bench-results"), { recursive: true });
