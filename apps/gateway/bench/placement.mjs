@@ -1,0 +1,172 @@
+// Where the kernel puts the engine's two busy threads, and what it costs a loop of nested calls:
+// `pnpm --filter @codecell/gateway bench:placement` (also part of `pnpm bench`). Run after a build.
+//
+// A real cell follows the model's think time, so it starts on an idle machine. In round 2's fourteenth
+// session, C2 (100 sequential awaited calls) through a warm engine took about twice as long after a 50 ms
+// pause as back to back, while the floor (one thread) did not change; the main thread and the sandbox
+// worker had been placed on one CPU for most of those calls, and pinning the whole process to one CPU
+// (`taskset -c 0`) made back-to-back cells exactly as slow. This bench keeps that measured: in a fresh
+// child per placement, after WARM C2 cells (V8 has optimised the path by then), it times C2 back to back
+// and after a pause, then, in a pass of its own (reading /proc at each call costs time), counts the calls
+// during which both threads last ran on the same CPU, then times the floor the same way.
+// Writes bench-results/placement.json.
+import { execFileSync, spawnSync } from "node:child_process";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { availableParallelism, loadavg } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = fileURLToPath(new URL(".", import.meta.url));
+const WARM = Number(process.env.BENCH_PLACEMENT_WARM ?? 150);
+const CELLS_PER_MODE = Number(process.env.BENCH_PLACEMENT_CELLS ?? 15);
+const PAUSE_MS = 50;
+
+const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted.length === 0 ? null : sorted[Math.floor(sorted.length / 2)];
+};
+const fixed = (value, digits) => (value === null ? null : Number(value.toFixed(digits)));
+
+if (process.argv[2] === "child") {
+  const { createCodeModeEngine } = await import("@codecell/engine");
+  const { benchToolDefinitions, benchTools, CELLS } = await import("./bench-tools.mjs");
+  const { floorRun, loadFloor } = await import("./floor.mjs");
+  const floor = await loadFloor();
+  const engine = createCodeModeEngine({ config: { enabled: true, timeoutMs: 60_000 } });
+  /** Called at every nested call: timestamps for the gaps, or a placement sample. */
+  let onCall = () => {};
+  const run = engine.prepareRun({
+    tools: benchToolDefinitions.map((tool) => ({ ...tool, source: "plugin", owner: "bench" })),
+    context: { agentId: "bench", sessionKey: "bench", sessionId: "bench", runId: "bench" },
+    executor: {
+      callTool: (call) => {
+        onCall();
+        return benchTools[call.tool.name](call.input);
+      },
+    },
+  });
+  let id = 0;
+  const engineCell = async () => {
+    const result = await run.exec({ code: CELLS.C2.code }, { toolCallId: `p${++id}` });
+    if (result.value !== CELLS.C2.expect) throw new Error(JSON.stringify(result).slice(0, 300));
+  };
+  const floorCell = () => floorRun(floor, CELLS.C2.code, false);
+  const pause = () => new Promise((resolve) => setTimeout(resolve, PAUSE_MS));
+  for (let index = 0; index < WARM; index++) {
+    await engineCell();
+    if (index % 10 === 0) await floorCell();
+  }
+
+  // The sandbox worker: the thread, other than the main one, that has used the most CPU by now.
+  const taskCpu = (tid) => {
+    const fields = readFileSync(`/proc/self/task/${tid}/stat`, "utf8").split(") ")[1].split(" ");
+    return { ticks: Number(fields[11]) + Number(fields[12]), cpu: Number(fields[36]) };
+  };
+  let worker = null;
+  let most = -1;
+  for (const tid of readdirSync("/proc/self/task")) {
+    if (tid === String(process.pid)) continue;
+    const { ticks } = taskCpu(tid);
+    if (ticks > most) [worker, most] = [tid, ticks];
+  }
+
+  const modes = { "back to back": async () => {}, [`after a ${PAUSE_MS} ms pause`]: pause };
+  const out = {};
+  for (const [mode, before] of Object.entries(modes)) {
+    const engineMs = [];
+    const floorMs = [];
+    const gaps = [];
+    for (let index = 0; index < CELLS_PER_MODE; index++) {
+      const stamps = [];
+      onCall = () => stamps.push(performance.now());
+      await before();
+      const started = performance.now();
+      await engineCell();
+      engineMs.push(performance.now() - started);
+      for (let call = 1; call < stamps.length; call++) gaps.push((stamps[call] - stamps[call - 1]) * 1000);
+      onCall = () => {};
+    }
+    // Placement, in a pass of its own: at each call, whether both threads last ran on one CPU.
+    let same = 0;
+    let sampled = 0;
+    onCall = () => {
+      if (worker === null) return;
+      sampled += 1;
+      if (taskCpu(worker).cpu === taskCpu(String(process.pid)).cpu) same += 1;
+    };
+    for (let index = 0; index < Math.ceil(CELLS_PER_MODE / 3); index++) {
+      await before();
+      await engineCell();
+    }
+    onCall = () => {};
+    for (let index = 0; index < CELLS_PER_MODE; index++) {
+      await before();
+      const started = performance.now();
+      await floorCell();
+      floorMs.push(performance.now() - started);
+    }
+    out[mode] = {
+      engineMs: fixed(median(engineMs), 2),
+      floorMs: fixed(median(floorMs), 2),
+      gapMicros: fixed(median(gaps), 1),
+      sameCpuShare: sampled === 0 ? null : fixed(same / sampled, 2),
+    };
+  }
+  await engine.close();
+  process.stdout.write(`${JSON.stringify(out)}\n`);
+  process.exit(0);
+}
+
+function child(prefix) {
+  const result = spawnSync(
+    prefix[0],
+    [...prefix.slice(1), process.execPath, join(here, "placement.mjs"), "child"],
+    {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
+  if (result.status !== 0) throw new Error(`placement child (${prefix.join(" ") || "as is"}) failed`);
+  return JSON.parse(result.stdout.trim().split("\n").at(-1));
+}
+
+const placements = { "as the kernel places them": child(["env"]) };
+let pinnedNote = null;
+const hasTaskset = (() => {
+  try {
+    execFileSync("taskset", ["-c", "0", "true"], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+if (availableParallelism() < 2) pinnedNote = "one CPU only: the pinned row would be the same as the first";
+else if (!hasTaskset) pinnedNote = "taskset (util-linux) is not installed: the pinned row is left out";
+else placements["pinned to one CPU (taskset -c 0)"] = child(["taskset", "-c", "0"]);
+
+const rows = [];
+for (const [placement, modes] of Object.entries(placements)) {
+  for (const [mode, figures] of Object.entries(modes)) {
+    rows.push({
+      placement,
+      cell: `C2 ${mode}`,
+      "engine ms": figures.engineMs,
+      "floor ms": figures.floorMs,
+      "engine / floor": fixed(figures.engineMs / figures.floorMs, 2),
+      "engine µs between calls": figures.gapMicros,
+      "calls with both threads on one CPU": figures.sameCpuShare,
+    });
+  }
+}
+const load = loadavg().map((value) => value.toFixed(1));
+console.log(
+  `\nC2 through a warm engine (${WARM} cells in), by where the kernel runs its two threads (medians of ${CELLS_PER_MODE}; load average ${load.join(" ")})`,
+);
+console.table(rows);
+if (pinnedNote !== null) console.log(`Skipped: ${pinnedNote}.`);
+const resultsDir = join(here, "..", "bench-results");
+mkdirSync(resultsDir, { recursive: true });
+writeFileSync(
+  join(resultsDir, "placement.json"),
+  `${JSON.stringify({ node: process.version, date: new Date().toISOString(), loadavg: loadavg(), warm: WARM, cells: CELLS_PER_MODE, pauseMs: PAUSE_MS, rows, skipped: pinnedNote }, null, 2)}\n`,
+);
