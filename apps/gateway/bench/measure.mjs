@@ -28,6 +28,33 @@ export function threadCpuNanos() {
   return threads;
 }
 
+/** The thread of this process, other than the main one, that has used the most CPU: the sandbox worker. */
+export function busiestOtherThread() {
+  let busiest = null;
+  let most = -1;
+  for (const [tid, nanos] of threadCpuNanos()) {
+    if (tid !== String(process.pid) && nanos > most) [busiest, most] = [tid, nanos];
+  }
+  return busiest;
+}
+
+/** The CPU a thread of this process last ran on (field 39 of its stat), or null when it has ended. */
+export function lastCpuOf(tid) {
+  try {
+    const stat = readFileSync(`/proc/self/task/${tid}/stat`, "utf8");
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[36]);
+  } catch {
+    return null;
+  }
+}
+
+/** Whether the main thread and `tid` last ran on the same CPU (null when that cannot be read). */
+export function sharesMainCpu(tid) {
+  const theirs = tid === null ? null : lastCpuOf(tid);
+  const ours = lastCpuOf(String(process.pid));
+  return theirs === null || ours === null ? null : theirs === ours;
+}
+
 /** C5: `count` trivial cells through `run(code)`, 4 in flight at a time; cells per second. */
 export async function cellsPerSecond(run, count, label) {
   let next = 0;

@@ -18,7 +18,15 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { benchToolDefinitions, benchTools, CELLS } from "./bench-tools.mjs";
 import { floorRun, loadFloor } from "./floor.mjs";
-import { cellsPerSecond, median, runPerformanceChild, threadCpuNanos, threadHopMicros } from "./measure.mjs";
+import {
+  busiestOtherThread,
+  cellsPerSecond,
+  median,
+  runPerformanceChild,
+  sharesMainCpu,
+  threadCpuNanos,
+  threadHopMicros,
+} from "./measure.mjs";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 const appDir = join(here, "..");
@@ -33,9 +41,22 @@ const engine = createCodeModeEngine({ config: { enabled: true, timeoutMs: 60_000
 const prepared = engine.prepareRun({
   tools: benchToolDefinitions.map((tool) => ({ ...tool, source: "plugin", owner: "bench" })),
   context: { agentId: "bench", sessionKey: "bench", sessionId: "bench", runId: "bench" },
-  executor: { callTool: (call) => benchTools[call.tool.name](call.input) },
+  executor: {
+    callTool: (call) => {
+      placementProbe.calls += 1;
+      if (placementProbe.calls === PROBE_AT_CALL)
+        placementProbe.shared = sharesMainCpu(placementProbe.worker);
+      return benchTools[call.tool.name](call.input);
+    },
+  },
 });
 let callId = 0;
+// Where the kernel runs the engine's two threads during its C2 cells: at the PROBE_AT_CALL-th nested call
+// of each, whether the main thread and the sandbox worker last ran on the same CPU (two reads of /proc, a
+// fraction of one call's time). On one CPU a warm engine's call costs about 2.5 times as much (see
+// bench:placement), so the C2 samples are split by it.
+const PROBE_AT_CALL = 50;
+const placementProbe = { worker: null, calls: 0, shared: null };
 
 const dir = mkdtempSync(join(tmpdir(), "codecell-perf-"));
 const configPath = join(dir, "codecell.json5");
@@ -117,12 +138,19 @@ function addThreadCpu(subject, before, after, calls) {
   totals.calls += calls;
 }
 
-async function timeCell(subject, cell, key) {
+/** placedSamples[row] = { oneCpu: ms[], twoCpus: ms[] }: the engine's C2 cells by placement. */
+const placedSamples = { C2: { oneCpu: [], twoCpus: [] }, "C2 steady": { oneCpu: [], twoCpus: [] } };
+
+async function timeCell(subject, cell, key, placedRow) {
   const threadsStarted = key === "C2k" && subject in perCall ? threadCpuNanos() : null;
+  placementProbe.calls = 0;
+  placementProbe.shared = null;
   const cpuStarted = cpuNow();
   const started = performance.now();
   const value = await subjects[subject](cell.code);
   const elapsed = performance.now() - started;
+  if (placedRow !== undefined && subject === "engine" && placementProbe.shared !== null)
+    placedSamples[placedRow][placementProbe.shared ? "oneCpu" : "twoCpus"].push(elapsed);
   if (key !== undefined) {
     cpuTotals[key][subject].micros += cpuNow() - cpuStarted;
     cpuTotals[key][subject].count += 1;
@@ -141,13 +169,14 @@ for (const subject of names) {
   for (const cell of Object.values(CELLS)) await timeCell(subject, cell);
   await cellsPerSecondOf(subject);
 }
+placementProbe.worker = busiestOtherThread();
 for (let round = 0; round < ROUNDS; round++) {
   // Rotate the order each round, so no subject always runs right after another's garbage.
   const order = names.map((_, index) => names[(index + round) % names.length]);
   for (const [key, cell] of Object.entries(CELLS)) {
     for (const subject of order) {
       for (let repeat = 0; repeat < cell.repeat; repeat++)
-        samples[key][subject].push(await timeCell(subject, cell, key));
+        samples[key][subject].push(await timeCell(subject, cell, key, key === "C2" ? "C2" : undefined));
     }
   }
   for (const subject of order) throughput[subject].push(await cellsPerSecondOf(subject));
@@ -168,7 +197,10 @@ for (let index = 0; index < STEADY_WARMUP; index++)
 for (let round = 0; round < ROUNDS; round++) {
   const order = names.map((_, index) => names[(index + round) % names.length]);
   for (const key of STEADY_CELLS)
-    for (const subject of order) steadySamples[key][subject].push(await timeCell(subject, CELLS[key]));
+    for (const subject of order)
+      steadySamples[key][subject].push(
+        await timeCell(subject, CELLS[key], undefined, key === "C2" ? "C2 steady" : undefined),
+      );
 }
 // Counts that load cannot distort: promises the main thread creates per nested call (async_hooks, in a
 // pass of its own since the hook slows everything down).
@@ -467,8 +499,21 @@ console.table(targets);
     `One thread hop here (a round trip through shared memory, nothing else): ${fixed(hop.sleeping, 1)} µs with both threads asleep between messages, ${fixed(hop.spinning, 2)} µs with both spinning. The issue's goal model for C2, the floor plus one hop per call: ${hop.goalModelMs} ms here (${hop.goalModelRatio}x the floor).`,
   );
 }
+// The engine's C2 cells split by where its two threads ran at their PROBE_AT_CALL-th call.
+const placementRows = Object.entries(placedSamples).map(([row, { oneCpu, twoCpus }]) => ({
+  row: row === "C2" ? CELLS.C2.label : `${CELLS.C2.label}, once V8 has optimised`,
+  "cells on two CPUs": twoCpus.length,
+  "their median ms": fixed(median(twoCpus)),
+  "cells on one CPU": oneCpu.length,
+  "their median ms ": fixed(median(oneCpu)),
+  "floor ms": fixed(rowOf[row].floor),
+}));
+console.log(
+  `The engine's C2 cells by where the kernel ran its main thread and sandbox worker at the ${PROBE_AT_CALL}th nested call (see bench:placement)`,
+);
+console.table(placementRows);
 mkdirSync(join(appDir, "bench-results"), { recursive: true });
 writeFileSync(
   join(appDir, "bench-results", "performance.json"),
-  `${JSON.stringify({ node: process.version, date: new Date().toISOString(), loadavg: loadavg(), rounds: ROUNDS, steadyWarmup: STEADY_WARMUP, rows, cpu: cpuRows, perCall: perCallRows, targets, hop, samples, steadySamples, throughput, cold, rss, serve, serveWithoutCerts }, null, 2)}\n`,
+  `${JSON.stringify({ node: process.version, date: new Date().toISOString(), loadavg: loadavg(), rounds: ROUNDS, steadyWarmup: STEADY_WARMUP, rows, cpu: cpuRows, perCall: perCallRows, placement: { probeAtCall: PROBE_AT_CALL, rows: placementRows, samples: placedSamples }, targets, hop, samples, steadySamples, throughput, cold, rss, serve, serveWithoutCerts }, null, 2)}\n`,
 );

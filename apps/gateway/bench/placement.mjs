@@ -11,7 +11,7 @@
 // during which both threads last ran on the same CPU, then times the floor the same way.
 // Writes bench-results/placement.json.
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -31,6 +31,7 @@ if (process.argv[2] === "child") {
   const { createCodeModeEngine } = await import("@codecell/engine");
   const { benchToolDefinitions, benchTools, CELLS } = await import("./bench-tools.mjs");
   const { floorRun, loadFloor } = await import("./floor.mjs");
+  const { busiestOtherThread, sharesMainCpu } = await import("./measure.mjs");
   const floor = await loadFloor();
   const engine = createCodeModeEngine({ config: { enabled: true, timeoutMs: 60_000 } });
   /** Called at every nested call: timestamps for the gaps, or a placement sample. */
@@ -57,18 +58,7 @@ if (process.argv[2] === "child") {
     if (index % 10 === 0) await floorCell();
   }
 
-  // The sandbox worker: the thread, other than the main one, that has used the most CPU by now.
-  const taskCpu = (tid) => {
-    const fields = readFileSync(`/proc/self/task/${tid}/stat`, "utf8").split(") ")[1].split(" ");
-    return { ticks: Number(fields[11]) + Number(fields[12]), cpu: Number(fields[36]) };
-  };
-  let worker = null;
-  let most = -1;
-  for (const tid of readdirSync("/proc/self/task")) {
-    if (tid === String(process.pid)) continue;
-    const { ticks } = taskCpu(tid);
-    if (ticks > most) [worker, most] = [tid, ticks];
-  }
+  const worker = busiestOtherThread();
 
   const modes = { "back to back": async () => {}, [`after a ${PAUSE_MS} ms pause`]: pause };
   const out = {};
@@ -90,9 +80,10 @@ if (process.argv[2] === "child") {
     let same = 0;
     let sampled = 0;
     onCall = () => {
-      if (worker === null) return;
+      const shared = sharesMainCpu(worker);
+      if (shared === null) return;
       sampled += 1;
-      if (taskCpu(worker).cpu === taskCpu(String(process.pid)).cpu) same += 1;
+      if (shared) same += 1;
     };
     for (let index = 0; index < Math.ceil(CELLS_PER_MODE / 3); index++) {
       await before();
