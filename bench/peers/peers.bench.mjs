@@ -23,7 +23,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 const gatewayBench = join(here, "..", "..", "apps", "gateway", "bench");
-const { benchToolDefinitions, benchTools, CELLS } = await import(
+const { benchToolDefinitions, benchTools, CELLS, prepareBenchRun } = await import(
   pathToFileURL(join(gatewayBench, "bench-tools.mjs")).href
 );
 const { floorRun, loadFloor } = await import(pathToFileURL(join(gatewayBench, "floor.mjs")).href);
@@ -50,11 +50,7 @@ async function loadCodecell() {
     pathToFileURL(requireFromGateway.resolve("@codecell/engine")).href
   );
   const engine = createCodeModeEngine({ config: { enabled: true, timeoutMs: 60_000 } });
-  const prepared = engine.prepareRun({
-    tools: benchToolDefinitions.map((tool) => ({ ...tool, source: "plugin", owner: "bench" })),
-    context: { agentId: "bench", sessionKey: "bench", sessionId: "bench", runId: "bench" },
-    executor: { callTool: (call) => benchTools[call.tool.name](call.input) },
-  });
+  const prepared = prepareBenchRun(engine);
   let callId = 0;
   return {
     run: async (code) => {

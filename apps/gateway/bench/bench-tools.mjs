@@ -48,6 +48,25 @@ export const benchToolDefinitions = [
 ];
 
 /**
+ * The prepared run every bench drives through an embedded engine: the bench tools as one plugin's, one
+ * fixed context. `beforeCall`, when given, runs at each nested call before the tool (a bench's probe).
+ */
+export function prepareBenchRun(engine, beforeCall) {
+  const callTool =
+    beforeCall === undefined
+      ? (call) => benchTools[call.tool.name](call.input)
+      : (call) => {
+          beforeCall();
+          return benchTools[call.tool.name](call.input);
+        };
+  return engine.prepareRun({
+    tools: benchToolDefinitions.map((tool) => ({ ...tool, source: "plugin", owner: "bench" })),
+    context: { agentId: "bench", sessionKey: "bench", sessionId: "bench", runId: "bench" },
+    executor: { callTool },
+  });
+}
+
+/**
  * The cells of issue 18, run by every subject of performance.bench.mjs and by the side-by-side run
  * against other code-mode runtimes (bench/peers), so all measure the same programs. `repeat` is how many
  * samples a round takes of the cell.

@@ -18,13 +18,9 @@ const RUNS = Number(process.env.BENCH_PROFILE_RUNS ?? 8);
 
 if (process.argv[2] === "child") {
   const { createCodeModeEngine } = await import("@codecell/engine");
-  const { benchToolDefinitions, benchTools } = await import("./bench-tools.mjs");
+  const { prepareBenchRun } = await import("./bench-tools.mjs");
   const engine = createCodeModeEngine({ config: { enabled: true, timeoutMs: 60_000 } });
-  const run = engine.prepareRun({
-    tools: benchToolDefinitions.map((tool) => ({ ...tool, source: "plugin", owner: "bench" })),
-    context: { agentId: "bench", sessionKey: "bench", sessionId: "bench", runId: "bench" },
-    executor: { callTool: (call) => benchTools[call.tool.name](call.input) },
-  });
+  const run = prepareBenchRun(engine);
   const code = `let s = 0; for (let i = 0; i < ${CALLS}; i++) s += await tools.inc({ value: 1 }); return s;`;
   let id = 0;
   const exec = async () => {

@@ -6,7 +6,7 @@
 //                        (VMs dropped but not yet collected, bench/memory.bench.mjs); reading the maps
 //                        allocates, so the peak RSS of this mode is not the one `rss` reports
 import { readFileSync } from "node:fs";
-import { benchToolDefinitions, benchTools } from "./bench-tools.mjs";
+import { prepareBenchRun } from "./bench-tools.mjs";
 
 const [mode, subject] = process.argv.slice(2);
 const C1 = "return 1 + 1";
@@ -23,11 +23,7 @@ async function engineSubject() {
   const { createCodeModeEngine } = await import("@codecell/engine");
   const imported = performance.now();
   const engine = createCodeModeEngine({ config: { enabled: true, timeoutMs: 60_000 } });
-  const run = engine.prepareRun({
-    tools: benchToolDefinitions.map((tool) => ({ ...tool, source: "plugin", owner: "bench" })),
-    context: { agentId: "bench", sessionKey: "bench", sessionId: "bench", runId: "bench" },
-    executor: { callTool: (call) => benchTools[call.tool.name](call.input) },
-  });
+  const run = prepareBenchRun(engine);
   let callId = 0;
   return {
     imported,

@@ -16,7 +16,7 @@ import { fileURLToPath } from "node:url";
 import { createCodeModeEngine } from "@codecell/engine";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { benchToolDefinitions, benchTools, CELLS } from "./bench-tools.mjs";
+import { CELLS, prepareBenchRun } from "./bench-tools.mjs";
 import { floorRun, loadFloor } from "./floor.mjs";
 import {
   busiestOtherThread,
@@ -38,17 +38,9 @@ const C5_CELLS = Number(process.env.BENCH_C5_CELLS ?? 80);
 // --- subjects -------------------------------------------------------------------------------------
 const floor = await loadFloor();
 const engine = createCodeModeEngine({ config: { enabled: true, timeoutMs: 60_000 } });
-const prepared = engine.prepareRun({
-  tools: benchToolDefinitions.map((tool) => ({ ...tool, source: "plugin", owner: "bench" })),
-  context: { agentId: "bench", sessionKey: "bench", sessionId: "bench", runId: "bench" },
-  executor: {
-    callTool: (call) => {
-      placementProbe.calls += 1;
-      if (placementProbe.calls === PROBE_AT_CALL)
-        placementProbe.shared = sharesMainCpu(placementProbe.worker);
-      return benchTools[call.tool.name](call.input);
-    },
-  },
+const prepared = prepareBenchRun(engine, () => {
+  placementProbe.calls += 1;
+  if (placementProbe.calls === PROBE_AT_CALL) placementProbe.shared = sharesMainCpu(placementProbe.worker);
 });
 let callId = 0;
 // Where the kernel runs the engine's two threads during its C2 cells: at the PROBE_AT_CALL-th nested call
@@ -503,9 +495,9 @@ console.table(targets);
 const placementRows = Object.entries(placedSamples).map(([row, { oneCpu, twoCpus }]) => ({
   row: row === "C2" ? CELLS.C2.label : `${CELLS.C2.label}, once V8 has optimised`,
   "cells on two CPUs": twoCpus.length,
-  "their median ms": fixed(median(twoCpus)),
+  "median ms on two CPUs": fixed(median(twoCpus)),
   "cells on one CPU": oneCpu.length,
-  "their median ms ": fixed(median(oneCpu)),
+  "median ms on one CPU": fixed(median(oneCpu)),
   "floor ms": fixed(rowOf[row].floor),
 }));
 console.log(

@@ -15,37 +15,25 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { busiestOtherThread, median, sharesMainCpu } from "./measure.mjs";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 const WARM = Number(process.env.BENCH_PLACEMENT_WARM ?? 150);
 const CELLS_PER_MODE = Number(process.env.BENCH_PLACEMENT_CELLS ?? 15);
 const PAUSE_MS = 50;
 
-const median = (values) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted.length === 0 ? null : sorted[Math.floor(sorted.length / 2)];
-};
-const fixed = (value, digits) => (value === null ? null : Number(value.toFixed(digits)));
+const fixed = (value, digits) => (Number.isFinite(value) ? Number(value.toFixed(digits)) : null);
 
 if (process.argv[2] === "child") {
   const { createCodeModeEngine } = await import("@codecell/engine");
-  const { benchToolDefinitions, benchTools, CELLS } = await import("./bench-tools.mjs");
+  const { CELLS, prepareBenchRun } = await import("./bench-tools.mjs");
   const { floorRun, loadFloor } = await import("./floor.mjs");
-  const { busiestOtherThread, sharesMainCpu } = await import("./measure.mjs");
+
   const floor = await loadFloor();
   const engine = createCodeModeEngine({ config: { enabled: true, timeoutMs: 60_000 } });
   /** Called at every nested call: timestamps for the gaps, or a placement sample. */
   let onCall = () => {};
-  const run = engine.prepareRun({
-    tools: benchToolDefinitions.map((tool) => ({ ...tool, source: "plugin", owner: "bench" })),
-    context: { agentId: "bench", sessionKey: "bench", sessionId: "bench", runId: "bench" },
-    executor: {
-      callTool: (call) => {
-        onCall();
-        return benchTools[call.tool.name](call.input);
-      },
-    },
-  });
+  const run = prepareBenchRun(engine, () => onCall());
   let id = 0;
   const engineCell = async () => {
     const result = await run.exec({ code: CELLS.C2.code }, { toolCallId: `p${++id}` });
@@ -108,20 +96,15 @@ if (process.argv[2] === "child") {
   process.exit(0);
 }
 
-function child(prefix) {
-  const result = spawnSync(
-    prefix[0],
-    [...prefix.slice(1), process.execPath, join(here, "placement.mjs"), "child"],
-    {
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "inherit"],
-    },
-  );
+/** One child, started as is or under `prefix` (a command that runs the rest): its figures. */
+function child(prefix = []) {
+  const [command, ...args] = [...prefix, process.execPath, join(here, "placement.mjs"), "child"];
+  const result = spawnSync(command, args, { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
   if (result.status !== 0) throw new Error(`placement child (${prefix.join(" ") || "as is"}) failed`);
   return JSON.parse(result.stdout.trim().split("\n").at(-1));
 }
 
-const placements = { "as the kernel places them": child(["env"]) };
+const placements = { "as the kernel places them": child() };
 let pinnedNote = null;
 const hasTaskset = (() => {
   try {
