@@ -8,7 +8,10 @@
 // (`taskset -c 0`) made back-to-back cells exactly as slow. This bench keeps that measured: in a fresh
 // child per placement, after WARM C2 cells (V8 has optimised the path by then), it times C2 back to back
 // and after a pause, then, in a pass of its own (reading /proc at each call costs time), counts the calls
-// during which both threads last ran on the same CPU, then times the floor the same way.
+// during which both threads last ran on the same CPU, then times the floor the same way. Where taskset
+// (util-linux) is installed it runs twice more: with the whole process pinned to one CPU, and with the
+// main thread and the sandbox worker pinned to two different CPUs once warm (`taskset -p` on each
+// thread), which shows what a nested call costs when the two threads are never put on one CPU.
 // Writes bench-results/placement.json.
 import { execFileSync, spawnSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -47,6 +50,11 @@ if (process.argv[2] === "child") {
   }
 
   const worker = busiestOtherThread();
+  if (process.env.BENCH_PLACEMENT_APART === "1") {
+    // Only these two threads: V8's helpers and libuv's pool stay where the kernel puts them.
+    execFileSync("taskset", ["-p", "-c", "0", String(process.pid)], { stdio: "ignore" });
+    execFileSync("taskset", ["-p", "-c", "1", worker], { stdio: "ignore" });
+  }
 
   const modes = { "back to back": async () => {}, [`after a ${PAUSE_MS} ms pause`]: pause };
   const out = {};
@@ -96,10 +104,17 @@ if (process.argv[2] === "child") {
   process.exit(0);
 }
 
-/** One child, started as is or under `prefix` (a command that runs the rest): its figures. */
-function child(prefix = []) {
+/**
+ * One child, started as is or under `prefix` (a command that runs the rest), with `env` added to this
+ * process's environment: its figures.
+ */
+function child(prefix = [], env = {}) {
   const [command, ...args] = [...prefix, process.execPath, join(here, "placement.mjs"), "child"];
-  const result = spawnSync(command, args, { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
+  const result = spawnSync(command, args, {
+    encoding: "utf8",
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   if (result.status !== 0) throw new Error(`placement child (${prefix.join(" ") || "as is"}) failed`);
   return JSON.parse(result.stdout.trim().split("\n").at(-1));
 }
@@ -114,9 +129,12 @@ const hasTaskset = (() => {
     return false;
   }
 })();
-if (availableParallelism() < 2) pinnedNote = "one CPU only: the pinned row would be the same as the first";
-else if (!hasTaskset) pinnedNote = "taskset (util-linux) is not installed: the pinned row is left out";
-else placements["pinned to one CPU (taskset -c 0)"] = child(["taskset", "-c", "0"]);
+if (availableParallelism() < 2) pinnedNote = "one CPU only: the pinned rows would be the same as the first";
+else if (!hasTaskset) pinnedNote = "taskset (util-linux) is not installed: the pinned rows are left out";
+else {
+  placements["pinned to one CPU (taskset -c 0)"] = child(["taskset", "-c", "0"]);
+  placements["main thread and worker pinned apart"] = child([], { BENCH_PLACEMENT_APART: "1" });
+}
 
 const rows = [];
 for (const [placement, modes] of Object.entries(placements)) {
