@@ -14,8 +14,8 @@
 // thread), which shows what a nested call costs when the two threads are never put on one CPU.
 // Writes bench-results/placement.json.
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
-import { availableParallelism, loadavg } from "node:os";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { loadavg } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { busiestOtherThread, median, sharesMainCpu } from "./measure.mjs";
@@ -50,10 +50,11 @@ if (process.argv[2] === "child") {
   }
 
   const worker = busiestOtherThread();
-  if (process.env.BENCH_PLACEMENT_APART === "1") {
+  const apart = process.env.BENCH_PLACEMENT_APART?.split(",");
+  if (apart !== undefined) {
     // Only these two threads: V8's helpers and libuv's pool stay where the kernel puts them.
-    execFileSync("taskset", ["-p", "-c", "0", String(process.pid)], { stdio: "ignore" });
-    execFileSync("taskset", ["-p", "-c", "1", worker], { stdio: "ignore" });
+    execFileSync("taskset", ["-p", "-c", apart[0], String(process.pid)], { stdio: "ignore" });
+    execFileSync("taskset", ["-p", "-c", apart[1], worker], { stdio: "ignore" });
   }
 
   const modes = { "back to back": async () => {}, [`after a ${PAUSE_MS} ms pause`]: pause };
@@ -121,19 +122,38 @@ function child(prefix = [], env = {}) {
 
 const placements = { "as the kernel places them": child() };
 let pinnedNote = null;
+/** The CPUs this process may run on (Linux's Cpus_allowed_list, e.g. "0-1" or "2,5"), or [] elsewhere. */
+function allowedCpus() {
+  let list;
+  try {
+    list = /Cpus_allowed_list:\s*(\S+)/.exec(readFileSync("/proc/self/status", "utf8"))?.[1];
+  } catch {
+    return [];
+  }
+  const cpus = [];
+  for (const part of list?.split(",") ?? []) {
+    const [first, last = first] = part.split("-").map(Number);
+    for (let cpu = first; cpu <= last && cpus.length < 2; cpu++) cpus.push(String(cpu));
+  }
+  return cpus;
+}
+const [firstCpu, secondCpu] = allowedCpus();
 const hasTaskset = (() => {
   try {
-    execFileSync("taskset", ["-c", "0", "true"], { stdio: "ignore" });
+    execFileSync("taskset", ["-c", firstCpu ?? "0", "true"], { stdio: "ignore" });
     return true;
   } catch {
     return false;
   }
 })();
-if (availableParallelism() < 2) pinnedNote = "one CPU only: the pinned rows would be the same as the first";
+if (secondCpu === undefined)
+  pinnedNote = "fewer than two CPUs allowed (or no /proc): the pinned rows would say nothing more";
 else if (!hasTaskset) pinnedNote = "taskset (util-linux) is not installed: the pinned rows are left out";
 else {
-  placements["pinned to one CPU (taskset -c 0)"] = child(["taskset", "-c", "0"]);
-  placements["main thread and worker pinned apart"] = child([], { BENCH_PLACEMENT_APART: "1" });
+  placements[`pinned to one CPU (taskset -c ${firstCpu})`] = child(["taskset", "-c", firstCpu]);
+  placements["main thread and worker pinned apart"] = child([], {
+    BENCH_PLACEMENT_APART: `${firstCpu},${secondCpu}`,
+  });
 }
 
 const rows = [];
