@@ -120,10 +120,11 @@ function child(prefix = [], env = {}) {
   return JSON.parse(result.stdout.trim().split("\n").at(-1));
 }
 
-const placements = { "as the kernel places them": child() };
-let pinnedNote = null;
-/** The CPUs this process may run on (Linux's Cpus_allowed_list, e.g. "0-1" or "2,5"), or [] elsewhere. */
-function allowedCpus() {
+/**
+ * The first two CPUs this process may run on (Linux's Cpus_allowed_list, e.g. "0-1" or "2,5"): fewer
+ * where it may use fewer, none without /proc.
+ */
+function firstTwoAllowedCpus() {
   let list;
   try {
     list = /Cpus_allowed_list:\s*(\S+)/.exec(readFileSync("/proc/self/status", "utf8"))?.[1];
@@ -137,18 +138,24 @@ function allowedCpus() {
   }
   return cpus;
 }
-const [firstCpu, secondCpu] = allowedCpus();
-const hasTaskset = (() => {
+
+/** Whether taskset (util-linux) runs here, pinning to `cpu`. */
+function tasksetRuns(cpu) {
   try {
-    execFileSync("taskset", ["-c", firstCpu ?? "0", "true"], { stdio: "ignore" });
+    execFileSync("taskset", ["-c", cpu, "true"], { stdio: "ignore" });
     return true;
   } catch {
     return false;
   }
-})();
+}
+
+const placements = { "as the kernel places them": child() };
+const [firstCpu, secondCpu] = firstTwoAllowedCpus();
+let pinnedNote = null;
 if (secondCpu === undefined)
   pinnedNote = "fewer than two CPUs allowed (or no /proc): the pinned rows would say nothing more";
-else if (!hasTaskset) pinnedNote = "taskset (util-linux) is not installed: the pinned rows are left out";
+else if (!tasksetRuns(firstCpu))
+  pinnedNote = "taskset (util-linux) is not installed: the pinned rows are left out";
 else {
   placements[`pinned to one CPU (taskset -c ${firstCpu})`] = child(["taskset", "-c", firstCpu]);
   placements["main thread and worker pinned apart"] = child([], {
