@@ -4,11 +4,23 @@
 // measures each thread's CPU time per call (schedstat, nanoseconds), and splits it by what the profile
 // samples were doing. Shares of samples are what load distorts least; the µs column is the share times
 // this run's CPU per call, so compare shares across runs and µs only on a quiet machine.
+// The engine and the sandbox worker run from bundles (dist/bundle/engine-api.js,
+// sandbox-worker.bundle.cjs): a sample is put to the source file its bundle's source map names, so the
+// categories below read package/src paths. BENCH_PROFILE_TOP=n prints each thread's n busiest functions.
 // Writes bench-results/nested-call-profile.json. Run after a build.
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
+import { SourceMap } from "node:module";
 import { loadavg, tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { threadCpuNanos } from "./measure.mjs";
 
@@ -62,25 +74,30 @@ const CATEGORIES = [
   ],
   [
     "thread channel (postMessage, message events)",
-    (fn, url) => fn === "postMessage" || /messageport|internal\/worker|event_target|node:events/.test(url),
+    (fn, url) =>
+      fn === "postMessage" ||
+      /messageport|internal\/worker|event_target|node:events|bridge\/src\/shared-channel/.test(url),
   ],
   [
     "message validation (bridge protocol)",
-    (_fn, url) => /bridge\/dist\/(worker-protocol|protocol)/.test(url),
+    (_fn, url) => /bridge\/(src|dist)\/(worker-protocol|protocol)\./.test(url),
   ],
   [
     "JSON and UTF-8 (bridge adapter, TextEncoder/Decoder)",
     (fn, url) =>
-      /json-adapter|json-depth|internal\/encoding/.test(url) ||
+      /json-adapter|json-depth|double-zero|internal\/encoding/.test(url) ||
       /^(encodeUtf8String|decodeUTF8|stringify|parse)$/.test(fn),
   ],
-  ["trajectory", (_fn, url) => /engine\/dist\/trajectory/.test(url)],
-  ["telemetry", (_fn, url) => /engine\/dist\/run-telemetry/.test(url)],
-  ["catalog resolution", (_fn, url) => /catalog\/dist/.test(url)],
+  ["trajectory", (_fn, url) => /engine\/(src|dist)\/trajectory/.test(url)],
+  ["telemetry", (_fn, url) => /engine\/(src|dist)\/run-telemetry/.test(url)],
+  ["catalog resolution", (_fn, url) => /catalog\/(src|dist)/.test(url)],
   ["abort bookkeeping (AbortController, signals)", (_fn, url) => /abort_controller/.test(url)],
   [
     "executor dispatch, in-flight table, the tool",
-    (_fn, url) => /engine\/dist\/(nested-calls|prepared-run|inflight-calls)|bench-tools/.test(url),
+    (_fn, url) =>
+      /engine\/(src|dist)\/(nested-calls|prepared-run|inflight-calls|call-cancellation)|bench-tools/.test(
+        url,
+      ),
   ],
   [
     "driving the run (drive-segment, sandbox run and pool)",
@@ -91,30 +108,57 @@ const CATEGORIES = [
     (fn, url) => url.startsWith("wasm:") || fn === "GenericJSToWasmWrapper",
   ],
   ["quickjs-wasi glue (handles, strings, host calls)", (_fn, url) => /quickjs-wasi/.test(url)],
-  ["worker bridge (sandbox-worker.js)", (_fn, url) => /sandbox-worker/.test(url)],
+  ["worker bridge (sandbox-worker.js)", (_fn, url) => /sandbox\/src\/worker\//.test(url)],
   ["garbage collection", (fn) => fn === "(garbage collector)"],
   ["promise jobs and timers", (_fn, url) => /task_queues|internal\/timers/.test(url)],
 ];
+
+/** Source maps of bundled files by URL (null: none beside the file). */
+const sourceMaps = new Map();
+
+/** The file a sample's code came from: through the bundle's source map where there is one. */
+function sourceOf({ url, lineNumber, columnNumber }) {
+  if (!url.startsWith("file://")) return url;
+  if (!sourceMaps.has(url)) {
+    const mapFile = `${fileURLToPath(url)}.map`;
+    sourceMaps.set(
+      url,
+      existsSync(mapFile) ? new SourceMap(JSON.parse(readFileSync(mapFile, "utf8"))) : null,
+    );
+  }
+  const map = sourceMaps.get(url);
+  const entry = map?.findEntry(lineNumber, columnNumber);
+  if (!entry?.originalSource) return url;
+  return resolve(dirname(fileURLToPath(url)), entry.originalSource.replace(/^file:\/\//, ""));
+}
 
 function shares(file) {
   const profile = JSON.parse(readFileSync(file, "utf8"));
   const nodes = new Map(profile.nodes.map((node) => [node.id, node]));
   const totals = new Map();
+  const functions = new Map();
   let busy = 0;
   let workerSamples = 0;
   for (let index = 0; index < profile.samples.length; index++) {
-    const { functionName, url } = nodes.get(profile.samples[index]).callFrame;
+    const { callFrame } = nodes.get(profile.samples[index]);
+    const functionName = callFrame.functionName;
+    const url = sourceOf(callFrame);
     const delta = profile.timeDeltas[index] ?? 0;
     const category = (CATEGORIES.find(([, test]) => test(functionName, url)) ?? [
       "other (runtime, builtins)",
     ])[0];
     if (url.includes("sandbox-worker")) workerSamples++;
     totals.set(category, (totals.get(category) ?? 0) + delta);
-    if (category !== "idle" && category !== "start-up") busy += delta;
+    if (category !== "idle" && category !== "start-up") {
+      busy += delta;
+      const name = `${functionName || "(anonymous)"} ${url.replace(/^.*\/(packages|node_modules)\//, "")}`;
+      functions.set(name, (functions.get(name) ?? 0) + delta);
+    }
   }
   totals.delete("idle");
   totals.delete("start-up");
-  return { workerSamples, busy, shares: new Map([...totals].map(([k, v]) => [k, v / busy])) };
+  const share = (entries) => new Map([...entries].map(([k, v]) => [k, v / busy]));
+  return { workerSamples, busy, shares: share(totals), functions: share(functions) };
 }
 
 const dir = mkdtempSync(join(tmpdir(), "codecell-profile-"));
@@ -155,6 +199,25 @@ console.log(
     .join(" ")})`,
 );
 console.table(rows);
+const top = Number(process.env.BENCH_PROFILE_TOP ?? 0);
+for (const [thread, profile, micros] of top > 0
+  ? [
+      ["main", main, perCall.mainMicros],
+      ["worker", worker, perCall.workerMicros],
+    ]
+  : []) {
+  console.log(`\n${thread}: the ${top} functions with the most samples (self time)`);
+  console.table(
+    [...profile.functions]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([fn, share]) => ({
+        function: fn,
+        share: `${(share * 100).toFixed(1)}%`,
+        "µs/call": Number((share * micros).toFixed(1)),
+      })),
+  );
+}
 mkdirSync(join(here, "..", "bench-results"), { recursive: true });
 writeFileSync(
   join(here, "..", "bench-results", "nested-call-profile.json"),
