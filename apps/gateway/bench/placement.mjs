@@ -11,7 +11,9 @@
 // during which both threads last ran on the same CPU, then times the floor the same way. Where taskset
 // (util-linux) is installed it runs twice more: with the whole process pinned to one CPU, and with the
 // main thread and the sandbox worker pinned to two different CPUs once warm (`taskset -p` on each
-// thread), which shows what a nested call costs when the two threads are never put on one CPU.
+// thread), which shows what a nested call costs when the two threads are never put on one CPU. It also
+// prints the scheduler settings of the kernel's command line that change placement (sched_vcpu_pack on
+// the test machines), since the "as placed" rows follow them.
 // Writes bench-results/placement.json.
 import { execFileSync, spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -149,7 +151,27 @@ function tasksetRuns(cpu) {
   }
 }
 
+/**
+ * Scheduler settings on the kernel's command line that change where a woken thread goes (Linux only):
+ * the test machines' guest kernel boots with `sched_vcpu_pack=N`, a vCPU-packing patch mainline Linux
+ * lacks, which puts a woken thread on its waker's busy vCPU while there is room (see the sandbox README's
+ * "Placement"). Printed beside the rows, since the "as placed" ones depend on it.
+ */
+function kernelPlacementPolicy() {
+  let commandLine;
+  try {
+    commandLine = readFileSync("/proc/cmdline", "utf8");
+  } catch {
+    return null;
+  }
+  const settings = commandLine
+    .split(/\s+/)
+    .filter((word) => /^(sched_vcpu_pack|isolcpus|nohz_full)=/.test(word));
+  return settings.length > 0 ? settings.join(" ") : null;
+}
+
 const placements = { "as the kernel places them": child() };
+const placementPolicy = kernelPlacementPolicy();
 const [firstCpu, secondCpu] = firstTwoAllowedCpus();
 let pinnedNote = null;
 if (secondCpu === undefined)
@@ -183,9 +205,18 @@ console.log(
 );
 console.table(rows);
 if (pinnedNote !== null) console.log(`Skipped: ${pinnedNote}.`);
+console.log(
+  placementPolicy === null
+    ? "The kernel's command line sets nothing known to change where a woken thread goes."
+    : `The kernel's command line sets ${placementPolicy}: the "as the kernel places them" rows follow that policy${
+        placementPolicy.includes("sched_vcpu_pack")
+          ? " (sched_vcpu_pack, a vCPU-packing patch, puts a woken thread on its waker's busy CPU)"
+          : ""
+      }.`,
+);
 const resultsDir = join(here, "..", "bench-results");
 mkdirSync(resultsDir, { recursive: true });
 writeFileSync(
   join(resultsDir, "placement.json"),
-  `${JSON.stringify({ node: process.version, date: new Date().toISOString(), loadavg: loadavg(), warm: WARM, cells: CELLS_PER_MODE, pauseMs: PAUSE_MS, rows, skipped: pinnedNote }, null, 2)}\n`,
+  `${JSON.stringify({ node: process.version, date: new Date().toISOString(), loadavg: loadavg(), warm: WARM, cells: CELLS_PER_MODE, pauseMs: PAUSE_MS, rows, skipped: pinnedNote, kernelPlacementPolicy: placementPolicy }, null, 2)}\n`,
 );
