@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { CodeModeError, type CodeModeResult } from "@codecell/contract";
+import { CodeModeError, type CodeModeResult, closestMatches } from "@codecell/contract";
 import { killSpawnedServers } from "@codecell/mcp-connector";
 import { NO_APPROVAL_CLIENT } from "./approvals.js";
 import { connectBanner } from "./banner.js";
@@ -45,8 +45,10 @@ GET /healthz, and the playground at /. --port 0 picks a free port. A --host othe
 bearer tokens in the config (http.tokens); clients then send Authorization: Bearer <token>. --session sets the stdio session id
 (default "stdio"); a restart with the same id and a SQLite snapshot store can resume waiting runs.`,
   exec: `Usage: codecell exec [--config <file>] [--language javascript|typescript] [--no-wait] <file.js|file.ts|->
+       codecell exec [options] --code <cell>   (or -e <cell>)
 
-Runs one cell (a file, or "-" for stdin) and prints the code-mode result as JSON on stdout. A waiting
+Runs one cell (a file, "-" for stdin, or the text after --code) and prints the code-mode result as JSON
+on stdout. A cell given with --code is JavaScript unless --language says otherwise. A waiting
 result is continued with wait until it completes (at most ${MAX_AUTO_WAITS} times) unless --no-wait.
 Calls that need approval are refused (there is no client to ask). Exit 0 completed, 4 failed, 5 waiting.`,
   catalog: `Usage: codecell catalog [--config <file>] [--search <query>]
@@ -59,6 +61,25 @@ what its API.search(query) finds (MCP tools only).`,
 Validates the config file and loads its plugins; prints every problem, one line each, on stderr, and
 exits 3 if there is any. --connect also starts the MCP servers and reports those that fail.`,
 };
+
+/** Each command's options, for its parseArgs and for the "did you mean" of an option it does not take. */
+const OPTIONS = {
+  serve: {
+    config: { type: "string" },
+    http: { type: "string" },
+    port: { type: "string" },
+    host: { type: "string", default: "127.0.0.1" },
+    session: { type: "string", default: "stdio" },
+  },
+  exec: {
+    config: { type: "string" },
+    language: { type: "string" },
+    code: { type: "string", short: "e" },
+    "no-wait": { type: "boolean", default: false },
+  },
+  catalog: { config: { type: "string" }, search: { type: "string" } },
+  check: { config: { type: "string" }, connect: { type: "boolean", default: false } },
+} as const;
 
 class UsageError extends Error {}
 
@@ -122,16 +143,7 @@ function parsePort(value: string): number {
 }
 
 async function serve(args: string[]): Promise<number | undefined> {
-  const { values } = parseArgs({
-    args,
-    options: {
-      config: { type: "string" },
-      http: { type: "string" },
-      port: { type: "string" },
-      host: { type: "string", default: "127.0.0.1" },
-      session: { type: "string", default: "stdio" },
-    },
-  });
+  const { values } = parseArgs({ args, options: OPTIONS.serve });
   const httpPort = values.http ?? values.port;
   // Over stdio, stdout carries the protocol: anything a plugin logs goes to stderr instead.
   if (httpPort === undefined)
@@ -206,24 +218,32 @@ function readCell(path: string): string {
   }
 }
 
-async function exec(args: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: {
-      config: { type: "string" },
-      language: { type: "string" },
-      "no-wait": { type: "boolean", default: false },
-    },
-  });
+/** The cell `exec` runs: the text of --code, or the one file (or "-") named. */
+function execCell(inline: string | undefined, positionals: string[]): { code: string; file: string | null } {
+  if (inline !== undefined) {
+    if (positionals.length > 0)
+      throw new UsageError(
+        `exec takes one cell: --code and a file ("${positionals[0]}") were both given; drop one.`,
+      );
+    if (inline.trim() === "") throw new UsageError("--code was given an empty cell; pass the cell's text.");
+    return { code: inline, file: null };
+  }
   if (positionals.length !== 1)
-    throw new UsageError('exec needs exactly one cell: a .js or .ts file, or "-" for stdin.');
+    throw new UsageError(
+      'exec needs exactly one cell: a .js or .ts file, "-" for stdin, or --code "<cell>".',
+    );
   const file = positionals[0]!;
-  const language = values.language ?? (/\.(m|c)?ts$/.test(file) ? "typescript" : "javascript");
+  return { code: readCell(file), file };
+}
+
+async function exec(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: OPTIONS.exec });
+  const { code, file } = execCell(values.code, positionals);
+  const language =
+    values.language ?? (file !== null && /\.(m|c)?ts$/.test(file) ? "typescript" : "javascript");
   if (language !== "javascript" && language !== "typescript") {
     throw new UsageError(`--language must be javascript or typescript, got "${language}".`);
   }
-  const code = readCell(file);
   const config = loadConfigOrExit(values.config);
   if (!config.codeMode.enabled) {
     fail(
@@ -257,7 +277,7 @@ async function exec(args: string[]): Promise<number> {
 }
 
 async function catalog(args: string[]): Promise<number> {
-  const { values } = parseArgs({ args, options: { config: { type: "string" }, search: { type: "string" } } });
+  const { values } = parseArgs({ args, options: OPTIONS.catalog });
   const gateway = await startGateway(loadConfigOrExit(values.config));
   try {
     process.stdout.write(`${JSON.stringify(catalogView(gateway, values.search), null, 2)}\n`);
@@ -268,10 +288,7 @@ async function catalog(args: string[]): Promise<number> {
 }
 
 async function check(args: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args,
-    options: { config: { type: "string" }, connect: { type: "boolean", default: false } },
-  });
+  const { values } = parseArgs({ args, options: OPTIONS.check });
   const config = loadConfigOrExit(values.config);
   const gateway = await startGateway(config, values.connect);
   try {
@@ -319,12 +336,32 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(`${HELP[command]}\n`);
     return;
   }
-  const code = await run(rest);
+  const code = await run(rest).catch((error: unknown) => {
+    throw commandUsageError(command, error);
+  });
   if (typeof code === "number") {
     process.exitCode = code;
     // Downstream servers and timers are closed; exit explicitly so a stray handle cannot hold the CLI.
     process.exit(code);
   }
+}
+
+/**
+ * A command-line option the command does not take, said with the command's own usage line: Node's
+ * message for it suggests `--` for a positional that starts with "-", which is not what a mistyped or
+ * guessed option needs. Other errors pass unchanged.
+ */
+function commandUsageError(command: string, error: unknown): unknown {
+  const code = (error as { code?: string }).code;
+  if (code !== "ERR_PARSE_ARGS_UNKNOWN_OPTION") return error;
+  const option = /Unknown option '([^']+)'/.exec((error as Error).message)?.[1] ?? "an option";
+  const known = Object.keys(OPTIONS[command as keyof typeof OPTIONS] ?? {});
+  const [closest] = closestMatches(option.replace(/^-+/, ""), known, 1);
+  const hint = closest === undefined ? "" : ` Did you mean --${closest}?`;
+  const usage = HELP[command]?.split("\n\n")[0] ?? "";
+  return new UsageError(
+    `${command} does not take ${option}.${hint}\n${usage}\n(codecell ${command} --help says more)`,
+  );
 }
 
 /**

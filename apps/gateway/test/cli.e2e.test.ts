@@ -114,6 +114,53 @@ describe("codecell exec, catalog and the command line", () => {
     expect(JSON.parse(typed.stdout)).toMatchObject({ status: "completed", value: 4 });
   });
 
+  it("runs a cell given inline with --code or -e, and says what was wrong with the command line", async () => {
+    const setup = makeSetup(baseConfig({ mcpServers: {} }));
+    const inline = await runCli([
+      "exec",
+      "--config",
+      setup.configPath,
+      "--code",
+      "return (await Notes.list()).length + 1;",
+    ]);
+    expect(inline.code, inline.stderr).toBe(0);
+    expect(JSON.parse(inline.stdout)).toMatchObject({ status: "completed", value: 3 });
+    const typed = await runCli([
+      "exec",
+      "--config",
+      setup.configPath,
+      "--language",
+      "typescript",
+      "-e",
+      "const n: number = 21; return n * 2;",
+    ]);
+    expect(typed.code, typed.stderr).toBe(0);
+    expect(JSON.parse(typed.stdout)).toMatchObject({ status: "completed", value: 42 });
+
+    const both = await runCli(["exec", "--config", setup.configPath, "--code", "return 1", "cell.js"]);
+    expect(both).toMatchObject({ code: 2, stdout: "" });
+    expect(both.stderr).toMatch(/--code and a file \("cell\.js"\) were both given/);
+    const empty = await runCli(["exec", "--config", setup.configPath, "--code", " "]);
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toMatch(/--code was given an empty cell/);
+    const none = await runCli(["exec", "--config", setup.configPath]);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(/"-" for stdin, or --code "<cell>"/);
+    // A mistyped option gets the closest one the command takes and the command's usage, not Node's
+    // advice about "--" for positionals.
+    for (const [args, option, suggestion] of [
+      [["exec", "--cod", "return 1"], "--cod", "--code"],
+      [["exec", "--nowait", "-"], "--nowait", "--no-wait"],
+      [["serve", "--prot", "3000"], "--prot", "--port"],
+    ] as const) {
+      const typo = await runCli([...args]);
+      expect(typo.code).toBe(2);
+      expect(typo.stderr).toContain(`${args[0]} does not take ${option}. Did you mean ${suggestion}?`);
+      expect(typo.stderr).toContain(`Usage: codecell ${args[0]} `);
+      expect(typo.stderr).not.toMatch(/positional argument/);
+    }
+  });
+
   it("exits 4 on a failed cell and 5 on a waiting one with --no-wait", async () => {
     const setup = makeSetup(baseConfig({ mcpServers: {} }));
     const failed = await runCli(["exec", "--config", setup.configPath, "-"], {
