@@ -1,9 +1,61 @@
 import type { GuestSurface } from "@codecell/bridge";
 import { nameKey } from "@codecell/catalog";
-import { closestMatches } from "@codecell/contract";
+import { closestMatches, GUEST_GLOBAL_NAMES } from "@codecell/contract";
 import type { ResultShapes } from "./result-shapes.js";
 
 const QUICKJS_TYPE_ERROR = /^TypeError: (.*) \(line (\d+), column (\d+)\)$/;
+const QUICKJS_REFERENCE_ERROR =
+  /^ReferenceError: '?([\p{ID_Start}$_][\p{ID_Continue}$\u200c\u200d]*)'? is not defined/u;
+
+/**
+ * Globals that models reach for and a cell does not have, by design (no network, no timers, no host
+ * environment), each group with what to do instead.
+ */
+const ABSENT_BY_DESIGN: ReadonlyArray<readonly [ReadonlySet<string>, string]> = [
+  [
+    new Set([
+      "fetch",
+      "XMLHttpRequest",
+      "WebSocket",
+      "EventSource",
+      "navigator",
+      "Request",
+      "Response",
+      "Headers",
+    ]),
+    'A cell has no network: reach other services through tools (tools.search("<what it does>")) or MCP servers (API.search("<what it does>")).',
+  ],
+  [
+    new Set([
+      "setTimeout",
+      "setInterval",
+      "setImmediate",
+      "clearTimeout",
+      "clearInterval",
+      "clearImmediate",
+      "requestAnimationFrame",
+    ]),
+    'A cell has no timers: await each call where its result is needed; to hand control back and go on later, await yield_control("<why>").',
+  ],
+  [
+    new Set([
+      "process",
+      "Buffer",
+      "global",
+      "__dirname",
+      "__filename",
+      "module",
+      "exports",
+      "window",
+      "document",
+      "localStorage",
+      "sessionStorage",
+      "Deno",
+      "Bun",
+    ]),
+    "A cell runs in a sandbox without Node's or a browser's globals (no process, environment, file system or DOM); files and the rest are reached through tools.",
+  ],
+];
 
 function closest(word: string, names: readonly string[]): string[] {
   const byKey = new Map(names.map((name) => [nameKey(name), name]));
@@ -135,16 +187,43 @@ async function bindingHint(
 }
 
 /**
+ * What an undeclared name in a cell most likely is: a global the sandbox leaves out on purpose, a
+ * misspelt code-mode global, a tool called without `tools.` or `MCP.<server>.`, or a name from an
+ * earlier cell (each exec starts fresh).
+ */
+function undeclaredNameHint(name: string, surface: GuestSurface): string {
+  const globals = [...GUEST_GLOBAL_NAMES, ...surface.namespaces.map((entry) => entry.globalName)];
+  const listed = `The cell's globals: ${globals.join(", ")}.`;
+  for (const [names, hint] of ABSENT_BY_DESIGN) if (names.has(name)) return `${hint} ${listed}`;
+  const tool = surface.toolFunctions.find((entry) => entry.name === name || entry.aliases?.includes(name));
+  if (tool) return `${name} is a tool: call it as tools.${tool.name}(input).`;
+  const mcpCalls = surface.mcpServers.flatMap((server) =>
+    server.tools
+      .filter((entry) => entry.identifier === name || entry.aliases?.includes(name))
+      .map((entry) => `MCP.${server.identifier}.${entry.identifier}(input)`),
+  );
+  if (mcpCalls.length > 0) return `${name} is an MCP tool: call it as ${mcpCalls.join(" or ")}.`;
+  const near = closest(name, globals);
+  if (near.length > 0) return `Did you mean ${near.join(" or ")}? ${listed}`;
+  return `${name} is not declared in this cell. If it comes from an earlier cell: each exec starts in a fresh sandbox and keeps nothing from the cells before, so declare it again here. ${listed}`;
+}
+
+/**
  * Turns QuickJS's bare `not a function` / `cannot read property 'x' of undefined` into a message that
  * names the expression and, for a code-mode name that does not exist, the closest names and where to
- * look. Returns the message unchanged when the place cannot be pinned to one expression.
+ * look; a `ReferenceError` gets what the undeclared name most likely is (any language: it needs only
+ * the name). Returns the message unchanged when the place cannot be pinned to one expression.
  */
 export async function explainGuestFailure(
   message: string,
-  javascript: string,
+  javascript: string | null,
   surface: GuestSurface,
   origins?: ValueOrigins,
 ): Promise<string> {
+  const undeclared = QUICKJS_REFERENCE_ERROR.exec(message);
+  if (undeclared) return `${message.replace(/\.$/, "")}. ${undeclaredNameHint(undeclared[1]!, surface)}`;
+  // The place of a TypeError is looked up in the source that ran, so only a JavaScript cell has one.
+  if (javascript === null) return message;
   const parsed = QUICKJS_TYPE_ERROR.exec(message);
   if (!parsed) return message;
   const [, detail, line, column] = parsed;

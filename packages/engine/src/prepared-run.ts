@@ -405,9 +405,10 @@ export class ActiveRun implements PreparedRun {
     inflight.attach(this.#sinkFor(ready, segment, shapes));
     engine.inflight.set(runKey, inflight);
     const end = await driveSegment(run, ready, segment).finally(segment.release);
-    // A bare QuickJS TypeError gets the expression it is about (the JavaScript cell is what ran as is).
-    if (end.type === "failed" && end.code === undefined && language === "javascript") {
-      end.message = await explainGuestFailure(end.message, code, surface, {
+    // A bare QuickJS TypeError gets the expression it is about (the JavaScript cell is what ran as is,
+    // so only it has places to look up); a ReferenceError, in either language, what the name may be.
+    if (end.type === "failed" && end.code === undefined) {
+      end.message = await explainGuestFailure(end.message, language === "javascript" ? code : null, surface, {
         shapes,
         resolveTarget: (target) => {
           try {

@@ -260,6 +260,62 @@ describe("errors that name the expression and the fix", () => {
   });
 });
 
+describe("a name the cell never declared", () => {
+  const globals =
+    "The cell's globals: ALL_TOOLS, tools, MCP, API, namespaces, text, json, yield_control, console, Notes.";
+  it.each([
+    [
+      "the network (fetch)",
+      'const r = await fetch("https://example.com/api");\nreturn await r.json()',
+      `ReferenceError: fetch is not defined (line 1, column 17). A cell has no network: reach other services through tools (tools.search("<what it does>")) or MCP servers (API.search("<what it does>")). ${globals}`,
+    ],
+    [
+      "a timer (setTimeout)",
+      "await new Promise((resolve) => setTimeout(resolve, 100));\nreturn 1",
+      'ReferenceError: setTimeout is not defined (line 1, column 32). A cell has no timers: await each call where its result is needed; to hand control back and go on later, await yield_control("<why>").',
+    ],
+    [
+      "Node's environment (process.env)",
+      "return process.env.API_KEY",
+      "ReferenceError: process is not defined (line 1, column 8). A cell runs in a sandbox without Node's or a browser's globals",
+    ],
+    [
+      "a tool called without tools.",
+      'const file = await read_file({ path: "a.txt" });\nreturn file',
+      "ReferenceError: read_file is not defined (line 1, column 20). read_file is a tool: call it as tools.read_file(input).",
+    ],
+    [
+      "an MCP tool called without MCP.<server>.",
+      "return await read_graph({})",
+      "ReferenceError: read_graph is not defined (line 1, column 14). read_graph is an MCP tool: call it as MCP.memory.readGraph(input).",
+    ],
+    [
+      "a code-mode global misspelt",
+      "return allTools.map((tool) => tool.name)",
+      `ReferenceError: allTools is not defined (line 1, column 8). Did you mean ALL_TOOLS? ${globals}`,
+    ],
+    [
+      "a namespace written in lower case",
+      "return await notes.list()",
+      "ReferenceError: notes is not defined (line 1, column 14). Did you mean Notes?",
+    ],
+    [
+      "a variable from an earlier cell",
+      "return files.length",
+      `ReferenceError: files is not defined (line 1, column 8). files is not declared in this cell. If it comes from an earlier cell: each exec starts in a fresh sandbox and keeps nothing from the cells before, so declare it again here. ${globals}`,
+    ],
+  ])("%s", async (_name, code, expected) => {
+    expect(failedWith(await exec(code))).toContain(expected);
+  });
+
+  it("says the same for a TypeScript cell", async () => {
+    const error = failedWith(await exec("const n: number = await fetch('x');\nreturn n", "typescript"));
+    expect(error).toMatch(
+      /^ReferenceError: fetch is not defined \(line 1, column \d+\)\. A cell has no network/,
+    );
+  });
+});
+
 describe("errors that say what a name holds when it came from a tool call", () => {
   it.each([
     [
