@@ -319,8 +319,36 @@ const COMMANDS: Record<string, (args: string[]) => Promise<number | undefined>> 
   check,
 };
 
+/**
+ * `codecell --config c.json5 serve`: options written before the command are moved after it, as if the
+ * command had come first (each command takes its options after it). Unchanged when no command follows.
+ */
+function commandFirst(argv: string[]): string[] {
+  const first = argv[0];
+  if (first === undefined || !first.startsWith("-") || ["--help", "-h", "--version", "-v"].includes(first))
+    return argv;
+  const takesValue = new Set<string>();
+  for (const options of Object.values(OPTIONS)) {
+    for (const [name, option] of Object.entries(options)) {
+      if (option.type !== "string") continue;
+      takesValue.add(`--${name}`);
+      if ("short" in option) takesValue.add(`-${option.short}`);
+    }
+  }
+  for (let index = 0; index < argv.length; index++) {
+    const token = argv[index]!;
+    if (token === "--") return argv;
+    if (token.startsWith("-")) {
+      if (takesValue.has(token)) index++;
+      continue;
+    }
+    return Object.hasOwn(COMMANDS, token) ? [token, ...argv.slice(0, index), ...argv.slice(index + 1)] : argv;
+  }
+  return argv;
+}
+
 async function main(argv: string[]): Promise<void> {
-  const [command, ...rest] = argv;
+  const [command, ...rest] = commandFirst(argv);
   if (command === "--version" || command === "-v") {
     process.stdout.write(`${GATEWAY_VERSION}\n`);
     return;
@@ -329,7 +357,11 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(`${HELP.main}\n`);
     return;
   }
-  const run = COMMANDS[command];
+  const run = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined;
+  if (!run && command.startsWith("-"))
+    throw new UsageError(
+      `"${command}" is an option, and no command was given: write one first, as in codecell serve ${command} .... Commands: serve, exec, catalog, check (see --help).`,
+    );
   if (!run)
     throw new UsageError(`unknown command "${command}". Commands: serve, exec, catalog, check (see --help).`);
   if (rest.includes("--help") || rest.includes("-h")) {

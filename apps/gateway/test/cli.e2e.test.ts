@@ -91,6 +91,17 @@ describe("codecell exec, catalog and the command line", () => {
     expect(unknown.stderr).toBe(
       'codecell: unknown command "launch". Commands: serve, exec, catalog, check (see --help).\n',
     );
+    // Names every object has are no commands either.
+    for (const inherited of ["toString", "constructor", "hasOwnProperty", "__proto__"]) {
+      const result = await runCli([inherited]);
+      expect(result.code, inherited).toBe(2);
+      expect(result.stderr).toBe(
+        `codecell: unknown command "${inherited}". Commands: serve, exec, catalog, check (see --help).\n`,
+      );
+    }
+    const optionOnly = await runCli(["--config", "x.json5"]);
+    expect(optionOnly.code).toBe(2);
+    expect(optionOnly.stderr).toMatch(/"--config" is an option, and no command was given/);
     const flag = await runCli(["catalog", "--frobnicate"]);
     expect(flag.code).toBe(2);
     expect(flag.stderr).toMatch(/--frobnicate/);
@@ -136,6 +147,11 @@ describe("codecell exec, catalog and the command line", () => {
     ]);
     expect(typed.code, typed.stderr).toBe(0);
     expect(JSON.parse(typed.stdout)).toMatchObject({ status: "completed", value: 42 });
+
+    // Options written before the command are taken as the command's.
+    const optionsFirst = await runCli(["--config", setup.configPath, "-e", "return 7", "exec"]);
+    expect(optionsFirst.code, optionsFirst.stderr).toBe(0);
+    expect(JSON.parse(optionsFirst.stdout)).toMatchObject({ status: "completed", value: 7 });
 
     const both = await runCli(["exec", "--config", setup.configPath, "--code", "return 1", "cell.js"]);
     expect(both).toMatchObject({ code: 2, stdout: "" });
