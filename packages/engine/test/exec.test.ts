@@ -517,6 +517,10 @@ describe("cells", () => {
     const result = await exec("while (true) {}");
     histogram.disable();
     expect(result).toMatchObject({ status: "failed", code: "timeout" });
+    // The message says which budget ran out and what to do instead.
+    expect(result.status === "failed" && result.error).toMatch(
+      /^The cell ran past its \d+ ms deadline \(timeoutMs\) and was stopped\. Do less in one exec/,
+    );
     expect(result.telemetry.limitFailures.timeout).toBe(1);
     expect(histogram.max / 1e6).toBeLessThan(200);
   });

@@ -752,7 +752,11 @@ class GuestRun {
       return true;
     }
     if (Date.now() >= this.deadlineAt) {
-      this.force("timeout", "The cell ran past its deadline (timeoutMs) and was stopped.");
+      const budget = this.timeoutMs === null ? "its deadline" : `its ${this.timeoutMs} ms deadline`;
+      this.force(
+        "timeout",
+        `The cell ran past ${budget} (timeoutMs) and was stopped. Do less in one exec (split the work over several cells, or page and filter it); a loop that never ends is stopped the same way.`,
+      );
       return true;
     }
     return false;
