@@ -218,32 +218,32 @@ function readCell(path: string): string {
   }
 }
 
-/** The cell `exec` runs: the text of --code, or the one file (or "-") named. */
-function execCell(inline: string | undefined, positionals: string[]): { code: string; file: string | null } {
+/** The cell `exec` runs: the text of --code, or the one file (or "-") named, read once it is valid. */
+function execCell(inline: string | undefined, positionals: string[]): { code: string } | { file: string } {
   if (inline !== undefined) {
     if (positionals.length > 0)
       throw new UsageError(
         `exec takes one cell: --code and a file ("${positionals[0]}") were both given; drop one.`,
       );
     if (inline.trim() === "") throw new UsageError("--code was given an empty cell; pass the cell's text.");
-    return { code: inline, file: null };
+    return { code: inline };
   }
   if (positionals.length !== 1)
     throw new UsageError(
       'exec needs exactly one cell: a .js or .ts file, "-" for stdin, or --code "<cell>".',
     );
-  const file = positionals[0]!;
-  return { code: readCell(file), file };
+  return { file: positionals[0]! };
 }
 
 async function exec(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: OPTIONS.exec });
-  const { code, file } = execCell(values.code, positionals);
+  const cell = execCell(values.code, positionals);
   const language =
-    values.language ?? (file !== null && /\.(m|c)?ts$/.test(file) ? "typescript" : "javascript");
+    values.language ?? ("file" in cell && /\.(m|c)?ts$/.test(cell.file) ? "typescript" : "javascript");
   if (language !== "javascript" && language !== "typescript") {
     throw new UsageError(`--language must be javascript or typescript, got "${language}".`);
   }
+  const code = "file" in cell ? readCell(cell.file) : cell.code;
   const config = loadConfigOrExit(values.config);
   if (!config.codeMode.enabled) {
     fail(
@@ -379,21 +379,23 @@ async function main(argv: string[]): Promise<void> {
 }
 
 /**
- * A command-line option the command does not take, said with the command's own usage line: Node's
- * message for it suggests `--` for a positional that starts with "-", which is not what a mistyped or
- * guessed option needs. Other errors pass unchanged.
+ * A command line the command's parseArgs refused, as a usage error of that command. An option it does
+ * not take is said with the closest one it does and its usage line: Node's message for it suggests `--`
+ * for a positional that starts with "-", which is not what a mistyped or guessed option needs. Other
+ * errors pass unchanged.
  */
 function commandUsageError(command: string, error: unknown): unknown {
   const code = (error as { code?: string }).code;
+  const more = `(codecell ${command} --help says more)`;
+  if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE" || code === "ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL")
+    return new UsageError(`${(error as Error).message} ${more}`);
   if (code !== "ERR_PARSE_ARGS_UNKNOWN_OPTION") return error;
   const option = /Unknown option '([^']+)'/.exec((error as Error).message)?.[1] ?? "an option";
   const known = Object.keys(OPTIONS[command as keyof typeof OPTIONS] ?? {});
   const [closest] = closestMatches(option.replace(/^-+/, ""), known, 1);
   const hint = closest === undefined ? "" : ` Did you mean --${closest}?`;
   const usage = HELP[command]?.split("\n\n")[0] ?? "";
-  return new UsageError(
-    `${command} does not take ${option}.${hint}\n${usage}\n(codecell ${command} --help says more)`,
-  );
+  return new UsageError(`${command} does not take ${option}.${hint}\n${usage}\n${more}`);
 }
 
 /**
@@ -420,14 +422,6 @@ process.on("unhandledRejection", (reason) => unexpected(reason));
 
 main(process.argv.slice(2)).catch((error: unknown) => {
   if (error instanceof UsageError) fail(EXIT.usage, `${error.message}`);
-  const code = (error as { code?: string }).code;
-  if (
-    code === "ERR_PARSE_ARGS_UNKNOWN_OPTION" ||
-    code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE" ||
-    code === "ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL"
-  ) {
-    fail(EXIT.usage, `${(error as Error).message} (see --help)`);
-  }
   if (CodeModeError.is(error))
     fail(error.code === "invalid_config" ? EXIT.config : EXIT.internal, `${error.code}: ${error.message}`);
   unexpected(error);

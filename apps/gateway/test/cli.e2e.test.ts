@@ -102,6 +102,18 @@ describe("codecell exec, catalog and the command line", () => {
     const optionOnly = await runCli(["--config", "x.json5"]);
     expect(optionOnly.code).toBe(2);
     expect(optionOnly.stderr).toMatch(/"--config" is an option, and no command was given/);
+    const missingValue = await runCli(["serve", "--http"]);
+    expect(missingValue.code).toBe(2);
+    expect(missingValue.stderr).toMatch(
+      /'--http <value>' argument missing \(codecell serve --help says more\)/,
+    );
+    const positional = await runCli(["catalog", "extra"]);
+    expect(positional.code).toBe(2);
+    expect(positional.stderr).toMatch(/Unexpected argument 'extra'.*\(codecell catalog --help says more\)/);
+    // The language is checked before the cell is read: the file need not exist to hear about it.
+    const language = await runCli(["exec", "--language", "rust", "no-such-cell.rs"]);
+    expect(language.code).toBe(2);
+    expect(language.stderr).toBe('codecell: --language must be javascript or typescript, got "rust".\n');
     const flag = await runCli(["catalog", "--frobnicate"]);
     expect(flag.code).toBe(2);
     expect(flag.stderr).toMatch(/--frobnicate/);
