@@ -116,6 +116,8 @@ function writeCache(script: Script, file: string): void {
 }
 
 const nodeRequire = createRequire(import.meta.url);
+/** V8's default `--wasm-tiering-budget` (1,800,000 in Node 20's V8) times 100, for one-shot commands. */
+const ONE_SHOT_WASM_TIERING_BUDGET = 180_000_000;
 
 // 1. The sandbox's early worker starts as this module loads (see @codecell/sandbox): three small modules,
 // before the rest of the sandbox and everything else.
@@ -127,7 +129,17 @@ await import("@codecell/sandbox/worker-start");
 // the work; what is compiled, and its speed once compiled, are the same. Set here, after the worker
 // start: loaded first, node:v8 (~1-2 ms) would delay the worker's spawn. A flag of the whole process,
 // which the CLI owns; the library packages never set one.
-nodeRequire("node:v8").setFlagsFromString("--wasm-num-compilation-tasks=1");
+const v8 = nodeRequire("node:v8") as typeof import("node:v8");
+v8.setFlagsFromString("--wasm-num-compilation-tasks=1");
+// A one-shot command (everything but `serve`) also raises the budget after which V8 recompiles a hot
+// QuickJS function with TurboFan, a hundredfold. A process cannot exit while such a compile is running
+// (Node waits for V8's compile threads), and a first cell sets off compiles of QuickJS's interpreter
+// taking 100-200 ms here, whose code the command then never runs: `codecell exec` of `return 1` printed its
+// result and then waited that long to exit. A cell that computes for long still reaches the budget and is
+// compiled. `serve` keeps V8's default: its cells run for the life of the process. Any argument `serve`
+// counts (even an option's value): the long-lived default is the safe side.
+if (!process.argv.slice(2).includes("serve"))
+  v8.setFlagsFromString(`--wasm-tiering-budget=${ONE_SHOT_WASM_TIERING_BUDGET}`);
 // The packages the bundle leaves external, loaded as the ES modules they are (the worker start, already
 // loaded above, so the bundle's copy of the sandbox shares its state); the bundle gets them by name.
 const externals = new Map<string, unknown>(
