@@ -32,7 +32,8 @@ import {
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 const appDir = join(here, "..");
-const cli = join(appDir, "dist", "cli.js");
+// BENCH_CLI runs the CLI rows (one-shot, `serve`) against another build's dist/cli.js, to compare builds.
+const cli = process.env.BENCH_CLI ?? join(appDir, "dist", "cli.js");
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const STARTS = Number(process.env.BENCH_STARTS ?? 5);
 const C5_CELLS = Number(process.env.BENCH_C5_CELLS ?? 80);
