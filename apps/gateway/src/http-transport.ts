@@ -17,6 +17,7 @@ export { ListenError, listenHttp } from "./http-listen.js";
 
 import { HttpSessionTable } from "./http-sessions.js";
 import { createSessionServer } from "./mcp-front.js";
+import { serveMetrics } from "./metrics-route.js";
 import { serveStatic } from "./static-site.js";
 import { GATEWAY_VERSION } from "./version.js";
 
@@ -330,6 +331,7 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
         }
         return handleMcp(req, res, auth.principal);
       }
+      if (url.pathname === "/metrics") return serveMetrics(gateway, req, res, auth);
       if (url.pathname === "/healthz") {
         if (req.method !== "GET" && req.method !== "HEAD") {
           json(res, 405, { error: "Only GET is served at /healthz." }, { allow: "GET, HEAD" });
@@ -355,7 +357,7 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
         if (await serveStatic(url.pathname, res, `${base}/mcp`, options.playgroundDir)) return;
       }
       json(res, 404, {
-        error: `Nothing at ${url.pathname}. This gateway serves MCP at /mcp, health at /healthz and the playground at /.`,
+        error: `Nothing at ${url.pathname}. This gateway serves MCP at /mcp, health at /healthz, metrics at /metrics and the playground at /.`,
       });
     };
     route().catch((error) => {

@@ -219,6 +219,13 @@ export class CodeModeEngine {
     return this.#trajectory.export(filter);
   }
 
+  /** The sandbox pool's workers, busy and in all, or null while no pool was started (it starts lazily). */
+  sandboxStats(): { workers: number; busyWorkers: number } | null {
+    if (this.#pool === undefined) return null;
+    const { workers, busyWorkers } = this.#pool.stats();
+    return { workers, busyWorkers };
+  }
+
   /** Bytes and sessions the trajectory holds now (what its caps count). */
   get trajectoryStats(): { sessions: number; bytes: number } {
     return { sessions: this.#trajectory.sessionCount, bytes: this.#trajectory.totalBytes };

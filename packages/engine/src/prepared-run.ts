@@ -277,7 +277,7 @@ export class ActiveRun implements PreparedRun {
     } catch (error) {
       result = this.#failure(error, telemetry, startedAt);
     }
-    return this.#finishControl(control, EXEC_TOOL_NAME, call.toolCallId, result, span, startedAt);
+    return this.#finishControl(control, EXEC_TOOL_NAME, call.toolCallId, result, span, startedAt, runId);
   }
 
   async wait(input: unknown, call: ControlCall): Promise<CodeModeResult> {
@@ -293,8 +293,10 @@ export class ActiveRun implements PreparedRun {
     });
     const span = this.#controlSpan(WAIT_TOOL_NAME, call, undefined, input);
     let result: CodeModeResult;
+    let waitedRunId: string | undefined;
     try {
       const { runId } = parseWaitInput(input);
+      waitedRunId = runId;
       span?.set({ "codecell.run.id": runId });
       engine.trajectory.annotate(control, { codeModeRunId: runId });
       const store = await engine.store;
@@ -319,7 +321,15 @@ export class ActiveRun implements PreparedRun {
     } catch (error) {
       result = this.#failure(error, telemetry, startedAt);
     }
-    return this.#finishControl(control, WAIT_TOOL_NAME, call.toolCallId, result, span, startedAt);
+    return this.#finishControl(
+      control,
+      WAIT_TOOL_NAME,
+      call.toolCallId,
+      result,
+      span,
+      startedAt,
+      waitedRunId,
+    );
   }
 
   /**
@@ -413,17 +423,24 @@ export class ActiveRun implements PreparedRun {
     result: CodeModeResult,
     span: TracedSpan | null,
     startedAt: number,
+    knownRunId: string | undefined,
   ): CodeModeResult {
     const { engine } = this;
     engine.countResult(result);
     const code = result.status === "failed" ? (result.code ?? "guest_error") : undefined;
-    this.#observe("controlEnded", {
-      tool,
-      status: result.status,
-      ...(code !== undefined ? { code } : {}),
-      durationMs: Date.now() - startedAt,
-      nestedCalls: result.telemetry.nested.calls,
-    });
+    if (engine.observer?.controlEnded !== undefined) {
+      const runId = result.status === "waiting" ? result.runId : knownRunId;
+      this.#observe("controlEnded", {
+        tool,
+        status: result.status,
+        ...(code !== undefined ? { code } : {}),
+        durationMs: Date.now() - startedAt,
+        nestedCalls: result.telemetry.nested.calls,
+        ...(runId !== undefined ? { runId } : {}),
+        sessionId: this.options.context.sessionId,
+        ...(span !== null ? { traceId: span.span.spanContext().traceId } : {}),
+      });
+    }
     if (span !== null) {
       const { nested } = result.telemetry;
       span.end(

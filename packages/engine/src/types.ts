@@ -181,6 +181,12 @@ export type ControlCallEvent = {
   durationMs: number;
   /** Nested calls the cell made in this call. */
   nestedCalls: number;
+  /** The code-mode run (absent when a wait named none it could read). */
+  runId?: string;
+  /** The run owner's session (`RunContext.sessionId`). */
+  sessionId: string;
+  /** The trace the call's span belongs to, when it was traced. */
+  traceId?: string;
 };
 
 /** One nested call as it ended (a tool call or an MCP resources/prompts request). */

@@ -30,6 +30,7 @@ import {
 } from "./config-schema.js";
 import { userDataDir } from "./data-dir.js";
 import { expandEnvReferences } from "./env-references.js";
+import { resolveTelemetry, type TelemetrySettings } from "./telemetry-config.js";
 
 export type PluginSpec = { entry: string; module: string; options: JsonValue };
 export type SnapshotStoreSpec = (
@@ -86,6 +87,10 @@ export type GatewayConfig = {
   /** What write_file may write there: a quota for the folder and a budget per code-mode run. */
   workspaceLimits: WorkspaceLimits;
   http: HttpSettings;
+  /** OTLP export (traces, metrics) from the `telemetry` block and `OTEL_*`; null: off, no SDK loaded. */
+  telemetry: TelemetrySettings | null;
+  /** Stderr lines as people read them (`human`) or one JSON object each (`logging.format`). */
+  logFormat: "human" | "json";
   /** Non-fatal notes, such as clamped limits. */
   warnings: string[];
 };
@@ -510,6 +515,8 @@ export function resolveGatewayConfig(
     if (rawHttp.streamResumeSeconds !== undefined) http.streamResumeMs = rawHttp.streamResumeSeconds * 1000;
   }
 
+  const telemetry = resolveTelemetry(parsed.success ? parsed.data.telemetry : undefined, env, file, problems);
+
   if (problems.length > 0 || !codeMode) return { config: null, problems, warnings };
   return {
     config: {
@@ -528,6 +535,8 @@ export function resolveGatewayConfig(
       workspace,
       workspaceLimits,
       http,
+      telemetry,
+      logFormat: (parsed.success ? parsed.data.logging?.format : undefined) ?? "human",
       warnings,
     },
     problems: [],
