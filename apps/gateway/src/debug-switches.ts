@@ -1,7 +1,7 @@
 import type { ServerResponse } from "node:http";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import { log, operatorLine } from "./logger.js";
+import { type LogFields, log, operatorLine } from "./logger.js";
 
 /**
  * The operator's debug switches, read from the environment once per process. Every line goes to
@@ -59,10 +59,10 @@ export function debugSwitches(): DebugSwitches {
 }
 
 /** One debug line on stderr, tagged with its switch, cut at a bound. */
-export function debugLine(tag: string, text: string, maxChars = MAX_LINE_CHARS): void {
+export function debugLine(tag: string, text: string, maxChars = MAX_LINE_CHARS, fields?: LogFields): void {
   const line = text.length > maxChars ? `${text.slice(0, maxChars)}… (${text.length} chars)` : text;
   const flat = line.replace(/\n/g, "\\n");
-  log("debug", flat, { tag }, `[codecell:${tag}] ${flat}`);
+  log("debug", flat, { tag, ...fields }, `[codecell:${tag}] ${flat}`);
 }
 
 /**

@@ -3,6 +3,7 @@ import { CodeModeError, type HostTool, type JsonValue } from "@codecell/contract
 import {
   type CodeModeEngine,
   createCodeModeEngine,
+  type EngineObserver,
   type McpServerRequest,
   type PreparedRun,
   type RunContext,
@@ -106,6 +107,11 @@ export class Gateway implements SessionHost {
   #closed: Promise<void> | null = null;
   /** Prometheus (and OTel) instruments, once `enableMetrics` made them. */
   #metrics: GatewayMetrics | null = null;
+  /**
+   * What the engine reports to. The per-call hooks are set only once metrics are enabled: without them
+   * the engine builds no event for a nested call (a stdio gateway without OTLP pays nothing per call).
+   */
+  readonly #observer: EngineObserver = {};
 
   private constructor(
     config: GatewayConfig,
@@ -139,26 +145,23 @@ export class Gateway implements SessionHost {
       ...(debugSwitches().codeMode
         ? { debug: (line: string) => log("debug", line, {}, `[codecell] ${line}`) }
         : {}),
-      observer: {
-        controlEnded: (event) => {
-          this.#metrics?.controlEnded(event);
-          // A JSON log is for machines: one record per exec and wait (the human format stays quiet).
-          if (logFormat() === "json") {
-            log("info", `${event.tool} ${event.status}`, {
-              runId: event.runId,
-              session: event.sessionId,
-              traceId: event.traceId,
-              status: event.status,
-              code: event.code,
-              durationMs: event.durationMs,
-              nestedCalls: event.nestedCalls,
-            });
-          }
-        },
-        nestedCallEnded: (event) => this.#metrics?.nestedCallEnded(event),
-        snapshot: (event) => this.#metrics?.snapshot(event),
-      },
+      observer: this.#observer,
     });
+    this.#observer.controlEnded = (event) => {
+      this.#metrics?.controlEnded(event);
+      // A JSON log is for machines: one record per exec and wait (the human format stays quiet).
+      if (logFormat() === "json") {
+        log("info", `${event.tool} ${event.status}`, {
+          runId: event.runId,
+          session: event.sessionId,
+          traceId: event.traceId,
+          status: event.status,
+          code: event.code,
+          durationMs: event.durationMs,
+          nestedCalls: event.nestedCalls,
+        });
+      }
+    };
     this.connector.onChange(({ server, reason }) => {
       // A server that failed to start was never declared: the model's tools did not change.
       if (reason !== "failed") {
@@ -226,7 +229,12 @@ export class Gateway implements SessionHost {
   async enableMetrics(meter: Meter | null = null): Promise<GatewayMetrics> {
     if (this.#metrics === null) {
       const { GatewayMetrics } = await import("./telemetry/gateway-metrics.js");
-      this.#metrics ??= new GatewayMetrics(this, meter);
+      // Another call may have made them while the module loaded.
+      if (this.#metrics !== null) return this.#metrics;
+      const metrics = new GatewayMetrics(this, meter);
+      this.#metrics = metrics;
+      this.#observer.nestedCallEnded = (event) => metrics.nestedCallEnded(event);
+      this.#observer.snapshot = (event) => metrics.snapshot(event);
     }
     return this.#metrics;
   }
@@ -358,13 +366,22 @@ export class Gateway implements SessionHost {
     const started = Date.now();
     try {
       const value = await this.runTool(request);
-      debugLine("code-mode", `nested call ${toolId} (run ${runId}): ok in ${Date.now() - started} ms`);
+      debugLine(
+        "code-mode",
+        `nested call ${toolId} (run ${runId}): ok in ${Date.now() - started} ms`,
+        undefined,
+        {
+          runId,
+        },
+      );
       return value;
     } catch (error) {
       const code = (error as { code?: unknown }).code;
       debugLine(
         "code-mode",
         `nested call ${toolId} (run ${runId}): failed${typeof code === "string" ? ` (${code})` : ""} in ${Date.now() - started} ms`,
+        undefined,
+        { runId },
       );
       throw error;
     }
