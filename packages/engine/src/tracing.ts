@@ -38,12 +38,19 @@ export type SpanAttributes = Record<string, string | number | boolean | string[]
  */
 export class TracedSpan {
   #context: OtelApi.Context | null = null;
+  /** The context the span was started in (its parent's, with whatever else it carried, e.g. baggage). */
+  readonly #parentContext: OtelApi.Context;
 
-  constructor(readonly span: OtelApi.Span) {}
+  constructor(
+    readonly span: OtelApi.Span,
+    parentContext: OtelApi.Context,
+  ) {
+    this.#parentContext = parentContext;
+  }
 
   /** The context with this span active, for children and for code run under it (made once). */
   get context(): OtelApi.Context {
-    this.#context ??= otelApi().trace.setSpan(otelApi().context.active(), this.span);
+    this.#context ??= otelApi().trace.setSpan(this.#parentContext, this.span);
     return this.#context;
   }
 
@@ -102,7 +109,7 @@ export function startSpan(name: string, options: StartSpanOptions = {}): TracedS
     span.end();
     return null;
   }
-  return new TracedSpan(span);
+  return new TracedSpan(span, parentContext);
 }
 
 /** JSON of a traced input or output, bounded: span attributes are not the place for a whole file. */
