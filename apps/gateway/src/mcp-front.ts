@@ -224,7 +224,21 @@ export function createSessionServer(
   };
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-    const result = await callTool(request, extra);
+    // Traced, the call is a server span in the client's trace (its traceparent), over the engine's.
+    const result = gateway.traceRequest
+      ? await gateway.traceRequest(
+          {
+            method: "tools/call",
+            target: request.params.name,
+            requestId: extra.requestId,
+            sessionId: sessionIdOf(),
+            transport: extra.requestInfo ? "http" : "stdio",
+            ...(request.params._meta ? { meta: request.params._meta as Record<string, unknown> } : {}),
+            ...(extra.requestInfo?.headers ? { headers: extra.requestInfo.headers } : {}),
+          },
+          () => callTool(request, extra),
+        )
+      : await callTool(request, extra);
     if (debugSwitches().payload === "full-redacted") {
       debugLine(
         "payload",
@@ -250,31 +264,16 @@ export function createSessionServer(
         if (session.run.active && (name === "exec" || name === "wait")) {
           log.log(send, "debug", "codecell.run", { event: `${name} started`, requestId: extra.requestId });
           // The request's signal aborts on notifications/cancelled or when an HTTP client goes away.
-          const run = () =>
+          const result =
             name === "exec"
-              ? session.exec(input, {
+              ? await session.exec(input, {
                   signal: extra.signal,
                   ...(progress ? { onProgress: progress.onProgress } : {}),
                 })
-              : session.wait(input, {
+              : await session.wait(input, {
                   signal: extra.signal,
                   ...(progress ? { onProgress: progress.onProgress } : {}),
                 });
-          // Traced, the call is a server span in the client's trace (its traceparent), over the engine's.
-          const result = gateway.traceRequest
-            ? await gateway.traceRequest(
-                {
-                  method: "tools/call",
-                  target: name,
-                  requestId: extra.requestId,
-                  sessionId: sessionIdOf(),
-                  transport: extra.requestInfo ? "http" : "stdio",
-                  ...(request.params._meta ? { meta: request.params._meta as Record<string, unknown> } : {}),
-                  ...(extra.requestInfo?.headers ? { headers: extra.requestInfo.headers } : {}),
-                },
-                run,
-              )
-            : await run();
           // Cell output as log messages, before the result on the same stream (when the config asks).
           if (gateway.config.logCellOutput) {
             for (const message of cellOutputMessages(result.output ?? [])) {
