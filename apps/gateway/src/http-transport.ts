@@ -357,7 +357,7 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
         if (await serveStatic(url.pathname, res, `${base}/mcp`, options.playgroundDir)) return;
       }
       json(res, 404, {
-        error: `Nothing at ${url.pathname}. This gateway serves MCP at /mcp, health at /healthz, metrics at /metrics and the playground at /.`,
+        error: `Nothing at ${url.pathname}. This gateway serves MCP at /mcp, health at /healthz and the playground at /.`,
       });
     };
     route().catch((error) => {
