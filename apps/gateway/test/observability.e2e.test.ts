@@ -4,6 +4,7 @@ import {
   baseConfig,
   callCodeMode,
   connectHttp,
+  connectStdio,
   type HttpGateway,
   makeSetup,
   startHttpGateway,
@@ -305,5 +306,38 @@ describe("codecell serve --http exporting OTLP/HTTP as http/json", () => {
     expect(Number(suspend.attributes["codecell.snapshot.bytes"])).toBeGreaterThan(0);
     expect(wait.attributes["codecell.run.id"]).toBe(exec.attributes["codecell.run.id"]);
     expect(childrenOf(spans, exec).map((span) => span.name)).toContain("execute_tool notes_list");
+  }, 60_000);
+});
+
+describe("codecell serve over stdio exporting OTLP/HTTP", () => {
+  it("joins the trace a client sends in params._meta.traceparent (stdio has no headers)", async () => {
+    const collector = await OtlpReceiver.start();
+    const traceId = "7d1c3f5e9a0b4c2d8e6f1a3b5c7d9e0f";
+    const parentId = "1a2b3c4d5e6f7081";
+    const client = await connectStdio(gatewaySetup().configPath, {
+      env: {
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${collector.url}/v1/traces`,
+        OTEL_BSP_SCHEDULE_DELAY: "100",
+      },
+    });
+    try {
+      const result = await client.client.callTool({
+        name: "exec",
+        arguments: { code: "return (await Notes.list()).length >= 0" },
+        _meta: { traceparent: `00-${traceId}-${parentId}-01` },
+      });
+      expect(result.structuredContent).toMatchObject({ status: "completed", value: true });
+      await collector.until(
+        () =>
+          collector.spans.some((span) => span.traceId === traceId && span.name === "execute_tool notes_list"),
+        "the stdio trace",
+      );
+      const server = collector.spans.find((span) => span.name === "tools/call exec")!;
+      expect(server).toMatchObject({ traceId, parentSpanId: parentId });
+      expect(server.attributes["network.transport"]).toBe("pipe");
+    } finally {
+      await client.close();
+      await collector.close();
+    }
   }, 60_000);
 });
