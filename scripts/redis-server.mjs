@@ -47,10 +47,12 @@ function answersPing(port) {
 }
 
 /**
- * Starts redis-server on a free loopback port. `restart()` stops it and starts an empty one on the
- * same port (no persistence: what an operator gets from a Redis without RDB/AOF). `stop()` cleans up.
+ * Starts redis-server on a free loopback port. `restart()` stops it (SIGKILL) and starts it again on the
+ * same port: empty without persistence (what an operator gets from a Redis without RDB/AOF), with its
+ * data back with `{ persistence: "aof" }` (an append-only file fsynced on every write, so a SIGKILL loses
+ * nothing the server acknowledged). `stop()` cleans up.
  */
-export async function startRedisServer() {
+export async function startRedisServer(options = {}) {
   if (!hasRedis) {
     throw new Error(
       `CODECELL_REQUIRE_REDIS=1 but redis-server was not found at ${REDIS_SERVER}; install Debian's redis-server package`,
@@ -64,7 +66,19 @@ export async function startRedisServer() {
   async function launch() {
     const started = spawn(
       REDIS_SERVER,
-      ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir],
+      [
+        "--port",
+        String(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        ...(options.persistence === "aof"
+          ? ["--appendonly", "yes", "--appendfsync", "always"]
+          : ["--appendonly", "no"]),
+        "--dir",
+        dir,
+      ],
       { stdio: ["ignore", "pipe", "pipe"] },
     );
     started.stdout.on("data", (chunk) => {
@@ -102,6 +116,10 @@ export async function startRedisServer() {
       await launch();
     },
     halt,
+    /** Starts it again after `halt` (on the same port and folder). */
+    start: launch,
+    /** The server's process id (for SIGSTOP/SIGCONT), or null while it is halted. */
+    pid: () => child?.pid ?? null,
     async stop() {
       await halt();
       rmSync(dir, { recursive: true, force: true });
