@@ -12,6 +12,10 @@ export type RunningRedis = {
   halt(): Promise<void>;
   /** Starts the server again after `halt`. */
   start(): Promise<void>;
+  /** Deletes what it persisted (while halted): the next start comes back empty. */
+  wipe(): void;
+  /** Sends one command and resolves with the first line of the reply. */
+  command(...args: Array<string | number>): Promise<string>;
   /** The server's process id, or null while it is halted. */
   pid(): number | null;
   stop(): Promise<void>;

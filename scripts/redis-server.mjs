@@ -2,7 +2,7 @@
 // persistence, its own temporary folder; never the system service and never a fixed port.
 // CODECELL_REQUIRE_REDIS=1 (set by .ci/run) turns a missing binary into a failure instead of a skip.
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -26,6 +26,23 @@ export function freePort() {
       const { port } = server.address();
       server.close(() => resolve(port));
     });
+  });
+}
+
+/** Sends one command and resolves with the first line of the reply (enough for +OK, :1, -ERR ...). */
+function sendCommand(port, args) {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.on("connect", () =>
+      socket.write(
+        `*${args.length}\r\n${args.map((arg) => `$${Buffer.byteLength(String(arg))}\r\n${arg}\r\n`).join("")}`,
+      ),
+    );
+    socket.once("data", (data) => {
+      socket.destroy();
+      resolve(data.toString().split("\r\n")[0]);
+    });
+    socket.on("error", reject);
   });
 }
 
@@ -78,6 +95,9 @@ export async function startRedisServer(options = {}) {
           : ["--appendonly", "no"]),
         "--dir",
         dir,
+        // DEBUG SLEEP lets a test make the server slow; only from loopback.
+        "--enable-debug-command",
+        "local",
       ],
       { stdio: ["ignore", "pipe", "pipe"] },
     );
@@ -118,6 +138,13 @@ export async function startRedisServer(options = {}) {
     halt,
     /** Starts it again after `halt` (on the same port and folder). */
     start: launch,
+    /** Deletes what it persisted (while halted): the next start comes back empty. */
+    wipe() {
+      rmSync(dir, { recursive: true, force: true });
+      mkdirSync(dir, { recursive: true });
+    },
+    /** Sends one command (e.g. "DEBUG", "SLEEP", "2") and resolves with the reply's first line. */
+    command: (...args) => sendCommand(port, args),
     /** The server's process id (for SIGSTOP/SIGCONT), or null while it is halted. */
     pid: () => child?.pid ?? null,
     async stop() {

@@ -55,7 +55,8 @@ describe.skipIf(redisSkipReason !== null)("replicas under faults", () => {
   };
 
   beforeAll(async () => {
-    redis = await startRedisServer();
+    // An append-only file fsynced on every write: a SIGKILLed Redis comes back with all it acknowledged.
+    redis = await startRedisServer({ persistence: "aof" });
     setup = makeSetup(
       baseConfig({
         tools: { codeMode: { enabled: true, timeoutMs: SEGMENT_MS } },
@@ -145,6 +146,52 @@ describe.skipIf(redisSkipReason !== null)("replicas under faults", () => {
     return waiting.runId!;
   }
 
+  /** Waits until the run's calls are settled (the run yields or ends); at most `maxWaits` waits. */
+  async function waitWhileCallsRun(on: Connected, runId: string, maxWaits: number): Promise<Result> {
+    let result = await callCodeMode(on.client, "wait", { runId });
+    for (let attempt = 1; attempt < maxWaits && result.reason === "pending_tools"; attempt += 1) {
+      result = await callCodeMode(on.client, "wait", { runId });
+    }
+    return result;
+  }
+
+  /** Repeats `action` while it answers runtime_unavailable (Redis coming back), at most 40 times. */
+  async function onceRedisAnswers(action: () => Promise<Result>): Promise<Result> {
+    let result = await action();
+    for (let attempt = 0; attempt < 40 && result.code === "runtime_unavailable"; attempt += 1) {
+      await sleep(250);
+      result = await action();
+    }
+    return result;
+  }
+
+  /** The replica's event loop runs again (it answers HTTP). */
+  async function answering(gateway: HttpGateway): Promise<void> {
+    for (let attempt = 0; attempt < 100; attempt += 1) {
+      if ((await fetch(`${gateway.url}healthz`).catch(() => null))?.ok) return;
+      await sleep(100);
+    }
+    throw new Error("the replica does not answer");
+  }
+
+  /** A cell that makes one slow call, keeps how it ended, yields (so the run outlives the call), then returns it. */
+  function callThenYield(seconds: number): string {
+    return `
+      let ended;
+      try { ended = { text: (await MCP.slow.waitLong({ seconds: ${seconds} })).content[0].text }; }
+      catch (error) { ended = { code: error.code ?? null, message: String(error.message) }; }
+      await yield_control("the call ended");
+      return ended;`;
+  }
+
+  function expectFinishedOnce(result: Result): void {
+    expect(result, `${result.code}: ${result.error}`).toMatchObject({
+      status: "failed",
+      code: "invalid_input",
+    });
+    expect(result.error).toMatch(/already (completed|failed)/);
+  }
+
   function expectInterrupted(result: Result, calls = 1): void {
     expect(result, `${result.code}: ${result.error}`).toMatchObject({ status: "completed" });
     const values = result.value as Array<{ code: string; message: string }>;
@@ -169,5 +216,163 @@ describe.skipIf(redisSkipReason !== null)("replicas under faults", () => {
     // A wait that comes long after the lease ran out, on a replica that never saw the run: at once.
     await sleep(3 * LEASE_MS);
     expectInterrupted(await waitUntilDone(onC, late, 2), 3);
+  });
+
+  it("settles a frozen replica's call as interrupted, and the replica that thaws neither settles it again nor loses its lease", async () => {
+    const frozen = await replica();
+    const [onFrozen, onB] = [await client(frozen), await client(b)];
+    const runId = await execWaiting(onFrozen, callThenYield(2));
+    frozen.child.kill("SIGSTOP");
+    // Its downstream server is not frozen: the call finishes there, but the frozen replica cannot record it.
+    const yielded = await waitWhileCallsRun(onB, runId, WAITS_TO_INTERRUPT);
+    expect(yielded, `${yielded.code}: ${yielded.error}`).toMatchObject({
+      status: "waiting",
+      reason: "yield",
+    });
+    frozen.child.kill("SIGCONT");
+    await answering(frozen);
+    expect(callLog()).toContain("finished");
+    // The thawed replica's late outcome lost to the interruption: the run ends with what the cell saw.
+    const done = await callCodeMode(onB.client, "wait", { runId });
+    expect(done, `${done.code}: ${done.error}`).toMatchObject({ status: "completed" });
+    expect(done.value).toMatchObject({ code: "nested_tool_failed" });
+    expectFinishedOnce(await callCodeMode(onB.client, "wait", { runId }));
+    // Thawed, it renews its lease again: a call it runs now is delivered, not taken for interrupted.
+    const next = await execWaiting(onFrozen, slowCall(1.5));
+    const result = await waitUntilDone(onB, next, 6);
+    expect(result, `${result.code}: ${result.error}`).toMatchObject({
+      status: "completed",
+      value: [{ text: "finished" }],
+    });
+  });
+
+  it("settles the calls of a replica cut off from Redis as interrupted, answers it runtime_unavailable meanwhile, and takes it back once healed", async () => {
+    const proxy: TcpProxy = await startTcpProxy(redis.port);
+    try {
+      const cut = await replica(`redis://127.0.0.1:${proxy.port}`);
+      const [onCut, onB] = [await client(cut), await client(b)];
+      const runId = await execWaiting(onCut, callThenYield(2));
+      proxy.cut();
+      const yielded = await waitWhileCallsRun(onB, runId, WAITS_TO_INTERRUPT);
+      expect(yielded, `${yielded.code}: ${yielded.error}`).toMatchObject({
+        status: "waiting",
+        reason: "yield",
+      });
+      // The cut-off replica cannot suspend a run: a clear error naming Redis, not a hang.
+      const refused = await callCodeMode(onCut.client, "exec", {
+        code: `await yield_control("x"); return 1;`,
+      });
+      expect(refused).toMatchObject({ status: "failed", code: "runtime_unavailable" });
+      expect(refused.error).toContain("Redis");
+      proxy.heal();
+      // Healed: its late outcome cannot replace the interruption the run already went on with.
+      await sleep(LEASE_MS);
+      const done = await callCodeMode(onB.client, "wait", { runId });
+      expect(done, `${done.code}: ${done.error}`).toMatchObject({ status: "completed" });
+      expect(done.value).toMatchObject({ code: "nested_tool_failed" });
+      expectFinishedOnce(await callCodeMode(onB.client, "wait", { runId }));
+      // And it serves again: a call it runs is delivered to a wait on another replica.
+      const next = await onceRedisAnswers(() => callCodeMode(onCut.client, "exec", { code: slowCall(1.5) }));
+      expect(next, `${next.code}: ${next.error}`).toMatchObject({ status: "waiting" });
+      const result = await waitUntilDone(onB, next.runId!, 6);
+      expect(result, `${result.code}: ${result.error}`).toMatchObject({
+        status: "completed",
+        value: [{ text: "finished" }],
+      });
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it("takes over a run whose claiming replica died mid-wait, before the claim's own lease runs out", async () => {
+    const claimer = await replica();
+    const [onClaimer, onB, onC] = [await client(claimer), await client(b), await client(c)];
+    // The call runs on C, which lives; the replica resuming the run dies while it holds the claim.
+    const runId = await execWaiting(onC, slowCall(4));
+    // Not awaited: the answer never comes (the client may try to resume its stream for a while).
+    void callCodeMode(onClaimer.client, "wait", { runId }).catch(() => null);
+    await sleep(300);
+    await killGroup(claimer);
+    let result = await callCodeMode(onB.client, "wait", { runId });
+    // Bounded: busy until the claimer's lease is found gone (a few lease periods), then it resumes.
+    for (let attempt = 0; attempt < 20 && result.status !== "completed"; attempt += 1) {
+      if (result.status === "failed") {
+        expect(result.error).toContain("already being resumed");
+        await sleep(250);
+      }
+      result = await callCodeMode(onB.client, "wait", { runId });
+    }
+    expect(result, `${result.code}: ${result.error}`).toMatchObject({
+      status: "completed",
+      value: [{ text: "finished" }],
+    });
+  });
+
+  it("loses no accepted run and resumes none twice when Redis is killed and restarts from its append-only file", async () => {
+    const [onB, onC] = [await client(b), await client(c)];
+    const yields: string[] = [];
+    for (let index = 0; index < 5; index += 1) {
+      const waiting = await callCodeMode(onB.client, "exec", {
+        code: `await yield_control("r"); return ${index};`,
+      });
+      expect(waiting.status, `${waiting.code}: ${waiting.error}`).toBe("waiting");
+      yields.push(waiting.runId!);
+    }
+    // A call on B that finishes while Redis is away: B records it once Redis is back.
+    const slowRun = await execWaiting(onB, slowCall(2));
+    await redis.halt();
+    const down = await callCodeMode(onC.client, "wait", { runId: yields[0] });
+    expect(down).toMatchObject({ status: "failed", code: "runtime_unavailable" });
+    expect(down.error).toContain("Redis");
+    const refused = await callCodeMode(onC.client, "exec", { code: `await yield_control("x"); return 1;` });
+    expect(refused).toMatchObject({ status: "failed", code: "runtime_unavailable" });
+    // Down for longer than a lease: every lease is gone when it comes back, and nobody is taken for dead.
+    await sleep(2 * LEASE_MS);
+    await redis.start();
+    for (const [index, runId] of yields.entries()) {
+      const done = await onceRedisAnswers(() => callCodeMode(onC.client, "wait", { runId }));
+      expect(done, `${done.code}: ${done.error}`).toMatchObject({ status: "completed", value: index });
+      expectFinishedOnce(await callCodeMode(onB.client, "wait", { runId }));
+    }
+    const slow = await waitUntilDone(onC, slowRun, 6);
+    expect(slow, `${slow.code}: ${slow.error}`).toMatchObject({
+      status: "completed",
+      value: [{ text: "finished" }],
+    });
+  });
+
+  it("keeps a live replica's call through a Redis that stalls for longer than a lease (DEBUG SLEEP)", async () => {
+    const [onB, onC] = [await client(b), await client(c)];
+    const runId = await execWaiting(onB, slowCall(3));
+    const stalled = redis.command("DEBUG", "SLEEP", String((2 * LEASE_MS) / 1000));
+    // A wait during the stall takes longer, it does not fail (the stall is under commandTimeoutMs).
+    const result = await waitUntilDone(onC, runId, 8);
+    expect(await stalled).toBe("+OK");
+    expect(result, `${result.code}: ${result.error}`).toMatchObject({
+      status: "completed",
+      value: [{ text: "finished" }],
+    });
+  });
+
+  it("answers snapshot_restore_failed, never a wrong result, after Redis restarts without its data", async () => {
+    const [onB, onC] = [await client(b), await client(c)];
+    const yielded = await callCodeMode(onB.client, "exec", {
+      code: `await yield_control("r"); return "never";`,
+    });
+    const running = await execWaiting(onB, slowCall(1));
+    await redis.halt();
+    redis.wipe();
+    await redis.start();
+    for (const runId of [yielded.runId!, running]) {
+      const lost = await onceRedisAnswers(() => callCodeMode(onC.client, "wait", { runId }));
+      expect(lost, `${lost.code}: ${lost.error}`).toMatchObject({
+        status: "failed",
+        code: "snapshot_restore_failed",
+      });
+      expect(lost.error).toContain("lost its records");
+    }
+    // The deployment goes on on the empty Redis.
+    const again = await onceRedisAnswers(() => callCodeMode(onB.client, "exec", { code: slowCall(1) }));
+    expect((await waitUntilDone(onC, again.runId!, 6)).value).toEqual([{ text: "finished" }]);
   });
 });

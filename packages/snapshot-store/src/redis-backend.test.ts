@@ -247,10 +247,16 @@ describe.skipIf(redisSkipReason !== null)("Redis backend: several replicas on on
     }
     expect(lost?.code).toBe("snapshot_restore_failed");
     expect(lost?.message).toContain("lost its records");
-    // Once said, the store works again on the new dataset: new runs resume, unknown ids are unknown.
+    // Once said, the store works again on the new dataset: new runs resume, and a run missing from it is
+    // still said to be lost (on a replica that never saw the reset too), not "unknown".
     const fresh = await store.suspend(suspendInput());
     await store.finish(await store.claim(fresh.runId, scopeFor()), "completed");
-    expect((await thrown(() => store.claim(runId, scopeFor()))).code).toBe("invalid_input");
+    const other = await replica();
+    for (const asked of [store, other]) {
+      const again = await thrown(() => asked.claim(runId, scopeFor()));
+      expect(again.code).toBe("snapshot_restore_failed");
+      expect(again.message).toContain("lost its records at");
+    }
     redis.disconnect();
     redis = quietClient(server.url);
   });

@@ -395,12 +395,24 @@ export class RedisSnapshotBackend implements SnapshotBackend {
     const status = String(answer[0]);
     switch (status) {
       case "reset":
-        // Adopt the server's new epoch, so runs stored from now on are answered normally again.
+        // Adopt the server's new epoch, so runs stored from now on are answered normally again, and
+        // say when the data was lost, so a wait for another run stored before then is told so too
+        // (for as long as tombstones last) instead of hearing "unknown runId".
+        await this.#client
+          .set(`${this.#epochKey}-lost-at`, String(Date.now()), "PX", DEFAULT_TOMBSTONE_MS, "NX")
+          .catch(() => {});
         await this.#adoptEpoch().catch(() => {});
         throw new CodeModeError(
           "snapshot_restore_failed",
           `run "${request.runId}" cannot be resumed: the snapshot store (Redis at ${this.where}) lost its records since this ` +
             "gateway connected (Redis restarted without persistence, or was flushed). Run the work again with exec.",
+        );
+      case "lost":
+        throw new CodeModeError(
+          "snapshot_restore_failed",
+          `run "${request.runId}" cannot be resumed: it is not in the snapshot store (Redis at ${this.where}), which lost its ` +
+            `records at ${new Date(Number(answer[1])).toISOString()} (Redis restarted without persistence, or was flushed); ` +
+            "a run stored before then is lost. Run the work again with exec.",
         );
       case "unknown":
       case "scope_mismatch":

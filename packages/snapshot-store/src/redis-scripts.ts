@@ -156,6 +156,9 @@ return {'recorded'}
 export const CLAIM = `${HELPERS}${OWNER}
 if redis.call('EXISTS', KEYS[1]) == 0 then
   if redis.call('GET', KEYS[4]) ~= ARGV[10] then return {'reset'} end
+  -- Redis lost its data lately: a run missing now may have been stored before that.
+  local lostAt = redis.call('GET', KEYS[4] .. '-lost-at')
+  if lostAt then return {'lost', lostAt} end
   return {'unknown'}
 end
 local head = redis.call('HMGET', KEYS[1], 'ag', 'sk', 'si', 'pr', 'st', 'lu', 'ex', 'by')
