@@ -101,6 +101,7 @@ export const httpSettingsSchema = once(() =>
       .max(7 * 24 * 3600)
       .optional(),
     streamResumeSeconds: z.number().min(0).max(3600).optional(),
+    drainSeconds: z.number().min(0).max(3600).optional(),
   }),
 );
 
@@ -227,6 +228,8 @@ export const FIELD_HINTS: Record<string, string> = {
   "http.sessionIdleSeconds": "seconds without a request after which an MCP session is closed (default 600)",
   "http.streamResumeSeconds":
     "seconds (0 to 3600, default 5) a client whose response stream dropped has to resume it with Last-Event-ID before its request is cancelled",
+  "http.drainSeconds":
+    "seconds (0 to 3600, default 10) a stopping gateway waits for requests and nested calls in flight before it closes them",
 };
 
 export type GatewayConfigFile = z.infer<ReturnType<typeof gatewayConfigSchema>>;
