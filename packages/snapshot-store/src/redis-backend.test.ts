@@ -86,6 +86,32 @@ describe.skipIf(redisSkipReason !== null)("Redis backend: several replicas on on
     await expect(a.claim(runId, scopeFor())).rejects.toMatchObject({ code: "invalid_input" });
   });
 
+  it("counts maxLiveRuns per live replica: the deployment's cap grows and shrinks with its replicas", async () => {
+    nextPrefix();
+    const open = async () => {
+      const store = await openSnapshotStore({
+        backend: new RedisSnapshotBackend({ url: server.url, secret: TEST_SECRET, keyPrefix: prefix }),
+        sweepIntervalMs: 0,
+        maxLiveRuns: 2,
+      });
+      stores.push(store);
+      return store;
+    };
+    const a = await open();
+    for (let index = 0; index < 2; index += 1) await a.suspend(suspendInput());
+    const full = await thrown(() => a.suspend(suspendInput()));
+    expect(full.code).toBe("snapshot_limit_exceeded");
+    expect(full.message).toContain("the limit is 2 (maxLiveRuns 2 per live replica)");
+    // Two more replicas: room for four more runs, taken from any of them.
+    const [b, c] = [await open(), await open()];
+    for (const store of [a, b, c, a]) await store.suspend(suspendInput());
+    expect((await thrown(() => b.suspend(suspendInput()))).message).toContain("the limit is 6");
+    // A replica that stops takes its share with it; the runs stay (never evicted).
+    await c.close();
+    expect((await a.stats()).live).toBe(6);
+    expect((await thrown(() => a.suspend(suspendInput()))).message).toContain("the limit is 4");
+  });
+
   it("requires a secret of at least 32 bytes", () => {
     for (const secret of [undefined, "", "short secret"]) {
       expect(() => new RedisSnapshotBackend({ url: server.url, secret: secret as string })).toThrow(

@@ -194,7 +194,8 @@ export const FIELD_HINTS: Record<string, string> = {
     '{ "kind": "memory" }, { "kind": "sqlite", "path": "runs.db" } or { "kind": "redis", "url": "redis://...", "secret": "${CODECELL_SNAPSHOT_SECRET}" }',
   "snapshotStore.kind": '"memory", "sqlite" or "redis"',
   "snapshotStore.path": "a file path for the SQLite database, relative to the config file",
-  "snapshotStore.maxLiveRuns": "how many runs may wait at once in the store (1 to 1000000, default 64)",
+  "snapshotStore.maxLiveRuns":
+    "how many runs may wait at once in the store (1 to 1000000, default 64; on Redis per live replica)",
   "snapshotStore.url": 'a Redis URL, "redis://[user:password@]host:port[/db]" or "rediss://..." for TLS',
   "snapshotStore.keyPrefix": 'a prefix for every Redis key, the same on every replica (default "codecell:")',
   "snapshotStore.secret":
