@@ -112,6 +112,27 @@ describe.skipIf(redisSkipReason !== null)("Redis backend: several replicas on on
     expect((await thrown(() => a.suspend(suspendInput()))).message).toContain("the limit is 4");
   });
 
+  it("gives back a claim that timed out here but ran on a stalled server, so the run is not held", async () => {
+    nextPrefix();
+    const a = await replica({ commandTimeoutMs: 300 });
+    const b = await replica();
+    const { runId } = await a.suspend(suspendInput());
+    const stall = redis.call("DEBUG", "SLEEP", "1");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect((await thrown(() => a.claim(runId, scopeFor()))).code).toBe("runtime_unavailable");
+    await stall;
+    // Bounded: given back within a second or two of the stall's end.
+    let claimed: Awaited<ReturnType<SnapshotStore["claim"]>> | null = null;
+    for (let attempt = 0; attempt < 30 && claimed === null; attempt += 1) {
+      claimed = await b.claim(runId, scopeFor()).catch((error: CodeModeError) => {
+        expect(error.message).toContain("already being resumed");
+        return null;
+      });
+      if (claimed === null) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(claimed?.runId).toBe(runId);
+  });
+
   it("requires a secret of at least 32 bytes", () => {
     for (const secret of [undefined, "", "short secret"]) {
       expect(() => new RedisSnapshotBackend({ url: server.url, secret: secret as string })).toThrow(

@@ -391,7 +391,12 @@ export class RedisSnapshotBackend implements SnapshotBackend {
         this.#leaseMs,
         REPLICA_MARK_MS,
       ),
-    );
+    ).catch((error: unknown) => {
+      // A claim that timed out here may still run on the server, and would hold the run until its
+      // claim lease ends: give it back as soon as Redis answers (a claim that never ran is not ours).
+      this.#releaseAbandoned(request.runId, request.claimToken, 0);
+      throw error;
+    });
     const status = String(answer[0]);
     switch (status) {
       case "reset":
@@ -428,6 +433,14 @@ export class RedisSnapshotBackend implements SnapshotBackend {
       default:
         throw new CodeModeError("internal_error", `Redis snapshot store: unexpected claim answer ${status}`);
     }
+  }
+
+  #releaseAbandoned(runId: string, claimToken: string, attempt: number): void {
+    if (this.#closed || attempt >= 20) return;
+    const timer = setTimeout(() => {
+      this.release(runId, claimToken).catch(() => this.#releaseAbandoned(runId, claimToken, attempt + 1));
+    }, 500);
+    timer.unref();
   }
 
   async #verifiedRecord(request: ClaimRequest, flat: Buffer[]): Promise<BackendRecord> {
