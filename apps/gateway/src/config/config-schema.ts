@@ -201,7 +201,7 @@ export const FIELD_HINTS: Record<string, string> = {
   "snapshotStore.secret":
     'the key that signs snapshots (on Redis also every record), at least 32 bytes, e.g. "${CODECELL_SNAPSHOT_SECRET}"; required and the same on every replica for redis; for sqlite, absent, a 0600 key file is generated beside the database',
   "snapshotStore.replicaLeaseMs":
-    "milliseconds (300 to 600000, default 15000) after which a silent replica's nested calls count as interrupted",
+    "milliseconds (300 to 600000, default 15000) a replica's lease lasts; a silent replica's nested calls count as interrupted two to two and a third leases after its last renewal",
   workspace:
     'a folder path, relative to the config file, that the core file tools may touch, or { "path": "...", "maxBytes": 1073741824, "maxWriteBytesPerRun": 67108864 }',
   "workspace.path": "a folder path, relative to the config file, that the core file tools may touch",
