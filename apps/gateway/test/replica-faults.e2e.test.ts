@@ -92,8 +92,8 @@ describe.skipIf(redisSkipReason !== null)("replicas under faults", () => {
   });
 
   /** A started replica (its own process group) whose sandbox has run a first cell. */
-  async function replica(redisUrl = redis.url): Promise<HttpGateway> {
-    const gateway = await startHttpGateway(setup.configPath, {
+  async function replica(redisUrl = redis.url, configPath = setup.configPath): Promise<HttpGateway> {
+    const gateway = await startHttpGateway(configPath, {
       env: { REDIS_URL: redisUrl, CODECELL_SNAPSHOT_SECRET: SECRET },
       detached: true,
     });
@@ -216,6 +216,32 @@ describe.skipIf(redisSkipReason !== null)("replicas under faults", () => {
     // A wait that comes long after the lease ran out, on a replica that never saw the run: at once.
     await sleep(3 * LEASE_MS);
     expectInterrupted(await waitUntilDone(onC, late, 2), 3);
+  });
+
+  it("settles the call of a dead replica whose lease is five times a wait, with a wait every second", async () => {
+    // The one longer lease: each wait ends long before the lease does, as with the default 15 s lease
+    // and a client that waits again every second.
+    const longLease = 5 * SEGMENT_MS;
+    const { configPath } = makeSetup(
+      baseConfig({
+        ...JSON.parse(readFileSync(setup.configPath, "utf8")),
+        snapshotStore: {
+          kind: "redis",
+          url: "${REDIS_URL}",
+          secret: "${CODECELL_SNAPSHOT_SECRET}",
+          keyPrefix: "faults-long-lease:",
+          replicaLeaseMs: longLease,
+        },
+      }),
+    );
+    const [doomed, waiter] = await Promise.all([
+      replica(redis.url, configPath),
+      replica(redis.url, configPath),
+    ]);
+    const [onDoomed, onWaiter] = [await client(doomed), await client(waiter)];
+    const runId = await execWaiting(onDoomed, slowCall(60));
+    await killGroup(doomed);
+    expectInterrupted(await waitUntilDone(onWaiter, runId, Math.ceil((3 * longLease) / SEGMENT_MS) + 2));
   });
 
   it("settles a frozen replica's call as interrupted, and the replica that thaws neither settles it again nor loses its lease", async () => {
