@@ -304,6 +304,12 @@ describe.skipIf(redisSkipReason !== null)("Redis backend: several replicas on on
       expect(again.code).toBe("snapshot_restore_failed");
       expect(again.message).toContain("lost its records at");
     }
+    // Another caller's live run gets exactly that answer too: whether a run exists stays unknowable.
+    const theirs = await store.suspend(suspendInput());
+    const foreign = await thrown(() => other.claim(theirs.runId, scopeFor({ sessionId: "session-2" })));
+    const missing = await thrown(() => other.claim(runId, scopeFor({ sessionId: "session-2" })));
+    expect(foreign.code).toBe(missing.code);
+    expect(foreign.message.replace(theirs.runId, "")).toBe(missing.message.replace(runId, ""));
     redis.disconnect();
     redis = quietClient(server.url);
   });

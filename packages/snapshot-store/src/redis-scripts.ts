@@ -154,16 +154,18 @@ return {'recorded'}
  * that is gone (see ownerState) is taken over before its claim lease runs out.
  */
 export const CLAIM = `${HELPERS}${OWNER}
-if redis.call('EXISTS', KEYS[1]) == 0 then
+-- A run that is not there, and one of another caller, get the same answer: after Redis lost its data,
+-- "reset" or "lost" (a run missing now may have been stored before that), otherwise "unknown".
+local function missing(answer)
   if redis.call('GET', KEYS[4]) ~= ARGV[10] then return {'reset'} end
-  -- Redis lost its data lately: a run missing now may have been stored before that.
   local lostAt = redis.call('GET', KEYS[4] .. '-lost-at')
   if lostAt then return {'lost', lostAt} end
-  return {'unknown'}
+  return {answer}
 end
+if redis.call('EXISTS', KEYS[1]) == 0 then return missing('unknown') end
 local head = redis.call('HMGET', KEYS[1], 'ag', 'sk', 'si', 'pr', 'st', 'lu', 'ex', 'by')
 if head[1] ~= ARGV[1] or head[2] ~= ARGV[2] or head[3] ~= ARGV[3] or head[4] ~= ARGV[4] then
-  return {'scope_mismatch'}
+  return missing('scope_mismatch')
 end
 local state = head[5]
 local now = tonumber(ARGV[5])
