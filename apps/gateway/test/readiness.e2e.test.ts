@@ -1,5 +1,6 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: config files use ${ENV} references
 import { existsSync, readFileSync } from "node:fs";
+import { get } from "node:http";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { freePort } from "../../../scripts/redis-server.mjs";
@@ -18,13 +19,21 @@ const SLOW_SERVER = join(APP_DIR, "test", "fixtures", "slow-server.mjs");
 const LATE_SERVER = join(APP_DIR, "test", "fixtures", "late-server.mjs");
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function readyz(url: string): Promise<{ status: number; body: unknown } | null> {
-  try {
-    const response = await fetch(`${url}readyz`);
-    return { status: response.status, body: await response.json() };
-  } catch {
-    return null;
-  }
+/**
+ * GET /readyz on a connection of its own, as a probe does (a draining gateway closes idle pooled
+ * connections, which a pooled client could pick just as they close); null when nothing answers.
+ */
+function readyz(url: string): Promise<{ status: number; body: unknown } | null> {
+  return new Promise((resolve) => {
+    const req = get(`${url}readyz`, { agent: false }, (res) => {
+      let text = "";
+      res.on("data", (chunk) => {
+        text += chunk;
+      });
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+    });
+    req.on("error", () => resolve(null));
+  });
 }
 
 function exited(gateway: HttpGateway): Promise<number | null> {
