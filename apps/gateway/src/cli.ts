@@ -12,6 +12,7 @@ import { EXIT } from "./exit-codes.js";
 import { Gateway } from "./gateway.js";
 import { log, operatorLine, setLogFormat } from "./logger.js";
 import { catalogView } from "./mcp-front.js";
+import { Readiness } from "./readiness.js";
 import { serveStdio } from "./stdio-transport.js";
 import { GATEWAY_VERSION } from "./version.js";
 
@@ -222,13 +223,31 @@ async function serve(args: string[]): Promise<number | undefined> {
     }
     process.exit(EXIT.ok);
   }
+  const readiness = new Readiness();
+  if (bound) readiness.watch(bound.server);
   const http = await httpTransport.serveHttp(gateway, {
     port: parsePort(httpPort),
     host: values.host,
     bound,
+    readiness,
   });
+  readiness.ready();
   stopWith(async () => {
     saveCodeCache();
+    if (bound) {
+      const drainMs = config.http.drainMs;
+      // Nested calls of waiting runs are worth waiting for only when another replica can deliver them
+      // (a shared store); on memory or SQLite the runs' next wait is in this process, which is stopping.
+      const shared = gateway.store.sharesOutcomes;
+      const report = await readiness.drain(bound.server, drainMs, () =>
+        shared ? gateway.engine.callsInFlight().calls : 0,
+      );
+      if (report.requests > 0 || report.calls > 0) {
+        process.stderr.write(
+          `codecell: after ${drainMs} ms (http.drainSeconds), ${report.requests} request(s) and ${report.calls} nested call(s) were still running; closing them\n`,
+        );
+      }
+    }
     await http.close();
     await gateway.close();
     // What is still buffered goes to the collector before the process exits.

@@ -18,6 +18,7 @@ export { ListenError, listenHttp } from "./http-listen.js";
 import { HttpSessionTable } from "./http-sessions.js";
 import { createSessionServer } from "./mcp-front.js";
 import { serveMetrics } from "./metrics-route.js";
+import type { Readiness } from "./readiness.js";
 import { serveStatic } from "./static-site.js";
 import { GATEWAY_VERSION } from "./version.js";
 
@@ -35,6 +36,8 @@ export type HttpServeOptions = {
   settings?: HttpSettings;
   /** A server already bound with `listenHttp` (so the port was checked before the gateway started). */
   bound?: { server: HttpServer; ready(): void };
+  /** Answers `/readyz` and refuses new sessions while draining (see readiness.ts). */
+  readiness?: Readiness;
 };
 export type RunningHttpServer = { url: string; mcpUrl: string; port: number; close(): Promise<void> };
 
@@ -298,6 +301,8 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
   server.on("request", (req, res) => {
     const url = new URL(req.url ?? "/", "http://localhost");
     const route = async () => {
+      // Before the Host check: a probe sends the pod's address, and the answer reveals only ready or not.
+      if (options.readiness?.route(req, res, url.pathname)) return;
       if (!hosts.allows(req.headers.host)) {
         json(res, 403, {
           error: `Host "${req.headers.host ?? ""}" is not one this gateway answers to. Use the address it is bound to, or add the name to http.allowedHosts.`,

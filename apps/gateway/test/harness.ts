@@ -85,11 +85,13 @@ export type HttpGateway = {
 /** Spawns `codecell serve --http 0` and reads the URL it prints. */
 export async function startHttpGateway(
   configPath: string | null,
-  options: { env?: NodeJS.ProcessEnv; args?: string[] } = {},
+  /** detached: the gateway leads its own process group (with its downstream servers), to kill as one. */
+  options: { env?: NodeJS.ProcessEnv; args?: string[]; detached?: boolean } = {},
 ): Promise<HttpGateway> {
   const config = configPath === null ? [] : ["--config", configPath];
   const child = spawn(process.execPath, [CLI, "serve", ...config, "--http", "0", ...(options.args ?? [])], {
     stdio: ["ignore", "pipe", "pipe"],
+    detached: options.detached ?? false,
     env: { ...process.env, ...options.env },
   });
   let output = "";

@@ -51,6 +51,8 @@ export type HttpSettings = {
   sessionIdleMs: number;
   /** How long a request whose stream dropped may be resumed (Last-Event-ID) before it is cancelled. */
   streamResumeMs: number;
+  /** How long a stopping gateway waits for requests and nested calls in flight (SIGTERM/SIGINT). */
+  drainMs: number;
 };
 
 export const DEFAULT_HTTP_SETTINGS: HttpSettings = {
@@ -59,6 +61,7 @@ export const DEFAULT_HTTP_SETTINGS: HttpSettings = {
   maxSessionsPerPrincipal: 64,
   sessionIdleMs: 600_000,
   streamResumeMs: 5_000,
+  drainMs: 10_000,
 };
 
 /**
@@ -513,6 +516,7 @@ export function resolveGatewayConfig(
       http.maxSessionsPerPrincipal = rawHttp.maxSessionsPerPrincipal;
     if (rawHttp.sessionIdleSeconds !== undefined) http.sessionIdleMs = rawHttp.sessionIdleSeconds * 1000;
     if (rawHttp.streamResumeSeconds !== undefined) http.streamResumeMs = rawHttp.streamResumeSeconds * 1000;
+    if (rawHttp.drainSeconds !== undefined) http.drainMs = rawHttp.drainSeconds * 1000;
   }
 
   const telemetry = resolveTelemetry(parsed.success ? parsed.data.telemetry : undefined, env, file, problems);
