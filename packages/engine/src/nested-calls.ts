@@ -52,6 +52,8 @@ export type RequestParent = {
   progress: ((event: RunProgress) => void) | undefined;
   /** What every nested call of this parent shows its executor as `parent` (frozen, so it is shared). */
   readonly forExecutor: NestedToolCall["parent"];
+  /** A nested call of this parent was handed out of the host: the segment suspends once idle. */
+  onHandOut: (() => void) | undefined;
 };
 
 /** A parent for the nested calls of one exec or wait call. */
@@ -60,6 +62,7 @@ export function requestParent(
   tool: "exec" | "wait",
   codeModeRunId: string,
   progress: ((event: RunProgress) => void) | undefined,
+  onHandOut?: () => void,
 ): RequestParent {
   return {
     toolCallId,
@@ -67,6 +70,7 @@ export function requestParent(
     codeModeRunId,
     progress,
     forExecutor: Object.freeze({ toolCallId, tool, codeModeRunId }),
+    onHandOut,
   };
 }
 
@@ -165,11 +169,13 @@ abstract class HostCall extends InflightCall {
   }
 
   protected completed(value: unknown): void {
+    if (this.handedOut) return;
     if (this.entry !== null) this.scope.trajectory.end(this.entry, "completed");
     this.finish({ ok: true, value });
   }
 
   protected failed(error: unknown): void {
+    if (this.handedOut) return;
     const settled = toolFailure(this.describe(), error, this);
     if (this.entry !== null) {
       this.scope.trajectory.end(this.entry, "failed", {
@@ -375,6 +381,14 @@ class ExecutorCall implements NestedToolCall {
     return this.#note;
   }
 
+  get callId(): string {
+    return this.#call.requestId;
+  }
+
+  handOut(): void {
+    this.#call.handOut();
+  }
+
   get progress(): (update: ToolProgress) => void {
     if (this.#progress === null) {
       const onProgress = this.#call.parent.progress;
@@ -430,7 +444,19 @@ class ToolCall extends HostCall {
     this.answer(result);
   }
 
+  /** See NestedToolCall.handOut. A call that has already settled stays settled. */
+  handOut(): void {
+    if (this.handedOut || this.outcome !== undefined || this.aborted) return;
+    this.handedOut = true;
+    if (this.entry !== null) {
+      this.scope.trajectory.note(this.entry, "handed out of the host; its result comes with the next wait");
+      this.scope.trajectory.end(this.entry, "waiting");
+    }
+    this.parent.onHandOut?.();
+  }
+
   protected override failed(error: unknown): void {
+    if (this.handedOut) return;
     this.telemetry.nested.failedCalls++;
     super.failed(error);
   }
