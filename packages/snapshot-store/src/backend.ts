@@ -68,6 +68,16 @@ export interface SnapshotBackend {
     watcher: OutcomeWatcher,
   ): Promise<() => Promise<void>>;
 
+  /**
+   * Host records: small JSON values a host keeps beside its runs (an agent endpoint's hidden transcript
+   * and the client calls it waits for), under a key the store builds from kind, owner and id. `put`
+   * replaces; a record past `expiresAt` reads as absent. `delete` answers whether this call removed it,
+   * so get-then-delete is how a host takes a record exactly once.
+   */
+  putHostRecord(key: string, valueJson: string, expiresAt: number): Promise<void>;
+  getHostRecord(key: string, now: number): Promise<string | null>;
+  deleteHostRecord(key: string): Promise<boolean>;
+
   /** Releases resources. A non-durable backend returns the live runs it dropped. */
   close(): Promise<DroppedRun[]>;
 }

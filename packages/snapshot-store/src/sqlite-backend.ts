@@ -100,6 +100,11 @@ CREATE TABLE IF NOT EXISTS pending_calls (
   outcome_mac BLOB,
   PRIMARY KEY (run_id, call_id)
 );
+CREATE TABLE IF NOT EXISTS host_records (
+  key TEXT PRIMARY KEY,
+  value_json TEXT NOT NULL,
+  expires_at INTEGER NOT NULL
+);
 `;
 
 type RunRow = {
@@ -230,6 +235,14 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
   #prepare() {
     const db = this.#db;
     return {
+      putHostRecord: db.prepare(
+        "INSERT INTO host_records (key, value_json, expires_at) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET value_json = excluded.value_json, expires_at = excluded.expires_at",
+      ),
+      getHostRecord: db.prepare<[string, number], { value_json: string }>(
+        "SELECT value_json FROM host_records WHERE key = ? AND expires_at > ?",
+      ),
+      deleteHostRecord: db.prepare("DELETE FROM host_records WHERE key = ?"),
+      purgeHostRecords: db.prepare("DELETE FROM host_records WHERE expires_at <= ?"),
       countLive: db.prepare<[], { n: number }>("SELECT count(*) AS n FROM runs WHERE live = 1"),
       runExists: db.prepare<[string], { one: number }>("SELECT 1 AS one FROM runs WHERE run_id = ?"),
       insertRun: db.prepare(
@@ -585,6 +598,7 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
       if (removed < SWEEP_BATCH) break;
       await setImmediate();
     }
+    if (this.#db.open) statements.purgeHostRecords.run(now);
     return { expired, purged };
   }
 
@@ -597,6 +611,18 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
       tombstones: row.tombstones,
       liveBytes: row.live_bytes ?? 0,
     };
+  }
+
+  async putHostRecord(key: string, valueJson: string, expiresAt: number): Promise<void> {
+    this.#statements.putHostRecord.run(key, valueJson, expiresAt);
+  }
+
+  async getHostRecord(key: string, now: number): Promise<string | null> {
+    return this.#statements.getHostRecord.get(key, now)?.value_json ?? null;
+  }
+
+  async deleteHostRecord(key: string): Promise<boolean> {
+    return this.#statements.deleteHostRecord.run(key).changes > 0;
   }
 
   async close(): Promise<DroppedRun[]> {
