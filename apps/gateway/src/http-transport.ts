@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { CodeModeError } from "@codecell/contract";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import { CHAT_COMPLETIONS_PATH, createChatCompletionsRoute } from "./agent-http.js";
 import { DEFAULT_HTTP_SETTINGS, type HttpSettings } from "./config/load-config.js";
 import { traceSse, traceTransport } from "./debug-switches.js";
 import { BoundedEventStore } from "./event-store.js";
@@ -289,6 +290,7 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
     await transport.handleRequest(req, res, body);
   }
 
+  const chatCompletions = createChatCompletionsRoute(gateway);
   const sweeper = setInterval(() => void sessions.sweep(), SWEEP_INTERVAL_MS);
   sweeper.unref();
 
@@ -330,6 +332,7 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
         }
         return handleMcp(req, res, auth.principal);
       }
+      if (url.pathname === CHAT_COMPLETIONS_PATH) return chatCompletions(req, res, auth);
       if (url.pathname === "/healthz") {
         if (req.method !== "GET" && req.method !== "HEAD") {
           json(res, 405, { error: "Only GET is served at /healthz." }, { allow: "GET, HEAD" });

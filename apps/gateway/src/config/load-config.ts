@@ -17,6 +17,7 @@ import JSON5 from "json5";
 import type { z } from "zod";
 import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from "../core-tools/workspace-quota.js";
 import { PACKAGE_DIR } from "../package-dir.js";
+import { type AgentSettings, resolveAgentSettings } from "./agent-config.js";
 import { issueMessage, knownKeysAt, unknownKeyMessage } from "./config-messages.js";
 import { type ConfigProblem, describeValue } from "./config-problem.js";
 import {
@@ -86,6 +87,8 @@ export type GatewayConfig = {
   /** What write_file may write there: a quota for the folder and a budget per code-mode run. */
   workspaceLimits: WorkspaceLimits;
   http: HttpSettings;
+  /** The agent endpoint (`POST /v1/chat/completions`); null when the config has no `agent` section. */
+  agent: AgentSettings | null;
   /** Non-fatal notes, such as clamped limits. */
   warnings: string[];
 };
@@ -510,6 +513,8 @@ export function resolveGatewayConfig(
     if (rawHttp.streamResumeSeconds !== undefined) http.streamResumeMs = rawHttp.streamResumeSeconds * 1000;
   }
 
+  const agent = resolveAgentSettings(parsed.success ? parsed.data.agent : undefined, file, problems);
+
   if (problems.length > 0 || !codeMode) return { config: null, problems, warnings };
   return {
     config: {
@@ -528,6 +533,7 @@ export function resolveGatewayConfig(
       workspace,
       workspaceLimits,
       http,
+      agent,
       warnings,
     },
     problems: [],

@@ -1,0 +1,202 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import {
+  AgentError,
+  AgentLoop,
+  ChatCompletionsFront,
+  OpenAiUpstream,
+  openAiErrorBody,
+  type ResponseSink,
+  snapshotStoreConversations,
+} from "@codecell/agent";
+import { NO_APPROVAL_CLIENT } from "./approvals.js";
+import { debugLine, debugSwitches, redact } from "./debug-switches.js";
+import type { Gateway } from "./gateway.js";
+import type { AuthOutcome } from "./http-auth.js";
+import { bearerChallenge } from "./http-auth.js";
+
+/** The path of the agent endpoint: OpenAI Chat Completions, code mode in front of the upstream model. */
+export const CHAT_COMPLETIONS_PATH = "/v1/chat/completions";
+
+const MAX_BODY_BYTES = 8 * 1024 * 1024;
+const CONVERSATION_HEADER = "codecell-session";
+const MAX_CONVERSATION_LENGTH = 200;
+
+function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  res.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify(body));
+}
+
+function sinkFor(res: ServerResponse): ResponseSink {
+  return {
+    json: (status, body, headers) => sendJson(res, status, body, headers),
+    startStream: (headers) => {
+      res.writeHead(200, {
+        "content-type": "text/event-stream",
+        "cache-control": "no-cache",
+        connection: "keep-alive",
+        ...headers,
+      });
+      res.flushHeaders();
+    },
+    write: (text) => void res.write(text),
+    end: () => void res.end(),
+  };
+}
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) {
+      throw new AgentError("invalid_request", `The request body is over ${MAX_BODY_BYTES} bytes.`);
+    }
+    chunks.push(chunk as Buffer);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+  } catch (error) {
+    throw new AgentError("invalid_request", `The request body is not JSON: ${(error as Error).message}.`);
+  }
+}
+
+/**
+ * `POST /v1/chat/completions` of `codecell serve --http`: the agent loop of `@codecell/agent` over
+ * the gateway's engine, store, catalog and executor. Built on the first request, so a gateway whose
+ * clients never call it pays nothing for it.
+ */
+export function createChatCompletionsRoute(
+  gateway: Gateway,
+): (req: IncomingMessage, res: ServerResponse, auth: AuthOutcome) => Promise<void> {
+  let front: ChatCompletionsFront | null = null;
+  const frontFor = (): ChatCompletionsFront | null => {
+    const settings = gateway.config.agent;
+    if (!settings) return null;
+    if (front) return front;
+    const switches = debugSwitches();
+    const upstream = new OpenAiUpstream({
+      baseUrl: settings.upstream.baseUrl,
+      ...(settings.upstream.apiKey ? { apiKey: settings.upstream.apiKey } : {}),
+      headers: settings.upstream.headers,
+      timeoutMs: settings.upstream.timeoutMs,
+      debug: {
+        payload: switches.payload,
+        transport: switches.transport,
+        sse: switches.sse,
+        line: (tag, text) => debugLine(tag, text),
+        redact,
+      },
+    });
+    const loop = new AgentLoop({
+      engine: gateway.engine,
+      upstream,
+      conversations: snapshotStoreConversations(gateway.store),
+      maxModelTurns: settings.maxModelTurns,
+      transcriptTtlSeconds: settings.transcriptTtlSeconds,
+      hostTools: (_principal, sessionId) => {
+        const { allow, deny } = gateway.policy();
+        return {
+          tools: gateway.effectiveTools(),
+          ...(allow ? { allow } : {}),
+          deny,
+          mcpServers: gateway.connector.describeServers(),
+          // Nothing can ask this client for approvals: calls that need one are refused with a reason.
+          executor: gateway.executorFor(sessionId, NO_APPROVAL_CLIENT),
+        };
+      },
+    });
+    front = new ChatCompletionsFront({
+      loop,
+      upstream,
+      ...(settings.upstream.model ? { defaultModel: settings.upstream.model } : {}),
+    });
+    return front;
+  };
+
+  return async (req, res, auth) => {
+    if (!auth.ok) {
+      const error = new AgentError(
+        "invalid_request",
+        auth.reason === "missing"
+          ? "This gateway needs a bearer token: send Authorization: Bearer <token> (the openai client's apiKey)."
+          : "The bearer token is not valid.",
+      );
+      sendJson(res, 401, openAiErrorBody(error), { "www-authenticate": bearerChallenge(auth.reason) });
+      return;
+    }
+    if (req.method !== "POST") {
+      sendJson(
+        res,
+        405,
+        openAiErrorBody(
+          new AgentError("invalid_request", `Only POST is served at ${CHAT_COMPLETIONS_PATH}.`),
+        ),
+        {
+          allow: "POST",
+        },
+      );
+      return;
+    }
+    const chat = frontFor();
+    if (!chat) {
+      sendJson(
+        res,
+        404,
+        openAiErrorBody(
+          new AgentError(
+            "invalid_request",
+            `The agent endpoint is off: the config has no agent section. Add "agent": { "upstream": { "baseUrl": "https://.../v1", "apiKey": "\${OPENAI_API_KEY}" } } to serve ${CHAT_COMPLETIONS_PATH}.`,
+          ),
+        ),
+      );
+      return;
+    }
+    const header = req.headers[CONVERSATION_HEADER];
+    const conversation = (Array.isArray(header) ? header[0] : header)?.trim();
+    if (
+      conversation !== undefined &&
+      (conversation === "" || conversation.length > MAX_CONVERSATION_LENGTH)
+    ) {
+      sendJson(
+        res,
+        400,
+        openAiErrorBody(
+          new AgentError(
+            "invalid_request",
+            `The ${CONVERSATION_HEADER} header must be 1 to ${MAX_CONVERSATION_LENGTH} characters.`,
+          ),
+        ),
+      );
+      return;
+    }
+    let body: unknown;
+    try {
+      body = await readJson(req);
+    } catch (error) {
+      sendJson(res, 400, openAiErrorBody(error as AgentError));
+      return;
+    }
+    // The client going away cancels its request: the upstream call, the cell and its nested calls.
+    const abort = new AbortController();
+    res.once("close", () => {
+      if (!res.writableEnded) abort.abort(new AgentError("aborted", "The client went away."));
+    });
+    await chat.handle(
+      body,
+      {
+        principal: auth.principal,
+        ...(conversation !== undefined ? { conversation } : {}),
+        signal: abort.signal,
+      },
+      sinkFor(res),
+    );
+  };
+}
