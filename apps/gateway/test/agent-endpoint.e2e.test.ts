@@ -334,6 +334,114 @@ describe("the agent endpoint: POST /v1/chat/completions", () => {
       for (const body of upstream.bodies) expect(toolNames(body)).toEqual(["exec", "wait"]);
     });
 
+    it("streams: the openai client's stream helpers read the answer, the handed-out calls and the summed usage", async () => {
+      const openai = client(gateway, ALICE, { "codecell-session": "stream-1" });
+      upstream.script(
+        {
+          text: "Checking the files.",
+          toolCalls: [
+            {
+              name: "exec",
+              arguments: {
+                code: 'const [a, b] = await Promise.all([tools.select_file({ pattern: "a" }), tools.select_file({ pattern: "b" })]); return a + b;',
+              },
+            },
+          ],
+          usage: { prompt: 100, completion: 20 },
+        },
+        (body) => ({
+          text: `Both: ${lastToolResult(body).value}, streamed in pieces.`,
+          usage: { prompt: 150, completion: 30 },
+        }),
+      );
+      const messages: ChatCompletionMessageParam[] = [{ role: "user", content: "stream it" }];
+      const deltas: string[] = [];
+      const first = openai.chat.completions.stream({
+        model: "m",
+        messages,
+        tools: CLIENT_TOOLS,
+        stream_options: { include_usage: true },
+      });
+      first.on("content", (delta) => deltas.push(delta));
+      const handedOut = await first.finalChatCompletion();
+      expect(deltas.join("")).toBe("Checking the files.");
+      expect(deltas.length).toBeGreaterThan(1);
+      const choice = handedOut.choices[0]!;
+      expect(choice.finish_reason).toBe("tool_calls");
+      const calls = choice.message.tool_calls ?? [];
+      expect(
+        calls.map((call) => (call.type === "function" ? JSON.parse(call.function.arguments) : null)),
+      ).toEqual([{ pattern: "a" }, { pattern: "b" }]);
+      expect(handedOut.usage).toMatchObject({ prompt_tokens: 100, completion_tokens: 20, total_tokens: 120 });
+      // The upstream was asked to stream too.
+      expect(upstream.bodies[0]).toMatchObject({ stream: true, stream_options: { include_usage: true } });
+
+      messages.push(
+        { role: "assistant", content: choice.message.content, tool_calls: calls },
+        ...calls.map((call, index) => ({
+          role: "tool" as const,
+          tool_call_id: call.id,
+          content: JSON.stringify(`<${index}>`),
+        })),
+      );
+      // The plain async iterator of create({ stream: true }) works as well.
+      const chunks = [];
+      const stream = await openai.chat.completions.create({
+        model: "m",
+        messages,
+        tools: CLIENT_TOOLS,
+        stream: true,
+        stream_options: { include_usage: true },
+      });
+      for await (const chunk of stream) chunks.push(chunk);
+      const text = chunks.map((chunk) => chunk.choices[0]?.delta.content ?? "").join("");
+      expect(text).toBe("Both: <0><1>, streamed in pieces.");
+      expect(chunks.filter((chunk) => (chunk.choices[0]?.delta.content ?? "") !== "").length).toBeGreaterThan(
+        2,
+      );
+      expect(chunks.at(-2)?.choices[0]?.finish_reason).toBe("stop");
+      // The usage chunk comes last, with no choices; it sums this request's upstream calls.
+      expect(chunks.at(-1)).toMatchObject({
+        choices: [],
+        usage: { prompt_tokens: 150, completion_tokens: 30, total_tokens: 180 },
+      });
+    });
+
+    it("streams without usage unless asked, and passes a streamed request through unchanged with code mode off", async () => {
+      upstream.script({ text: "no usage here" });
+      const chunks = [];
+      for await (const chunk of await client(gateway).chat.completions.create({
+        model: "m",
+        messages: [{ role: "user", content: "stream, no usage" }],
+        tools: CLIENT_TOOLS,
+        stream: true,
+      })) {
+        chunks.push(chunk);
+      }
+      expect(chunks.every((chunk) => !chunk.usage)).toBe(true);
+      expect(chunks.map((chunk) => chunk.choices[0]?.delta.content ?? "").join("")).toBe("no usage here");
+
+      upstream.script({ text: "direct stream" });
+      const direct = [];
+      for await (const chunk of await client(off).chat.completions.create({
+        model: "m",
+        messages: [{ role: "user", content: "direct" }],
+        tools: CLIENT_TOOLS,
+        stream: true,
+      })) {
+        direct.push(chunk);
+      }
+      expect(direct.map((chunk) => chunk.choices[0]?.delta.content ?? "").join("")).toBe("direct stream");
+      // Chunks as the upstream wrote them (its ids), and the body as the client sent it.
+      expect(direct[0]?.id).toBe("up-2");
+      expect(upstream.bodies[1]).toEqual({
+        model: "m",
+        messages: [{ role: "user", content: "direct" }],
+        tools: CLIENT_TOOLS,
+        stream: true,
+      });
+    });
+
     it("refuses tool results for calls that are not pending, and another principal's conversation", async () => {
       const alice = client(gateway);
       upstream.script({
