@@ -118,13 +118,13 @@ export class OpenAiUpstream implements ModelUpstream {
       });
     } catch (error) {
       this.#debug?.transport &&
-        this.#debug.line("model-transport", `#${number} POST ${this.#url} failed: ${String(error)}`);
+        this.#debug.line("transport", `upstream #${number} POST ${this.#url} failed: ${String(error)}`);
       throw this.#fetchFailure(error, signal, timeout);
     }
     if (this.#debug?.transport) {
       this.#debug.line(
-        "model-transport",
-        `#${number} POST ${this.#url} -> ${response.status} ${response.headers.get("content-type") ?? ""} in ${Date.now() - started} ms`,
+        "transport",
+        `upstream #${number} POST ${this.#url} -> ${response.status} ${response.headers.get("content-type") ?? ""} in ${Date.now() - started} ms`,
       );
     }
     return response;
@@ -151,7 +151,7 @@ export class OpenAiUpstream implements ModelUpstream {
     try {
       const text = await response.text();
       if (this.#debug?.transport) {
-        this.#debug.line("model-transport", `answer ${JSON.stringify(this.#debug.redact(text))}`);
+        this.#debug.line("transport", `upstream answer ${JSON.stringify(this.#debug.redact(text))}`);
       }
       return text;
     } catch (error) {
@@ -228,12 +228,12 @@ export class OpenAiUpstream implements ModelUpstream {
     if (debug.payload === "tools") {
       const tools = (body as { tools?: Array<{ function?: { name?: string } }> }).tools ?? [];
       debug.line(
-        "model-payload",
-        `#${number} tools: ${tools.map((tool) => tool.function?.name).join(", ") || "(none)"}`,
+        "payload",
+        `upstream #${number} tools: ${tools.map((tool) => tool.function?.name).join(", ") || "(none)"}`,
       );
       return;
     }
-    debug.line("model-payload", `#${number} body ${JSON.stringify(debug.redact(body))}`);
+    debug.line("payload", `upstream #${number} body ${JSON.stringify(debug.redact(body))}`);
   }
 
   #traceSse(event: number, data: string): void {
