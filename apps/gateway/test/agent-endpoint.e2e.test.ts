@@ -6,7 +6,7 @@ import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/reso
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { baseConfig, type HttpGateway, makeSetup, startHttpGateway } from "./harness.js";
-import { type ScriptedUpstream, startScriptedUpstream } from "./scripted-upstream.js";
+import { type ScriptedUpstream, startScriptedUpstream } from "../../../packages/agent/test/scripted-upstream.js";
 
 const ALICE = "agent-alice-token-0123456789";
 const BOB = "agent-bob-token-0123456789abc";
