@@ -1,7 +1,7 @@
+import { type ScriptedUpstream, startScriptedUpstream } from "@codecell/agent/testing";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { baseConfig, type HttpGateway, makeSetup, startHttpGateway } from "./harness.js";
-import { type ScriptedUpstream, startScriptedUpstream } from "../../../packages/agent/test/scripted-upstream.js";
 
 const UPSTREAM_KEY = "sk-upstream-0123456789abcdef";
 const linesOf = (text: string, tag: string) =>

@@ -1,12 +1,12 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: config files use ${ENV} references
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
+import { type ScriptedUpstream, startScriptedUpstream } from "@codecell/agent/testing";
 import { generateText, stepCountIs, tool } from "ai";
 import OpenAI from "openai";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { baseConfig, type HttpGateway, makeSetup, startHttpGateway } from "./harness.js";
-import { type ScriptedUpstream, startScriptedUpstream } from "../../../packages/agent/test/scripted-upstream.js";
 
 const ALICE = "agent-alice-token-0123456789";
 const BOB = "agent-bob-token-0123456789abc";

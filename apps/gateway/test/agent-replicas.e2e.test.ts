@@ -1,10 +1,11 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: config files use ${ENV} references
+
+import { type ScriptedUpstream, startScriptedUpstream } from "@codecell/agent/testing";
 import OpenAI from "openai";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningRedis, redisSkipReason, startRedisServer } from "../../../scripts/redis-server.mjs";
 import { baseConfig, type HttpGateway, makeSetup, startHttpGateway } from "./harness.js";
-import { type ScriptedUpstream, startScriptedUpstream } from "../../../packages/agent/test/scripted-upstream.js";
 
 const TOKEN = "agent-replica-token-0123456789";
 const SECRET = "agent-replica-integrity-secret-0123456789abcdef";

@@ -6,7 +6,7 @@ import { type CodeModeEngine, createCodeModeEngine } from "@codecell/engine";
 import { openSnapshotStore, type SnapshotStore, SqliteSnapshotBackend } from "@codecell/snapshot-store";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentLoop, OpenAiUpstream, snapshotStoreConversations, type TurnMessage } from "../src/index.js";
-import { type ScriptedUpstream, startScriptedUpstream } from "./scripted-upstream.js";
+import { type ScriptedUpstream, startScriptedUpstream } from "../src/testing/scripted-upstream.js";
 
 /** The host's own tool: what an embedding host runs itself. */
 const HOST_TOOLS: HostTool[] = [

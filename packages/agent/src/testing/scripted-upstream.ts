@@ -1,3 +1,5 @@
+// A test double for hosts and for this repository: an OpenAI-compatible server that answers from a
+// script (see startScriptedUpstream). Exported as `@codecell/agent/testing`; the loop never imports it.
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 
