@@ -14,8 +14,12 @@ import type { Gateway } from "./gateway.js";
 import type { AuthOutcome } from "./http-auth.js";
 import { bearerChallenge } from "./http-auth.js";
 
-/** The path of the agent endpoint: OpenAI Chat Completions, code mode in front of the upstream model. */
+/** The agent endpoint's paths all start here (the HTTP transport routes the prefix to this module). */
+export const AGENT_PATH_PREFIX = "/v1/";
+/** OpenAI Chat Completions, code mode in front of the upstream model. */
 export const CHAT_COMPLETIONS_PATH = "/v1/chat/completions";
+/** `GET /v1/codecell/threads/<thread>/trajectory`: a thread's exec and wait calls with their nested calls. */
+const TRAJECTORY_PATH = /^\/v1\/codecell\/threads\/([^/]+)\/trajectory$/;
 
 const MAX_BODY_BYTES = 8 * 1024 * 1024;
 const CONVERSATION_HEADER = "codecell-session";
@@ -73,14 +77,19 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
  * the gateway's engine, store, catalog and executor. Built on the first request, so a gateway whose
  * clients never call it pays nothing for it.
  */
-export function createChatCompletionsRoute(
+export function createAgentRoutes(
   gateway: Gateway,
-): (req: IncomingMessage, res: ServerResponse, auth: AuthOutcome) => Promise<void> {
-  let front: ChatCompletionsFront | null = null;
-  const frontFor = (): ChatCompletionsFront | null => {
+): (req: IncomingMessage, res: ServerResponse, auth: AuthOutcome, pathname: string) => Promise<void> {
+  let built: { front: ChatCompletionsFront; loop: AgentLoop } | null = null;
+  let hostTools: {
+    version: number;
+    tools: ReturnType<Gateway["effectiveTools"]>;
+    mcpServers: ReturnType<Gateway["connector"]["describeServers"]>;
+  } | null = null;
+  const frontFor = (): { front: ChatCompletionsFront; loop: AgentLoop } | null => {
     const settings = gateway.config.agent;
     if (!settings) return null;
-    if (front) return front;
+    if (built) return built;
     const switches = debugSwitches();
     const upstream = new OpenAiUpstream({
       baseUrl: settings.upstream.baseUrl,
@@ -103,25 +112,35 @@ export function createChatCompletionsRoute(
       transcriptTtlSeconds: settings.transcriptTtlSeconds,
       hostTools: (_principal, sessionId) => {
         const { allow, deny } = gateway.policy();
+        // The effective tools change only when a downstream server's tools do: built once per change,
+        // not per request (building them means building a catalog).
+        if (!hostTools || hostTools.version !== gateway.toolsVersion) {
+          hostTools = {
+            version: gateway.toolsVersion,
+            tools: gateway.effectiveTools(),
+            mcpServers: gateway.connector.describeServers(),
+          };
+        }
         return {
-          tools: gateway.effectiveTools(),
+          tools: hostTools.tools,
           ...(allow ? { allow } : {}),
           deny,
-          mcpServers: gateway.connector.describeServers(),
+          mcpServers: hostTools.mcpServers,
           // Nothing can ask this client for approvals: calls that need one are refused with a reason.
           executor: gateway.executorFor(sessionId, NO_APPROVAL_CLIENT),
         };
       },
     });
-    front = new ChatCompletionsFront({
+    const front = new ChatCompletionsFront({
       loop,
       upstream,
       ...(settings.upstream.model ? { defaultModel: settings.upstream.model } : {}),
     });
-    return front;
+    built = { front, loop };
+    return built;
   };
 
-  return async (req, res, auth) => {
+  return async (req, res, auth, pathname) => {
     if (!auth.ok) {
       const error = new AgentError(
         "invalid_request",
@@ -130,6 +149,40 @@ export function createChatCompletionsRoute(
           : "The bearer token is not valid.",
       );
       sendJson(res, 401, openAiErrorBody(error), { "www-authenticate": bearerChallenge(auth.reason) });
+      return;
+    }
+    const trajectory = TRAJECTORY_PATH.exec(pathname);
+    if (pathname !== CHAT_COMPLETIONS_PATH && !trajectory) {
+      sendJson(
+        res,
+        404,
+        openAiErrorBody(
+          new AgentError(
+            "invalid_request",
+            `Nothing at ${pathname}. The agent endpoint serves POST ${CHAT_COMPLETIONS_PATH} and GET /v1/codecell/threads/<thread>/trajectory.`,
+          ),
+        ),
+      );
+      return;
+    }
+    if (trajectory) {
+      const agent = frontFor();
+      if (req.method !== "GET" || !agent) {
+        sendJson(
+          res,
+          agent ? 405 : 404,
+          openAiErrorBody(
+            new AgentError(
+              "invalid_request",
+              "Only GET is served here, with an agent section in the config.",
+            ),
+          ),
+        );
+        return;
+      }
+      // The principal's own thread only: another principal's id reads as an empty trajectory. Entries
+      // are this replica's (the trajectory is kept in the process that ran the calls).
+      sendJson(res, 200, agent.loop.trajectory(auth.principal, decodeURIComponent(trajectory[1]!)));
       return;
     }
     if (req.method !== "POST") {
@@ -145,7 +198,7 @@ export function createChatCompletionsRoute(
       );
       return;
     }
-    const chat = frontFor();
+    const chat = frontFor()?.front;
     if (!chat) {
       sendJson(
         res,

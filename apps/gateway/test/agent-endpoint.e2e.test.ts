@@ -211,7 +211,11 @@ describe("the agent endpoint: POST /v1/chat/completions", () => {
         (body) => ({ text: `Cell said: ${JSON.stringify(lastToolResult(body))}` }),
       );
       const messages: ChatCompletionMessageParam[] = [{ role: "user", content: "open the readme" }];
-      const first = await openai.chat.completions.create({ model: "m", messages, tools: CLIENT_TOOLS });
+      const { data: first, response } = await openai.chat.completions
+        .create({ model: "m", messages, tools: CLIENT_TOOLS })
+        .withResponse();
+      const thread = response.headers.get("codecell-thread");
+      expect(thread).toMatch(/^thread_/);
       const choice = first.choices[0]!;
       expect(choice.finish_reason).toBe("tool_calls");
       expect(choice.message.content).toBe("Let me ask.");
@@ -241,6 +245,31 @@ describe("the agent endpoint: POST /v1/chat/completions", () => {
         value: { path: "README.md" },
         output: [{ type: "text", text: "picked README.md" }],
       });
+
+      // The trajectory shows the hidden exec with the client call nested under it, and the resume.
+      const trajectoryOf = async (token: string) =>
+        (await (
+          await fetch(`${gateway.url}v1/codecell/threads/${thread}/trajectory`, {
+            headers: { authorization: `Bearer ${token}` },
+          })
+        ).json()) as { entries: Array<Record<string, unknown>> };
+      const { entries } = await trajectoryOf(ALICE);
+      const execCall =
+        messagesOf(upstream.bodies[0]).length === 1 ? messagesOf(upstream.bodies[1])[1] : undefined;
+      const execId = (execCall?.tool_calls as Array<{ id: string }> | undefined)?.[0]?.id;
+      expect(entries.find((entry) => entry.kind === "control" && entry.tool === "exec")).toMatchObject({
+        toolCallId: execId,
+      });
+      expect(entries.find((entry) => entry.kind === "nested")).toMatchObject({
+        tool: "client:app:select_file",
+        parentToolCallId: execId,
+        input: { pattern: "*.md" },
+      });
+      expect(entries.find((entry) => entry.tool === "wait")).toMatchObject({
+        toolCallId: `${execId}/resume-1`,
+        status: "completed",
+      });
+      expect((await trajectoryOf(BOB)).entries).toEqual([]);
 
       // The next user turn: the hidden transcript goes upstream again, so the model sees its earlier cell.
       messages.push(second.choices[0]!.message, { role: "user", content: "thanks, and now?" });
