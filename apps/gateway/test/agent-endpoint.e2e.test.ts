@@ -436,6 +436,31 @@ describe("the agent endpoint: POST /v1/chat/completions", () => {
       });
     });
 
+    it("ends a stream that already started with an error event the openai client raises", async () => {
+      upstream.script(
+        { text: "Working on it.", toolCalls: [{ name: "exec", arguments: { code: "return 1" } }] },
+        { status: 500, body: { error: { message: "upstream fell over" } } },
+      );
+      const stream = await client(gateway).chat.completions.create({
+        model: "m",
+        messages: [{ role: "user", content: "stream then fail" }],
+        tools: CLIENT_TOOLS,
+        stream: true,
+      });
+      const seen: string[] = [];
+      const failure = await (async () => {
+        try {
+          for await (const chunk of stream) seen.push(chunk.choices[0]?.delta.content ?? "");
+        } catch (error) {
+          return error as Error;
+        }
+        return null;
+      })();
+      expect(seen.join("")).toBe("Working on it.");
+      expect(failure).toBeInstanceOf(OpenAI.APIError);
+      expect(failure?.message).toContain("upstream fell over");
+    });
+
     it("streams without usage unless asked, and passes a streamed request through unchanged with code mode off", async () => {
       upstream.script({ text: "no usage here" });
       const chunks = [];

@@ -1,5 +1,11 @@
 import { randomBytes } from "node:crypto";
-import { type CodeModeResult, codeModeResultText, type HostTool, type JsonValue } from "@codecell/contract";
+import {
+  CodeModeError,
+  type CodeModeResult,
+  codeModeResultText,
+  type HostTool,
+  type JsonValue,
+} from "@codecell/contract";
 import type {
   CodeModeEngine,
   NestedToolCall,
@@ -445,7 +451,18 @@ class Turn {
     };
     const key =
       this.request.conversation !== undefined ? headerKey(this.request.conversation) : hashKey(covered);
-    await this.options.conversations.put(this.request.principal, key, record, this.ttlOf(record));
+    try {
+      await this.options.conversations.put(this.request.principal, key, record, this.ttlOf(record));
+    } catch (error) {
+      if (CodeModeError.is(error) && error.code === "snapshot_limit_exceeded") {
+        throw new AgentError(
+          "invalid_request",
+          `This conversation's hidden turns no longer fit the store (${error.message}). Start a new conversation, or raise tools.codeMode.maxSnapshotBytes.`,
+          { cause: error },
+        );
+      }
+      throw error;
+    }
   }
 
   /** After a failure once a cell ran: the state so far, found again by the same request sent again. */
