@@ -31,12 +31,16 @@ describe("AgentLoop, embedded", () => {
   let store: SnapshotStore;
   let engine: CodeModeEngine;
   let loop: AgentLoop;
+  let path: string;
 
-  beforeAll(async () => {
-    upstream = await startScriptedUpstream();
-    const path = join(mkdtempSync(join(tmpdir(), "codecell-agent-")), "runs.db");
+  /** A host process's parts over the SQLite file: opened at start, and again after a "restart". */
+  async function open(): Promise<void> {
     store = await openSnapshotStore({ backend: new SqliteSnapshotBackend({ path, secret: "x".repeat(32) }) });
-    engine = createCodeModeEngine({ config: { enabled: true, timeoutMs: 3000 }, store });
+    engine = createCodeModeEngine({
+      config: { enabled: true, timeoutMs: 3000 },
+      store,
+      snapshotSecret: "y".repeat(32),
+    });
     loop = new AgentLoop({
       engine,
       upstream: new OpenAiUpstream({ baseUrl: upstream.baseUrl }),
@@ -46,6 +50,12 @@ describe("AgentLoop, embedded", () => {
         executor: { callTool: (call) => ({ city: (call.input as { city: string }).city, sky: "clear" }) },
       }),
     });
+  }
+
+  beforeAll(async () => {
+    upstream = await startScriptedUpstream();
+    path = join(mkdtempSync(join(tmpdir(), "codecell-agent-")), "runs.db");
+    await open();
   });
   afterAll(async () => {
     await engine?.close();
@@ -114,5 +124,36 @@ describe("AgentLoop, embedded", () => {
     // Another principal's thread of the same id holds nothing.
     expect(loop.trajectory("p2", first.threadId).entries).toEqual([]);
     expect((await store.stats()).live).toBe(0);
+  });
+
+  it("resumes a run waiting for a client tool after the host restarts on the same SQLite file", async () => {
+    upstream.script(
+      {
+        toolCalls: [
+          { name: "exec", arguments: { code: "return await tools.confirm({ text: 'restart?' })" } },
+        ],
+      },
+      (body) => ({ text: `answer ${JSON.stringify(lastToolResult(body).value)}` }),
+    );
+    const clientTools = [{ name: "confirm", description: "Ask the user.", parameters: { type: "object" } }];
+    const messages: TurnMessage[] = [{ role: "user", content: "survive a restart" }];
+    const base = {
+      principal: "p1",
+      model: "m",
+      clientTools,
+      params: {},
+      signal: new AbortController().signal,
+    };
+    const first = await loop.drive({ ...base, messages });
+    expect(first.kind).toBe("client_tools");
+    await engine.close();
+    await store.close();
+    await open();
+    messages.push(
+      { role: "assistant", content: first.content, toolCalls: first.toolCalls },
+      { role: "tool", toolCallId: first.toolCalls[0]!.id, content: '"yes"' },
+    );
+    const second = await loop.drive({ ...base, messages });
+    expect(second).toMatchObject({ kind: "answer", content: 'answer "yes"' });
   });
 });

@@ -16,9 +16,13 @@ export interface SnapshotBackend {
 
   /**
    * Called once when the store opens. A durable backend repairs what a dead process left: claimed
-   * runs go back to `waiting`, and calls without an outcome get `interruptedOutcome(call)`.
+   * runs go back to `waiting`, and calls without an outcome get `interruptedOutcome(call)` (null: the
+   * call stays pending, because something outside the process answers it).
    */
-  recover(now: number, interruptedOutcome: (call: BackendPendingCall) => string): Promise<RecoveryReport>;
+  recover(
+    now: number,
+    interruptedOutcome: (call: BackendPendingCall) => string | null,
+  ): Promise<RecoveryReport>;
 
   /**
    * Adds a `waiting` record unless `maxLiveRuns` live records exist already (checked atomically).

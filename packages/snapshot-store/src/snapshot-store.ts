@@ -615,7 +615,13 @@ function toPendingCallState(call: BackendPendingCall) {
   return state;
 }
 
-function interruptedOutcomeJson(call: BackendPendingCall): string {
+/**
+ * What a restart leaves for a call that was in flight: a failure, since its process is gone. A call of
+ * a client tool (`client:...`) was handed out to the client, which answers it whatever happened to this
+ * process, so it is left pending (null) for the client's result.
+ */
+function interruptedOutcomeJson(call: BackendPendingCall): string | null {
+  if (call.toolId.startsWith("client:")) return null;
   return JSON.stringify({
     ok: false,
     error: {

@@ -316,7 +316,7 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
 
   async recover(
     now: number,
-    interruptedOutcome: (call: BackendPendingCall) => string,
+    interruptedOutcome: (call: BackendPendingCall) => string | null,
   ): Promise<RecoveryReport> {
     const statements = this.#statements;
     return this.#db.transaction(() => {
@@ -324,6 +324,7 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
       const requeuedRuns = statements.requeue.run().changes;
       const settledAt = new Date(now).toISOString();
       const unsettled = statements.unsettled.all();
+      let interrupted = 0;
       for (const row of unsettled) {
         const outcomeJson = interruptedOutcome({
           callId: row.call_id,
@@ -332,6 +333,8 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
           outcomeJson: null,
           settledAt: null,
         });
+        if (outcomeJson === null) continue;
+        interrupted++;
         statements.settleCall.run(
           outcomeJson,
           settledAt,
@@ -341,7 +344,7 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
         );
         statements.addBytes.run(utf8Bytes(outcomeJson), row.run_id);
       }
-      return { liveRuns, requeuedRuns, interruptedCalls: unsettled.length };
+      return { liveRuns, requeuedRuns, interruptedCalls: interrupted };
     })();
   }
 
