@@ -18,6 +18,7 @@ export { ListenError, listenHttp } from "./http-listen.js";
 
 import { HttpSessionTable } from "./http-sessions.js";
 import { createSessionServer } from "./mcp-front.js";
+import { serveMetrics } from "./metrics-route.js";
 import { serveStatic } from "./static-site.js";
 import { GATEWAY_VERSION } from "./version.js";
 
@@ -333,6 +334,7 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
         return handleMcp(req, res, auth.principal);
       }
       if (url.pathname.startsWith(AGENT_PATH_PREFIX)) return agentRoutes(req, res, auth, url.pathname);
+      if (url.pathname === "/metrics") return serveMetrics(gateway, req, res, auth);
       if (url.pathname === "/healthz") {
         if (req.method !== "GET" && req.method !== "HEAD") {
           json(res, 405, { error: "Only GET is served at /healthz." }, { allow: "GET, HEAD" });

@@ -57,12 +57,13 @@ function newClient(capabilities: ClientCapabilities = {}): Client {
 
 export async function connectStdio(
   configPath: string,
-  options: { args?: string[]; capabilities?: ClientCapabilities } = {},
+  options: { args?: string[]; capabilities?: ClientCapabilities; env?: Record<string, string> } = {},
 ): Promise<Connected> {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [CLI, "serve", "--config", configPath, ...(options.args ?? [])],
     stderr: "pipe",
+    ...(options.env ? { env: { ...(process.env as Record<string, string>), ...options.env } } : {}),
   });
   let stderr = "";
   transport.stderr?.on("data", (chunk: Buffer) => {

@@ -1,6 +1,7 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: hints show ${ENV} references as users write them
 import { z } from "zod";
 import { AGENT_FIELD_HINTS, agentConfigSchema } from "./agent-config.js";
+import { TELEMETRY_FIELD_HINTS, telemetrySchema } from "./telemetry-config.js";
 
 /** A schema built the first time it is asked for (see gatewayConfigFields), then the same one. */
 function once<Schema>(build: () => Schema): () => Schema {
@@ -137,7 +138,11 @@ const gatewayConfigFields = {
       ])
       .optional(),
   http: () => httpSettingsSchema().optional(),
-  logging: () => z.strictObject({ cellOutput: z.boolean().optional() }).optional(),
+  logging: () =>
+    z
+      .strictObject({ cellOutput: z.boolean().optional(), format: z.enum(["human", "json"]).optional() })
+      .optional(),
+  telemetry: () => telemetrySchema().optional(),
   agent: () => agentConfigSchema().optional(),
 };
 type GatewayConfigField = keyof typeof gatewayConfigFields;
@@ -230,6 +235,8 @@ export const FIELD_HINTS: Record<string, string> = {
   "http.sessionIdleSeconds": "seconds without a request after which an MCP session is closed (default 600)",
   "http.streamResumeSeconds":
     "seconds (0 to 3600, default 5) a client whose response stream dropped has to resume it with Last-Event-ID before its request is cancelled",
+  "logging.format": '"human" (default) or "json": one JSON object per stderr line',
+  ...TELEMETRY_FIELD_HINTS,
 };
 
 export type GatewayConfigFile = z.infer<ReturnType<typeof gatewayConfigSchema>>;

@@ -31,6 +31,7 @@ import {
 } from "./config-schema.js";
 import { userDataDir } from "./data-dir.js";
 import { expandEnvReferences } from "./env-references.js";
+import { resolveTelemetry, type TelemetrySettings } from "./telemetry-config.js";
 
 export type PluginSpec = { entry: string; module: string; options: JsonValue };
 export type SnapshotStoreSpec = (
@@ -89,6 +90,10 @@ export type GatewayConfig = {
   http: HttpSettings;
   /** The agent endpoint (`POST /v1/chat/completions`); null when the config has no `agent` section. */
   agent: AgentSettings | null;
+  /** OTLP export (traces, metrics) from the `telemetry` block and `OTEL_*`; null: off, no SDK loaded. */
+  telemetry: TelemetrySettings | null;
+  /** Stderr lines as people read them (`human`) or one JSON object each (`logging.format`). */
+  logFormat: "human" | "json";
   /** Non-fatal notes, such as clamped limits. */
   warnings: string[];
 };
@@ -514,6 +519,7 @@ export function resolveGatewayConfig(
   }
 
   const agent = resolveAgentSettings(parsed.success ? parsed.data.agent : undefined, file, problems);
+  const telemetry = resolveTelemetry(parsed.success ? parsed.data.telemetry : undefined, env, file, problems);
 
   if (problems.length > 0 || !codeMode) return { config: null, problems, warnings };
   return {
@@ -534,6 +540,8 @@ export function resolveGatewayConfig(
       workspaceLimits,
       http,
       agent,
+      telemetry,
+      logFormat: (parsed.success ? parsed.data.logging?.format : undefined) ?? "human",
       warnings,
     },
     problems: [],
