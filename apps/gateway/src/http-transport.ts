@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { CodeModeError } from "@codecell/contract";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import { AGENT_PATH_PREFIX, createAgentRoutes } from "./agent-http.js";
 import { DEFAULT_HTTP_SETTINGS, type HttpSettings } from "./config/load-config.js";
 import { traceSse, traceTransport } from "./debug-switches.js";
 import { BoundedEventStore } from "./event-store.js";
@@ -293,6 +294,7 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
     await transport.handleRequest(req, res, body);
   }
 
+  const agentRoutes = createAgentRoutes(gateway);
   const sweeper = setInterval(() => void sessions.sweep(), SWEEP_INTERVAL_MS);
   sweeper.unref();
 
@@ -336,6 +338,7 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
         }
         return handleMcp(req, res, auth.principal);
       }
+      if (url.pathname.startsWith(AGENT_PATH_PREFIX)) return agentRoutes(req, res, auth, url.pathname);
       if (url.pathname === "/metrics") return serveMetrics(gateway, req, res, auth);
       if (url.pathname === "/healthz") {
         if (req.method !== "GET" && req.method !== "HEAD") {

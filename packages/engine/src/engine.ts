@@ -2,7 +2,7 @@ import { buildToolCatalog } from "@codecell/catalog";
 import { type JsonValue, type ResolvedCodeModeConfig, resolveCodeModeConfig } from "@codecell/contract";
 import { createCodeModeNamespaceRuntime } from "@codecell/namespaces";
 import { createSandboxPool, type SandboxPool } from "@codecell/sandbox";
-import { openSnapshotStore, type SnapshotStore } from "@codecell/snapshot-store";
+import { openSnapshotStore, type SettleResult, type SnapshotStore } from "@codecell/snapshot-store";
 import { renderVisibleDeclarations } from "./guest-surface.js";
 import type { InflightCalls } from "./inflight-calls.js";
 import { codeModeModelTools } from "./model-surface.js";
@@ -194,6 +194,27 @@ export class CodeModeEngine {
    */
   forgetTrajectory(sessionId: string): boolean {
     return this.#trajectory.forget(sessionId);
+  }
+
+  /**
+   * Gives the outcome of a nested call that its executor handed out (NestedToolCall.handOut) to the
+   * suspended run, wherever it runs next: the store keeps it until the `wait` that resumes the run. A
+   * failure reaches the guest as a catchable error with code `nested_tool_failed`. The caller checks
+   * that the run is the one its principal owns; the first outcome of a call wins.
+   */
+  async settleHandedOutCall(
+    runId: string,
+    callId: string,
+    outcome: { ok: true; value: JsonValue } | { ok: false; message: string },
+  ): Promise<SettleResult> {
+    const store = await this.store;
+    return store.settleCall(
+      runId,
+      callId,
+      outcome.ok
+        ? outcome
+        : { ok: false, error: { name: "Error", message: outcome.message, code: "nested_tool_failed" } },
+    );
   }
 
   /**

@@ -16,6 +16,8 @@ export abstract class InflightCall extends CallCancellation {
   /** Waiting for one of the run's `maxPendingToolCalls` slots. */
   queued = false;
   outcome: SettleOutcome | undefined = undefined;
+  /** Handed out of the host (see NestedToolCall.handOut): its outcome comes through the store. */
+  handedOut = false;
   #table: InflightCalls | null = null;
   #ended = false;
 
@@ -37,6 +39,12 @@ export abstract class InflightCall extends CallCancellation {
     if (this.#ended) return;
     this.#ended = true;
     this.#table?.ended(this, outcome);
+  }
+
+  /** The table lets go of a handed-out call: whatever the executor answers later is not delivered. */
+  letGo(): void {
+    this.#ended = true;
+    this.#table = null;
   }
 
   /** Called by the table when a slot is free for it. */
@@ -247,6 +255,24 @@ export class InflightCalls {
     for (const [requestId, call] of this.#calls.entries()) {
       if (call.outcome) this.#record(requestId, call.outcome);
     }
+  }
+
+  /**
+   * Lets go of the calls handed out of the host (see NestedToolCall.handOut) once the run is stored:
+   * their outcomes reach the store from outside, so nothing here waits for them, and their slots free.
+   */
+  releaseHandedOut(): void {
+    const handedOut: InflightCall[] = [];
+    for (const call of this.#calls.values()) {
+      if (call.handedOut && call.outcome === undefined) handedOut.push(call);
+    }
+    if (handedOut.length === 0) return;
+    for (const call of handedOut) {
+      this.#calls.delete(call.requestId);
+      call.letGo();
+      this.#running--;
+    }
+    this.#pump();
   }
 
   /** Removes and returns a settled call's outcome, if it has one. */

@@ -59,6 +59,8 @@ export type RequestParent = {
   readonly forExecutor: NestedToolCall["parent"];
   /** The exec or wait call's span when it records: nested calls get spans of their own under it. */
   readonly span: TracedSpan | null;
+  /** A nested call of this parent was handed out of the host: the segment suspends once idle. */
+  onHandOut: (() => void) | undefined;
 };
 
 /** A parent for the nested calls of one exec or wait call. */
@@ -68,6 +70,7 @@ export function requestParent(
   codeModeRunId: string,
   progress: ((event: RunProgress) => void) | undefined,
   span: TracedSpan | null = null,
+  onHandOut?: () => void,
 ): RequestParent {
   return {
     toolCallId,
@@ -76,6 +79,7 @@ export function requestParent(
     progress,
     forExecutor: Object.freeze({ toolCallId, tool, codeModeRunId }),
     span,
+    onHandOut,
   };
 }
 
@@ -220,6 +224,7 @@ abstract class HostCall extends InflightCall {
   }
 
   protected completed(value: unknown): void {
+    if (this.handedOut) return;
     if (this.entry !== null) this.scope.trajectory.end(this.entry, "completed");
     if (this.span !== null) {
       this.span.end({
@@ -233,6 +238,7 @@ abstract class HostCall extends InflightCall {
   }
 
   protected failed(error: unknown): void {
+    if (this.handedOut) return;
     const settled = toolFailure(this.describe(), error, this);
     if (this.entry !== null) {
       this.scope.trajectory.end(this.entry, "failed", {
@@ -455,6 +461,14 @@ class ExecutorCall implements NestedToolCall {
     return this.#note;
   }
 
+  get callId(): string {
+    return this.#call.requestId;
+  }
+
+  handOut(): void {
+    this.#call.handOut();
+  }
+
   get progress(): (update: ToolProgress) => void {
     if (this.#progress === null) {
       const onProgress = this.#call.parent.progress;
@@ -530,7 +544,24 @@ class ToolCall extends HostCall {
     this.answer(result);
   }
 
+  /** See NestedToolCall.handOut. A call that has already settled stays settled. */
+  handOut(): void {
+    if (this.handedOut || this.outcome !== undefined || this.aborted) return;
+    this.handedOut = true;
+    // Its span ends here: the result comes in another request, perhaps on another replica.
+    if (this.span !== null) {
+      this.span.end({ "codecell.outcome": "handed_out" });
+      this.span = null;
+    }
+    if (this.entry !== null) {
+      this.scope.trajectory.note(this.entry, "handed out of the host; its result comes with the next wait");
+      this.scope.trajectory.end(this.entry, "waiting");
+    }
+    this.parent.onHandOut?.();
+  }
+
   protected override failed(error: unknown): void {
+    if (this.handedOut) return;
     this.telemetry.nested.failedCalls++;
     super.failed(error);
   }

@@ -97,6 +97,8 @@ type Segment = {
   signal: AbortSignal;
   /** Set just before `signal` aborts (see SegmentAbort): the hot path reads this, not the signal. */
   aborted: boolean;
+  /** A nested call of this segment was handed out of the host: suspend once idle (see SegmentAbort). */
+  handedOut: boolean;
   release(): void;
   /** Present or not, the field is there: every segment has the same shape. */
   progress: ((event: RunProgress) => void) | undefined;
@@ -499,7 +501,10 @@ export class ActiveRun implements PreparedRun {
     const yieldIds = new Set<string>();
     const segment = this.#segment(call, inflight);
     const { signal } = segment;
-    const parent = requestParent(toolCallId, "exec", runId, segment.progress, span);
+    const parent = requestParent(toolCallId, "exec", runId, segment.progress, span, () => {
+      segment.handedOut = true;
+      ready.wake();
+    });
     // What this exec's nested calls returned, so a failure can say what a name holds.
     const shapes = new ResultShapes();
     const scope = this.#refreshNamespaces();
@@ -619,7 +624,10 @@ export class ActiveRun implements PreparedRun {
     const segment = this.#segment(call, inflight);
     inflight.attach(this.#sinkFor(ready, segment));
     const { signal } = segment;
-    const parent = requestParent(call.toolCallId, "wait", claim.runId, segment.progress, span);
+    const parent = requestParent(call.toolCallId, "wait", claim.runId, segment.progress, span, () => {
+      segment.handedOut = true;
+      ready.wake();
+    });
     const scope = this.#refreshNamespaces();
     let run: SandboxRun;
     try {
@@ -678,6 +686,7 @@ export class ActiveRun implements PreparedRun {
     const segment: Segment = {
       signal: controller.signal,
       aborted: false,
+      handedOut: false,
       counts: { started: 0, settled: 0 },
       release: () => {
         open = false;
@@ -880,6 +889,8 @@ export class ActiveRun implements PreparedRun {
       if (claim) await store.finish(claim, "failed").catch(() => {});
       return this.#failure(error, telemetry, state.startedAt);
     }
+    // Handed-out calls are answered through the store (settleHandedOutCall); nothing here waits on them.
+    inflight.releaseHandedOut();
     inflight.storedAs(store, runId, () => {
       if (engine.inflight.get(state.runKey) === inflight) engine.inflight.delete(state.runKey);
     });

@@ -64,6 +64,17 @@ export type NestedToolCall = {
   note(text: string): void;
   /** Reports the tool's progress (a downstream server's notifications, a plugin's updates) to the host. */
   progress(update: ToolProgress): void;
+  /** The call's id inside its code-mode run, as `pendingToolCalls[].callId` of a waiting result names it. */
+  readonly callId: string;
+  /**
+   * Hands the call out of this host: something outside the process (the client of an agent endpoint)
+   * answers it. The run suspends as soon as the cell has nothing else ready, instead of at the exec
+   * deadline, and the waiting result lists the call in `pendingToolCalls`. From then on the call is not
+   * the executor's: what `callTool` returns is ignored, the call leaves the in-flight table (no slot, no
+   * lease, never reported lost), and its outcome comes only from `CodeModeEngine.settleHandedOutCall`,
+   * which must be called before the `wait` that resumes the run.
+   */
+  handOut(): void;
 };
 
 export type McpServerRequest = {

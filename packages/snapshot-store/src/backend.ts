@@ -16,9 +16,13 @@ export interface SnapshotBackend {
 
   /**
    * Called once when the store opens. A durable backend repairs what a dead process left: claimed
-   * runs go back to `waiting`, and calls without an outcome get `interruptedOutcome(call)`.
+   * runs go back to `waiting`, and calls without an outcome get `interruptedOutcome(call)` (null: the
+   * call stays pending, because something outside the process answers it).
    */
-  recover(now: number, interruptedOutcome: (call: BackendPendingCall) => string): Promise<RecoveryReport>;
+  recover(
+    now: number,
+    interruptedOutcome: (call: BackendPendingCall) => string | null,
+  ): Promise<RecoveryReport>;
 
   /**
    * Adds a `waiting` record unless `maxLiveRuns` live records exist already (checked atomically). A
@@ -68,6 +72,16 @@ export interface SnapshotBackend {
     callIds: readonly string[],
     watcher: OutcomeWatcher,
   ): Promise<() => Promise<void>>;
+
+  /**
+   * Host records: small JSON values a host keeps beside its runs (an agent endpoint's hidden transcript
+   * and the client calls it waits for), under a key the store builds from kind, owner and id. `put`
+   * replaces; a record past `expiresAt` reads as absent. `delete` answers whether this call removed it,
+   * so get-then-delete is how a host takes a record exactly once.
+   */
+  putHostRecord(key: string, valueJson: string, expiresAt: number): Promise<void>;
+  getHostRecord(key: string, now: number): Promise<string | null>;
+  deleteHostRecord(key: string): Promise<boolean>;
 
   /** Releases resources. A non-durable backend returns the live runs it dropped. */
   close(): Promise<DroppedRun[]>;

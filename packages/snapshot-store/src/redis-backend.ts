@@ -216,6 +216,10 @@ export class RedisSnapshotBackend implements SnapshotBackend {
     return `${this.#prefix}epoch`;
   }
 
+  #hostRecordKey(key: string): string {
+    return `${this.#prefix}host:${key}`;
+  }
+
   #channel(runId: string): string {
     return `${this.#prefix}outcomes:${runId}`;
   }
@@ -802,6 +806,24 @@ export class RedisSnapshotBackend implements SnapshotBackend {
     if (listeners.size > 0) return;
     this.#watchers.delete(channel);
     await this.#subscriber?.unsubscribe(channel);
+  }
+
+  async putHostRecord(key: string, valueJson: string, expiresAt: number): Promise<void> {
+    await this.#redis("putHostRecord", async () => {
+      // Redis expires the key itself: no sweep needed, and every replica sees the same deadline.
+      await this.#client.set(this.#hostRecordKey(key), valueJson, "PXAT", expiresAt);
+    });
+  }
+
+  async getHostRecord(key: string): Promise<string | null> {
+    return this.#redis("getHostRecord", () => this.#client.get(this.#hostRecordKey(key)));
+  }
+
+  async deleteHostRecord(key: string): Promise<boolean> {
+    return this.#redis(
+      "deleteHostRecord",
+      async () => (await this.#client.del(this.#hostRecordKey(key))) > 0,
+    );
   }
 
   async close(): Promise<DroppedRun[]> {

@@ -1,5 +1,6 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: hints show ${ENV} references as users write them
 import { z } from "zod";
+import { AGENT_FIELD_HINTS, agentConfigSchema } from "./agent-config.js";
 import { TELEMETRY_FIELD_HINTS, telemetrySchema } from "./telemetry-config.js";
 
 /** A schema built the first time it is asked for (see gatewayConfigFields), then the same one. */
@@ -143,6 +144,7 @@ const gatewayConfigFields = {
       .strictObject({ cellOutput: z.boolean().optional(), format: z.enum(["human", "json"]).optional() })
       .optional(),
   telemetry: () => telemetrySchema().optional(),
+  agent: () => agentConfigSchema().optional(),
 };
 type GatewayConfigField = keyof typeof gatewayConfigFields;
 type GatewayConfigShape = { [Field in GatewayConfigField]: ReturnType<(typeof gatewayConfigFields)[Field]> };
@@ -180,6 +182,7 @@ export function gatewayConfigSchemaFor(
 
 /** What each field takes, for "expected ..." in error messages. */
 export const FIELD_HINTS: Record<string, string> = {
+  ...AGENT_FIELD_HINTS,
   tools: 'an object such as { "codeMode": true, "deny": ["write_file"] }',
   "tools.allow": 'an array of tool ids or names, "*" globs allowed, e.g. ["core:codecell:*", "notes_*"]',
   "tools.deny": 'an array of tool ids or names, "*" globs allowed, e.g. ["mcp:memory:delete_*"]',

@@ -17,6 +17,7 @@ import JSON5 from "json5";
 import type { z } from "zod";
 import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from "../core-tools/workspace-quota.js";
 import { PACKAGE_DIR } from "../package-dir.js";
+import { type AgentSettings, resolveAgentSettings } from "./agent-config.js";
 import { issueMessage, knownKeysAt, unknownKeyMessage } from "./config-messages.js";
 import { type ConfigProblem, describeValue } from "./config-problem.js";
 import {
@@ -90,6 +91,8 @@ export type GatewayConfig = {
   /** What write_file may write there: a quota for the folder and a budget per code-mode run. */
   workspaceLimits: WorkspaceLimits;
   http: HttpSettings;
+  /** The agent endpoint (`POST /v1/chat/completions`); null when the config has no `agent` section. */
+  agent: AgentSettings | null;
   /** OTLP export (traces, metrics) from the `telemetry` block and `OTEL_*`; null: off, no SDK loaded. */
   telemetry: TelemetrySettings | null;
   /** Stderr lines as people read them (`human`) or one JSON object each (`logging.format`). */
@@ -519,6 +522,7 @@ export function resolveGatewayConfig(
     if (rawHttp.drainSeconds !== undefined) http.drainMs = rawHttp.drainSeconds * 1000;
   }
 
+  const agent = resolveAgentSettings(parsed.success ? parsed.data.agent : undefined, file, problems);
   const telemetry = resolveTelemetry(parsed.success ? parsed.data.telemetry : undefined, env, file, problems);
 
   if (problems.length > 0 || !codeMode) return { config: null, problems, warnings };
@@ -539,6 +543,7 @@ export function resolveGatewayConfig(
       workspace,
       workspaceLimits,
       http,
+      agent,
       telemetry,
       logFormat: (parsed.success ? parsed.data.logging?.format : undefined) ?? "human",
       warnings,
