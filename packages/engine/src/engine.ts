@@ -3,6 +3,7 @@ import { type JsonValue, type ResolvedCodeModeConfig, resolveCodeModeConfig } fr
 import { createCodeModeNamespaceRuntime } from "@codecell/namespaces";
 import { createSandboxPool, type SandboxPool } from "@codecell/sandbox";
 import { openSnapshotStore, type SnapshotStore } from "@codecell/snapshot-store";
+import { EngineTypecheck } from "./cell-typecheck.js";
 import { renderVisibleDeclarations } from "./guest-surface.js";
 import type { InflightCalls } from "./inflight-calls.js";
 import { codeModeModelTools } from "./model-surface.js";
@@ -43,6 +44,7 @@ export class CodeModeEngine {
   readonly #redactInput: (toolId: string, input: JsonValue) => JsonValue;
   readonly #debug: ((line: string) => void) | null;
   readonly #inflight = new Map<string, InflightCalls>();
+  readonly #typecheck = new EngineTypecheck();
   readonly #ownsPool: boolean;
   readonly #ownsStore: boolean;
   #pool: SandboxPool | undefined;
@@ -148,6 +150,7 @@ export class CodeModeEngine {
         mcpServers: declarations.servers.map((server) => server.identifier),
         namespacePrompt: namespaces.promptText,
         typescript: this.config.languages.includes("typescript"),
+        typecheck: this.config.typecheck,
       }),
       ...catalog.directOnly.map(toModelTool),
     ];
@@ -222,6 +225,7 @@ export class CodeModeEngine {
     for (const calls of this.#inflight.values()) calls.abortAll("engine closed");
     this.#inflight.clear();
     this.#trajectory.clear();
+    await this.#typecheck.close();
     if (this.#ownsPool) await this.#pool?.close();
     if (this.#ownsStore) await (await this.store).close();
   }
@@ -240,6 +244,7 @@ export class CodeModeEngine {
       redactInput: this.#redactInput,
       debug: this.#debug,
       inflight: this.#inflight,
+      typecheck: this.#typecheck,
       abort: (selector) => this.abort(selector),
       countResult: (result) => {
         if (result.status === "failed") {

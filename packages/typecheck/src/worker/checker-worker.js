@@ -1,0 +1,29 @@
+// @ts-check
+// The checker's thread: it holds TypeScript and the warm language services, so a check (the first one
+// loads the compiler, hundreds of milliseconds) never blocks the host's event loop.
+import { parentPort } from "node:worker_threads";
+import { createCheckerCore } from "./checker-core.js";
+
+/** @type {ReturnType<typeof createCheckerCore> | undefined} */
+let core;
+// Checks run one at a time, in the order they came.
+let queue = Promise.resolve();
+
+parentPort?.on(
+  "message",
+  (/** @type {{ id: number } & import("./checker-core.js").CheckRequest} */ message) => {
+    queue = queue.then(async () => {
+      try {
+        core ??= createCheckerCore();
+        const startedAt = performance.now();
+        const outcome = await core.check(message);
+        parentPort?.postMessage({ id: message.id, outcome, durationMs: performance.now() - startedAt });
+      } catch (error) {
+        parentPort?.postMessage({
+          id: message.id,
+          error: String(error instanceof Error ? error.stack : error),
+        });
+      }
+    });
+  },
+);
