@@ -153,6 +153,7 @@ const MODEL_TEXT_FIELDS = [
   "reason",
   "yieldReason",
   "pendingToolCalls",
+  "diagnostics",
 ];
 
 /**
