@@ -33,6 +33,12 @@ export class EngineTypecheck {
     return { module, checker: this.#checker };
   }
 
+  /** Starts the checker's thread and its compiler before the first cell (a host's warm-up). */
+  async warmUp(): Promise<void> {
+    const { checker } = await this.checker();
+    await checker.warmUp();
+  }
+
   async close(): Promise<void> {
     await this.#checker?.close();
     this.#checker = null;

@@ -105,6 +105,8 @@ export class CodeModeEngine {
    */
   warmUp(): void {
     if (this.config.enabled) this.#startPool();
+    // With typecheck on, the checker's thread loads the compiler meanwhile too (never with it off).
+    if (this.config.enabled && this.config.typecheck !== "off") void this.#typecheck.warmUp().catch(() => {});
   }
 
   /** Decides code mode for one agent run (the spec's activation order) and returns its surface. */

@@ -16,6 +16,7 @@ afterAll(async () => {
 });
 
 it("loads nothing of the compiler with typecheck off, and starts it with the first checked cell", async () => {
+  off.warmUp();
   const run = off.prepareRun({ tools: hostTools, context: context(), executor: new TestExecutor() });
   expect(await run.exec({ code: "return 1 + 1" }, { toolCallId: "js" })).toMatchObject({ value: 2 });
   expect(

@@ -35,7 +35,10 @@ export type CellCheckerOptions = {
   maxDiagnostics?: number;
 };
 
-type WorkerReply = { id: number; outcome: WorkerOutcome; durationMs: number } | { id: number; error: string };
+type WorkerReply =
+  | { id: number; outcome: WorkerOutcome; durationMs: number }
+  | { id: number; warmed: true }
+  | { id: number; error: string };
 type WorkerOutcome =
   | { status: "checked"; diagnostics: CodeModeDiagnostic[]; total: number }
   | { status: "skipped"; reason: string }
@@ -85,10 +88,30 @@ export class CellChecker {
     // The worker keeps a few services; one it dropped is sent again.
     if ("outcome" in reply && reply.outcome.status === "missing") reply = await this.#send(request, text);
     if ("error" in reply) return skipped(reply.error);
+    if (!("outcome" in reply)) return skipped("the checker answered a check with something else");
     const { outcome } = reply;
     if (outcome.status === "missing") return skipped("the checker lost the run's declarations");
     if (outcome.status === "skipped") return skipped(outcome.reason);
     return { ...outcome, durationMs: performance.now() - startedAt };
+  }
+
+  /**
+   * Starts the worker now and has it load the compiler and parse the language's library, for a host
+   * that knows cells are coming: the first check then costs what a warm one does plus the run's own
+   * declarations. Resolves when the worker is ready; never rejects.
+   */
+  async warmUp(): Promise<void> {
+    const worker = this.#start();
+    const id = this.#nextId++;
+    await new Promise<void>((resolve) => {
+      this.#pending.set(id, () => {
+        this.#pending.delete(id);
+        if (this.#pending.size === 0) this.#worker?.unref();
+        resolve();
+      });
+      worker.ref();
+      worker.postMessage({ id, warm: true });
+    });
   }
 
   /** Stops the worker; a later check starts a new one. */

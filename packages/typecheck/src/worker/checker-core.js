@@ -343,6 +343,28 @@ export function createCheckerCore() {
       return { status: "checked", diagnostics, total };
     },
 
+    /**
+     * Readies the thread before the first cell: parses the library files (shared by every program)
+     * and runs one small check through the compiler and the transpile checks, so that their code is
+     * loaded and compiled when the first real cell comes.
+     */
+    async warm() {
+      const checker = createProgram(
+        "declare const warm: { ready(): Promise<string> };",
+        `/globals-${nextFileId++}.d.ts`,
+      );
+      await prepareCell("return await warm.ready();", "javascript");
+      const source = ts.createSourceFile(
+        `/cell-${nextFileId++}.js`,
+        `${HEADER}const ready = await warm.ready();\nreturn ready.length;${FOOTER}`,
+        ts.ScriptTarget.ESNext,
+        true,
+        ts.ScriptKind.JS,
+      );
+      bindSourceFile(source, options);
+      checker.getDiagnostics(source);
+    },
+
     dispose() {
       programs.clear();
     },

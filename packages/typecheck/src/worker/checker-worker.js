@@ -11,10 +11,15 @@ let queue = Promise.resolve();
 
 parentPort?.on(
   "message",
-  (/** @type {{ id: number } & import("./checker-core.js").CheckRequest} */ message) => {
+  (/** @type {{ id: number; warm?: true } & import("./checker-core.js").CheckRequest} */ message) => {
     queue = queue.then(async () => {
       try {
         core ??= createCheckerCore();
+        if (message.warm) {
+          await core.warm();
+          parentPort?.postMessage({ id: message.id, warmed: true });
+          return;
+        }
         const startedAt = performance.now();
         const outcome = await core.check(message);
         parentPort?.postMessage({ id: message.id, outcome, durationMs: performance.now() - startedAt });
