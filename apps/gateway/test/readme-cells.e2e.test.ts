@@ -8,8 +8,9 @@ import { Gateway } from "../src/gateway.js";
 import { APP_DIR } from "./harness.js";
 
 /**
- * The READMEs' cells are tests. Every ```js / ```ts block in the root README and in each package's README
- * is a cell, run against the embedded default config (the one `npm start` serves), and must complete. A
+ * The documentation's cells are tests. Every ```js / ```ts block in the root README, in each package's
+ * README and in every `docs/*.md` page is a cell, run against the embedded default config (the one
+ * `npm start` serves), and must complete. A
  * block that is not a cell says so in its info string, after the language (documented in the root
  * README, "Development"):
  *   ```ts host     host-side code run in Node (a package's API), not inside a cell
@@ -59,6 +60,10 @@ function readmes(): string[] {
       if (existsSync(file)) files.push(file);
     }
   }
+  const docs = join(ROOT, "docs");
+  if (existsSync(docs)) {
+    for (const name of readdirSync(docs).sort()) if (name.endsWith(".md")) files.push(join(docs, name));
+  }
   return files;
 }
 
@@ -69,6 +74,11 @@ describe("README code blocks", () => {
   it("finds the cells, including the root README's example", () => {
     expect(cells.some((cell) => cell.file === "README.md")).toBe(true);
     expect(cells.length).toBeGreaterThanOrEqual(2);
+  });
+
+  it("reads the docs/ pages too", () => {
+    expect(blocks.some((entry) => relative(ROOT, entry.file).startsWith(join("docs", "")))).toBe(true);
+    expect(cells.some((cell) => cell.file.startsWith(join("docs", "")))).toBe(true);
   });
 
   it("tells a cell from a marked block by the info string", () => {

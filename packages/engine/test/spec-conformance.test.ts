@@ -1,5 +1,5 @@
-// Points of the spec (shared seeds, "Code mode", German and Portuguese pages) that a first round
-// missed or bent, one describe per point. Each quotes the spec line it proves, translated.
+// Points of the code-mode spec, one describe per point; each quotes the spec line it proves, translated.
+// The checklist of these points, in prose, is spec-conformance.md beside this file: keep the two in step.
 import { CodeModeError, type CodeModeResult } from "@codecell/contract";
 import {
   clearCodeModeNamespacesForPlugin,
