@@ -243,6 +243,17 @@ return { result, size: byId.size, grouped, unique: [...unique], id: anyValue.id 
     "typescript",
   ],
   [
+    "QuickJS's own globals and search options the guest ignores",
+    `const started = performance.now();
+const encoded = btoa("codecell");
+const decoded = atob(encoded);
+queueMicrotask(() => text("later"));
+const hits = await tools.search("files", { limit: 2, sources: ["core"] });
+const mcpHits = await API.search("graph", { limit: 1, exact: true });
+return { decoded, ms: performance.now() - started, origin: performance.timeOrigin, n: hits.length + mcpHits.length };`,
+    "javascript",
+  ],
+  [
     "the language beyond ES2023 that QuickJS runs",
     `const { promise, resolve } = Promise.withResolvers();
 resolve(1);
@@ -289,6 +300,38 @@ describe("bounds and skips", () => {
   it("places a finding on the cell's own line and column after blank and CRLF lines", async () => {
     const code = '\r\n\r\n  const file = await tools.read_file({ path: "a" });\r\n  return file.nope;';
     expectFindings(await diagnosticsOf(code), [{ line: 4, column: 15, code: "TS2339", message: /'nope'/ }]);
+  });
+
+  it("lists the closest of many accepted names first", async () => {
+    const input = guestInput([]);
+    const many = Array.from({ length: 60 }, (_, index) => ({
+      id: `plugin:bulk:tool_${index}`,
+      name: `tool_${index}`,
+      inputSchema: { type: "object", properties: { id: { type: "string" } } },
+    }));
+    const bulk = guestDeclarations(
+      renderGuestDeclarations({
+        ...input,
+        tools: [...input.tools, ...many],
+        toolFunctions: [
+          ...input.toolFunctions,
+          ...many.map((tool) => ({ name: tool.name, toolId: tool.id })),
+        ],
+      }),
+    );
+    const result = await checker.check({
+      declarations: bulk,
+      code: 'return await tools.read_fil({ path: "a" });',
+      language: "javascript",
+    });
+    expect(result.status === "checked" && result.diagnostics[0]).toMatchObject({
+      code: "TS2551",
+      message: expect.stringContaining("Did you mean 'read_file'?"),
+    });
+    if (result.status === "checked") {
+      expect(result.diagnostics[0]!.accepts).toHaveLength(20);
+      expect(result.diagnostics[0]!.accepts![0]).toBe("read_file");
+    }
   });
 
   it("names declared in one cell are not seen by the next", async () => {

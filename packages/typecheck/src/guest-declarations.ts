@@ -46,6 +46,11 @@ interface CodecellDescribedTool extends CodecellToolEntry {
   inputSchema: any;
   outputSchema?: any;
 }
+/** Only \`limit\` is read; other options are ignored, as the guest ignores them. */
+interface CodecellSearchOptions {
+  limit?: number;
+  [option: string]: unknown;
+}
 interface CodecellApiFile {
   path: string;
   description: string;
@@ -59,7 +64,7 @@ declare const API: {
   /** One declaration file's text. */
   read(path: string): Promise<string>;
   /** Ranks the MCP tools. */
-  search(query: string, options?: { limit?: number }): Promise<CodecellToolEntry[]>;
+  search(query: string, options?: CodecellSearchOptions): Promise<CodecellToolEntry[]>;
 };
 /** Adds a text output item. */
 declare function text(value: unknown): void;
@@ -74,6 +79,11 @@ declare const console: {
   error(...values: any[]): void;
   debug(...values: any[]): void;
 };
+// What QuickJS itself adds to the language (the library declares none of these).
+declare function atob(data: string): string;
+declare function btoa(data: string): string;
+declare function queueMicrotask(callback: () => void): void;
+declare const performance: { now(): number; readonly timeOrigin: number };
 // QuickJS has it; the compiler's library does not declare it yet.
 interface RegExpConstructor {
   escape(value: string): string;
@@ -153,7 +163,7 @@ function catalogDeclarations(input: GuestDeclarationInput): string {
 
   const members = [
     "  /** Ranks the catalog (MCP tools are under MCP and API.search). */",
-    "  search(query: string, options?: { limit?: number }): Promise<CodecellToolEntry[]>;",
+    "  search(query: string, options?: CodecellSearchOptions): Promise<CodecellToolEntry[]>;",
     "  /** A tool's entry with its input schema. */",
     "  describe(idOrName: string): Promise<CodecellDescribedTool>;",
     "  /** Runs a tool by id or unique name. */",

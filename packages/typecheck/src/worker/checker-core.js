@@ -2,7 +2,7 @@
 // The type checker itself: plain JavaScript, so the same file runs in the checker's worker thread (from
 // the source tree in tests, from dist in a build) and inline in a bench that measures both.
 import { createRequire } from "node:module";
-import { closestMatches } from "@codecell/contract";
+import { closestMatches, editDistance } from "@codecell/contract";
 import { prepareCell } from "@codecell/transpile";
 
 /** @typedef {import("typescript")} TypeScript */
@@ -136,7 +136,7 @@ export function createCheckerCore() {
    * @param {import("typescript").Diagnostic} diagnostic
    * @param {import("typescript").TypeChecker} checker
    * @param {import("typescript").SourceFile} source
-   * @returns {{ drop: true } | { drop: false; accepts?: string[]; hint?: string; message?: string; start?: number }}
+   * @returns {{ drop: true } | { drop: false; accepts?: string[]; name?: string; hint?: string; message?: string; start?: number }}
    */
   function examine(diagnostic, checker, source) {
     const node = diagnostic.start === undefined ? undefined : tokenAt(source, diagnostic.start);
@@ -158,6 +158,7 @@ export function createCheckerCore() {
           return {
             drop: false,
             accepts,
+            name: innerName,
             message: `'${inner.getText()}' is unknown: the value has no property '${innerName}' (it has ${accepts.join(", ")}).${closest ? ` Did you mean '${closest}'?` : ""}`,
             start: inner.name.getStart(),
           };
@@ -176,7 +177,7 @@ export function createCheckerCore() {
         !declaredInLibrary(receiver)
       ) {
         const accepts = propertyNames(checker, receiver);
-        return { drop: false, accepts, hint: hintFor(name, accepts, diagnostic) };
+        return { drop: false, accepts, name, hint: hintFor(name, accepts, diagnostic) };
       }
       return { drop: false };
     }
@@ -186,7 +187,7 @@ export function createCheckerCore() {
       if (!object) return { drop: false };
       const accepts = propertyNames(checker, checker.getContextualType(object));
       const name = ts.isIdentifier(node) || ts.isStringLiteral(node) ? node.text : "";
-      return { drop: false, accepts, hint: hintFor(name, accepts, diagnostic) };
+      return { drop: false, accepts, name, hint: hintFor(name, accepts, diagnostic) };
     }
     if (NOT_ASSIGNABLE.has(diagnostic.code)) {
       let object = node;
@@ -211,6 +212,26 @@ export function createCheckerCore() {
   }
 
   /**
+   * The accepted names in declaration order; past the limit (a `tools` of hundreds of shortcuts), the
+   * ones closest to the name that was written.
+   * @param {string[]} accepts
+   * @param {string | undefined} name
+   */
+  function acceptsFor(accepts, name) {
+    if (accepts.length <= MAX_ACCEPTS || !name) return accepts.slice(0, MAX_ACCEPTS);
+    const lower = name.toLowerCase();
+    return accepts
+      .map((candidate, index) => ({
+        candidate,
+        index,
+        distance: editDistance(lower, candidate.toLowerCase()),
+      }))
+      .sort((a, b) => a.distance - b.distance || a.index - b.index)
+      .slice(0, MAX_ACCEPTS)
+      .map((entry) => entry.candidate);
+  }
+
+  /**
    * @param {string} name
    * @param {string[]} accepts
    * @param {import("typescript").Diagnostic} diagnostic
@@ -227,7 +248,7 @@ export function createCheckerCore() {
    * @param {import("typescript").Diagnostic} diagnostic
    * @param {import("typescript").SourceFile} source
    * @param {number} lastLine
-   * @param {{ accepts?: string[]; hint?: string; message?: string; start?: number }} extra
+   * @param {{ accepts?: string[]; name?: string; hint?: string; message?: string; start?: number }} extra
    * @returns {CellDiagnostic}
    */
   function toCellDiagnostic(diagnostic, source, lastLine, extra) {
@@ -255,7 +276,7 @@ export function createCheckerCore() {
       code: `TS${diagnostic.code}`,
       message,
     };
-    if (extra.accepts && extra.accepts.length > 0) result.accepts = extra.accepts.slice(0, MAX_ACCEPTS);
+    if (extra.accepts && extra.accepts.length > 0) result.accepts = acceptsFor(extra.accepts, extra.name);
     return result;
   }
 
