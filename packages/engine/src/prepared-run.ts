@@ -386,8 +386,10 @@ export class ActiveRun implements PreparedRun {
     const shapes = new ResultShapes();
     const scope = this.#refreshNamespaces();
     const surface = this.#surface;
-    const checked = await this.#typecheckCell(code, language, surface);
-    if (checked && checked.total > 0 && engine.config.typecheck === "strict") {
+    // "warn" checks while the cell runs (its findings are added at the end); "strict" first.
+    const checking = this.#typecheckCell(code, language, surface);
+    const checked = engine.config.typecheck === "strict" ? await checking : null;
+    if (checked && checked.total > 0) {
       // Refused before the VM starts: nothing of the cell ran, no nested call was made.
       segment.release();
       const failed = this.#failed("invalid_input", checked.strictMessage, telemetry, [], startedAt);
@@ -448,7 +450,7 @@ export class ActiveRun implements PreparedRun {
       claim: null,
       call,
     });
-    return withDiagnostics(result, checked);
+    return withDiagnostics(result, checked ?? (await checking));
   }
 
   /** The cell's type-check findings with typecheck "warn" or "strict"; null when off or not checked. */
