@@ -4,6 +4,7 @@
 import { createRequire } from "node:module";
 import { closestMatches, editDistance } from "@codecell/contract";
 import { prepareCell } from "@codecell/transpile";
+import { loadCompiler } from "./compiler-loader.js";
 
 /** @typedef {import("typescript")} TypeScript */
 /** @typedef {{ file: "cell.ts"; line: number; column: number; code: string; message: string; accepts?: string[] }} CellDiagnostic */
@@ -67,9 +68,9 @@ function compilerOptions(ts) {
  * tables, so a program is made again after `MAX_CHECKS_PER_PROGRAM` cells.
  */
 export function createCheckerCore() {
-  const require = createRequire(import.meta.url);
+  const compiler = loadCompiler(createRequire(import.meta.url));
   /** @type {TypeScript & { bindSourceFile?: (file: import("typescript").SourceFile, options: import("typescript").CompilerOptions) => void }} */
-  const ts = require("typescript");
+  const ts = compiler.ts;
   if (typeof ts.bindSourceFile !== "function") {
     throw new Error(`typescript ${ts.version} lacks bindSourceFile; the checker needs typescript 5.9.3`);
   }
@@ -384,6 +385,11 @@ export function createCheckerCore() {
       );
       bindSourceFile(source, options);
       checker.getDiagnostics(source);
+    },
+
+    /** Writes the compiler's code cache if it needs writing (after the first check or warm-up). */
+    saveCodeCache() {
+      compiler.save();
     },
 
     dispose() {

@@ -18,11 +18,14 @@ parentPort?.on(
         if (message.warm) {
           await core.warm();
           parentPort?.postMessage({ id: message.id, warmed: true });
+          core.saveCodeCache();
           return;
         }
         const startedAt = performance.now();
         const outcome = await core.check(message);
         parentPort?.postMessage({ id: message.id, outcome, durationMs: performance.now() - startedAt });
+        // After the answer, so the first check never waits for it.
+        core.saveCodeCache();
       } catch (error) {
         parentPort?.postMessage({
           id: message.id,
