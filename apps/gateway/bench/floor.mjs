@@ -61,3 +61,25 @@ export async function floorRun({ QuickJS, wasm }, code, json) {
     vm.dispose();
   }
 }
+
+/**
+ * The floor of a one-shot command: the text of a `node -e` program that imports quickjs-wasi, compiles
+ * its wasm, runs `code` as a cell body in a fresh VM and prints the result as JSON, what `codecell exec`
+ * does for a cell, with nothing of codecell's around it (no worker, no config, no catalog).
+ */
+export function bareExecProgram(code) {
+  const wasmPath = requireFromSandbox.resolve("quickjs-wasi/quickjs.wasm");
+  return `import(${JSON.stringify(quickjsEntry)}).then(async ({ QuickJS }) => {
+  const { readFileSync } = await import("node:fs");
+  const wasm = await WebAssembly.compile(readFileSync(${JSON.stringify(wasmPath)}));
+  const vm = await QuickJS.create({ wasm, memoryLimit: 64 << 20, maxStackSize: 256 * 1024, timezoneOffset: 0 });
+  const promise = vm.evalCode(${JSON.stringify(`(async () => { ${code}\n})()`)}, "cell.js");
+  vm.executePendingJobs();
+  const settled = await vm.resolvePromise(promise);
+  promise.dispose();
+  const value = vm.dump("error" in settled ? settled.error : settled.value);
+  ("error" in settled ? settled.error : settled.value).dispose();
+  vm.dispose();
+  process.stdout.write(JSON.stringify({ status: "error" in settled ? "failed" : "completed", value }, null, 2) + "\\n");
+});`;
+}

@@ -6,7 +6,9 @@
 //   gateway     `codecell serve` over MCP stdio (SDK client), the tools in a plugin (bench-plugin.mjs)
 // The machine is shared, so subjects are interleaved round by round and the table shows medians and
 // ratios to the floor of the same run. Cold starts and peak RSS run in fresh processes
-// (performance-child.mjs). Writes bench-results/performance.json. Run after a build.
+// (performance-child.mjs), and so does the one-shot row: `codecell exec` of `return 1` from process
+// start, against a bare `node -e` that imports quickjs-wasi and runs the same cell (floor.mjs).
+// Writes bench-results/performance.json. Run after a build.
 import { createHook } from "node:async_hooks";
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -17,7 +19,7 @@ import { createCodeModeEngine } from "@codecell/engine";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { CELLS, prepareBenchRun } from "./bench-tools.mjs";
-import { floorRun, loadFloor } from "./floor.mjs";
+import { bareExecProgram, floorRun, loadFloor } from "./floor.mjs";
 import {
   busiestOtherThread,
   cellsPerSecond,
@@ -30,7 +32,8 @@ import {
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 const appDir = join(here, "..");
-const cli = join(appDir, "dist", "cli.js");
+// BENCH_CLI runs the CLI rows (one-shot, `serve`) against another build's dist/cli.js, to compare builds.
+const cli = process.env.BENCH_CLI ?? join(appDir, "dist", "cli.js");
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const STARTS = Number(process.env.BENCH_STARTS ?? 5);
 const C5_CELLS = Number(process.env.BENCH_C5_CELLS ?? 80);
@@ -214,7 +217,7 @@ await engine.close();
 // assumed the 13-14 µs measured when it was set.
 const hop = await threadHopMicros();
 
-// --- fresh processes: cold import -> first result, peak RSS, `codecell serve` start ------------------
+// --- fresh processes: cold import -> first result, peak RSS, one-shot exec, `codecell serve` start ----
 
 /**
  * CPU time so far of a child's main thread and of all its threads, in ms (schedstat; load does not add to
@@ -307,7 +310,44 @@ function serveStart(env = process.env) {
   });
 }
 
+/**
+ * One whole one-shot process, from its spawn to the cell's result on stdout and to its exit: `codecell
+ * exec` of ONE_SHOT_CELL (the bench's config, so the catalog has the plugin's tools), or the bare
+ * `node -e` program that imports quickjs-wasi and runs the same cell (floor.mjs).
+ */
+const ONE_SHOT_CELL = "return 1";
+function oneShotStart(subject) {
+  const args =
+    subject === "exec"
+      ? [cli, "exec", "--config", configPath, "--code", ONE_SHOT_CELL]
+      : ["-e", bareExecProgram(ONE_SHOT_CELL)];
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "ignore"], cwd: dir });
+    let out = "";
+    let resultMs;
+    child.on("error", reject);
+    child.stdout.on("data", (chunk) => {
+      out += chunk;
+      // The result is one JSON document, written at once; its closing brace ends it.
+      if (resultMs === undefined && out.trimEnd().endsWith("}")) resultMs = performance.now() - started;
+    });
+    child.on("exit", (code) => {
+      const exitMs = performance.now() - started;
+      let value;
+      try {
+        value = JSON.parse(out).value;
+      } catch {
+        // Reported below with the output.
+      }
+      if (code !== 0 || value !== 1) reject(new Error(`${subject} exited ${code}: ${out.slice(0, 300)}`));
+      else resolve({ resultMs, exitMs });
+    });
+  });
+}
+
 const cold = { floor: [], engine: [] };
+const oneShot = { bare: [], exec: [] };
 const rss = { floor: [], engine: [] };
 const serve = [];
 const serveWithoutCerts = [];
@@ -321,6 +361,8 @@ for (let index = 0; index < STARTS; index++) {
     cold[subject].push(await runPerformanceChild(["cold", subject]));
     rss[subject].push(await runPerformanceChild(["rss", subject]));
   }
+  for (const subject of index % 2 === 0 ? ["bare", "exec"] : ["exec", "bare"])
+    oneShot[subject].push(await oneShotStart(subject));
   serve.push(await serveStart());
   // The same start without the certificate variable, when this environment sets it (see the note printed
   // below): what a machine without it sees. The target is judged on the environment as it is.
@@ -390,6 +432,25 @@ for (const key of STEADY_CELLS)
     engineToJson: null,
   };
   rows.push(rowOf.startup);
+  for (const [mark, label] of [
+    ["resultMs", "one-shot: process start -> result on stdout (`codecell exec` / bare `node -e`)"],
+    ["exitMs", "one-shot: process start -> exit (`codecell exec` / bare `node -e`)"],
+  ]) {
+    const bare = median(oneShot.bare.map((s) => s[mark]));
+    const exec = median(oneShot.exec.map((s) => s[mark]));
+    rowOf[mark] = {
+      cell: label,
+      unit: "ms",
+      floor: bare,
+      "floor-json": null,
+      engine: null,
+      gateway: exec,
+      engineRatio: null,
+      gatewayRatio: ratio(exec, bare),
+      engineToJson: null,
+    };
+    rows.push(rowOf[mark]);
+  }
   const floorRss = median(rss.floor.map((r) => r.peakRssMb));
   const engineRss = median(rss.engine.map((r) => r.peakRssMb));
   rowOf.rss = {
@@ -441,10 +502,12 @@ const targets = [
   ["C1 engine <= 1.5x floor", rowOf.C1.engineRatio <= 1.5],
   ["C4 engine <= 1.3x floor-json", rowOf.C4.engineToJson <= 1.3],
   ["C5 engine >= 0.9x floor", rowOf.C5.engineRatio >= 0.9],
-  ["cold import -> first result <= 2x floor", rowOf.cold.engineRatio <= 2],
+  ["cold import -> first result <= 1.6x floor", rowOf.cold.engineRatio <= 1.6],
+  ["codecell exec from process start -> result <= 1.3x bare node -e", rowOf.resultMs.gatewayRatio <= 1.3],
+  ["codecell exec from process start -> exit <= 1.3x bare node -e", rowOf.exitMs.gatewayRatio <= 1.3],
   ["serve: tools/list <= 250 ms from process start", rowOf.startup.gateway <= 250],
   ["serve: first exec <= 300 ms from process start", rowOf.cold.gateway <= 300],
-  ["peak RSS, 100 C1 <= 1.25x floor", rowOf.rss.engineRatio <= 1.25],
+  ["peak RSS, 100 C1 <= 1.0x floor", rowOf.rss.engineRatio <= 1],
 ].map(([target, met]) => ({ target, met }));
 
 console.log(
@@ -507,5 +570,5 @@ console.table(placementRows);
 mkdirSync(join(appDir, "bench-results"), { recursive: true });
 writeFileSync(
   join(appDir, "bench-results", "performance.json"),
-  `${JSON.stringify({ node: process.version, date: new Date().toISOString(), loadavg: loadavg(), rounds: ROUNDS, steadyWarmup: STEADY_WARMUP, rows, cpu: cpuRows, perCall: perCallRows, placement: { probeAtCall: PROBE_AT_CALL, rows: placementRows, samples: placedSamples }, targets, hop, samples, steadySamples, throughput, cold, rss, serve, serveWithoutCerts }, null, 2)}\n`,
+  `${JSON.stringify({ node: process.version, date: new Date().toISOString(), loadavg: loadavg(), rounds: ROUNDS, steadyWarmup: STEADY_WARMUP, rows, cpu: cpuRows, perCall: perCallRows, placement: { probeAtCall: PROBE_AT_CALL, rows: placementRows, samples: placedSamples }, targets, hop, samples, steadySamples, throughput, cold, rss, oneShot, serve, serveWithoutCerts }, null, 2)}\n`,
 );

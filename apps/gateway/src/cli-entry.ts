@@ -116,10 +116,28 @@ function writeCache(script: Script, file: string): void {
 }
 
 const nodeRequire = createRequire(import.meta.url);
+/** V8's default `--wasm-tiering-budget` (1,800,000 in Node 20's V8) times 100, for one-shot commands. */
+const ONE_SHOT_WASM_TIERING_BUDGET = 180_000_000;
+
+// The command line as the start-up reads it, before the bundle parses it. Only two words matter here, and
+// each is read on the safe side: an argument `serve` anywhere (even an option's value) means a long-lived
+// process, and `serve` or `exec` anywhere means one that may run cells.
+const args = process.argv.slice(2);
+const longLived = args.includes("serve");
+const runsCells = longLived || args.includes("exec");
 
 // 1. The sandbox's early worker starts as this module loads (see @codecell/sandbox): three small modules,
-// before the rest of the sandbox and everything else.
-await import("@codecell/sandbox/worker-start");
+// before the rest of the sandbox and everything else. A command that runs no cell (`catalog`, `check`,
+// help) starts none: a worker thread booting beside it took CPU from it, and its exit waited for the
+// thread. The sandbox's own switch turns it off, for this import only (children never see it).
+const earlyStartSetting = process.env.CODECELL_SANDBOX_EARLY_START;
+if (!runsCells) process.env.CODECELL_SANDBOX_EARLY_START = "0";
+try {
+  await import("@codecell/sandbox/worker-start");
+} finally {
+  if (earlyStartSetting === undefined) delete process.env.CODECELL_SANDBOX_EARLY_START;
+  else process.env.CODECELL_SANDBOX_EARLY_START = earlyStartSetting;
+}
 // V8 tiers QuickJS's hot wasm functions up to TurboFan on background threads, as many at once as its
 // platform has threads (four in Node), and on a small machine those compiles take the cores from the
 // sandbox's worker running its first cells and from this thread answering the client: in `codecell
@@ -127,7 +145,15 @@ await import("@codecell/sandbox/worker-start");
 // the work; what is compiled, and its speed once compiled, are the same. Set here, after the worker
 // start: loaded first, node:v8 (~1-2 ms) would delay the worker's spawn. A flag of the whole process,
 // which the CLI owns; the library packages never set one.
-nodeRequire("node:v8").setFlagsFromString("--wasm-num-compilation-tasks=1");
+const v8 = nodeRequire("node:v8") as typeof import("node:v8");
+v8.setFlagsFromString("--wasm-num-compilation-tasks=1");
+// A one-shot command (everything but `serve`) also raises the budget after which V8 recompiles a hot
+// QuickJS function with TurboFan, a hundredfold. A process cannot exit while such a compile is running
+// (Node waits for V8's compile threads), and a first cell sets off compiles of QuickJS's interpreter
+// taking 100-200 ms here, whose code the command then never runs: `codecell exec` of `return 1` printed its
+// result and then waited that long to exit. A cell that computes for long still reaches the budget and is
+// compiled. `serve` keeps V8's default: its cells run for the life of the process.
+if (!longLived) v8.setFlagsFromString(`--wasm-tiering-budget=${ONE_SHOT_WASM_TIERING_BUDGET}`);
 // The packages the bundle leaves external, loaded as the ES modules they are (the worker start, already
 // loaded above, so the bundle's copy of the sandbox shares its state); the bundle gets them by name.
 const externals = new Map<string, unknown>(

@@ -198,3 +198,59 @@ describe("cold start: what the first result loads", () => {
     expect(files.filter((file) => /cli-(ajv|acorn)\.cjs$/.test(file))).toEqual([]);
   });
 });
+
+describe("cold start: which commands start a sandbox worker", () => {
+  const COUNT_WORKERS = join(APP_DIR, "test", "fixtures", "count-workers.mjs");
+  const dir = mkdtempSync(join(tmpdir(), "codecell-workers-"));
+  writeFileSync(
+    join(dir, "plugin.mjs"),
+    `export function createPlugin() {
+      return { id: "probe", tools: [{ name: "inc", description: "Adds one.",
+        parameters: { type: "object", properties: { value: { type: "number" } } },
+        execute: (input) => input.value + 1 }] };
+    }`,
+  );
+  const config = join(dir, "codecell.json5");
+  writeFileSync(
+    config,
+    JSON.stringify({ tools: { codeMode: { enabled: true } }, plugins: [{ module: "./plugin.mjs" }] }),
+  );
+  const { CODECELL_SANDBOX_EARLY_START: _ignored, ...envWithoutSwitch } = process.env;
+
+  /** Runs the CLI with these arguments; returns its exit code, stdout and what the preload counted. */
+  function counted(args: string[], env: NodeJS.ProcessEnv = envWithoutSwitch) {
+    const file = join(mkdtempSync(join(tmpdir(), "codecell-workers-count-")), "count.json");
+    const child = spawnSync(process.execPath, ["--import", COUNT_WORKERS, CLI, ...args], {
+      cwd: dir,
+      env: { ...env, COUNT_WORKERS_FILE: file },
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    const count = JSON.parse(readFileSync(file, "utf8")) as { workers: number; earlyStart: string | null };
+    return { status: child.status, stdout: child.stdout, ...count };
+  }
+
+  it("`check` and `catalog` run no cell and start no worker, and leave the early-start switch as they found it", () => {
+    for (const command of ["check", "catalog"]) {
+      const { status, workers, earlyStart } = counted([command, "--config", config]);
+      expect({ command, status, workers, earlyStart }).toEqual({
+        command,
+        status: 0,
+        workers: 0,
+        earlyStart: null,
+      });
+    }
+    const kept = counted(["check", "--config", config], {
+      ...envWithoutSwitch,
+      CODECELL_SANDBOX_EARLY_START: "1",
+    });
+    expect(kept.earlyStart).toBe("1");
+  });
+
+  it("`exec` starts exactly one, the early worker, which its pool takes for the cell", () => {
+    const result = counted(["exec", "--config", config, "--code", "return await tools.inc({ value: 1 })"]);
+    expect(JSON.parse(result.stdout)).toMatchObject({ status: "completed", value: 2 });
+    expect(result.status).toBe(0);
+    expect(result.workers).toBe(1);
+  });
+});
