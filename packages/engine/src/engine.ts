@@ -8,9 +8,11 @@ import { renderVisibleDeclarations } from "./guest-surface.js";
 import type { InflightCalls } from "./inflight-calls.js";
 import { codeModeModelTools } from "./model-surface.js";
 import { ActiveRun, type EngineShared, inactiveRun } from "./prepared-run.js";
+import type { TracingOptions } from "./tracing.js";
 import { type TrajectoryExport, TrajectoryRecorder } from "./trajectory.js";
 import type {
   CodeModeEngineOptions,
+  EngineObserver,
   EngineStats,
   ModelTool,
   PreparedRun,
@@ -49,6 +51,8 @@ export class CodeModeEngine {
   readonly #ownsStore: boolean;
   #pool: SandboxPool | undefined;
   readonly #snapshotSecret: string | undefined;
+  readonly #observer: EngineObserver | null;
+  readonly #tracing: TracingOptions;
   readonly stats: EngineStats = {
     runsPrepared: 0,
     activeRuns: 0,
@@ -85,6 +89,8 @@ export class CodeModeEngine {
     });
     this.#redactInput = options.redactInput ?? ((_toolId, input) => input);
     this.#snapshotSecret = options.snapshotSecret;
+    this.#observer = options.observer ?? null;
+    this.#tracing = { ...options.tracing };
     this.#debug = debugSink(options.debug);
   }
 
@@ -218,6 +224,13 @@ export class CodeModeEngine {
     return this.#trajectory.export(filter);
   }
 
+  /** The sandbox pool's workers, busy and in all, or null while no pool was started (it starts lazily). */
+  sandboxStats(): { workers: number; busyWorkers: number } | null {
+    if (this.#pool === undefined) return null;
+    const { workers, busyWorkers } = this.#pool.stats();
+    return { workers, busyWorkers };
+  }
+
   /** Bytes and sessions the trajectory holds now (what its caps count). */
   get trajectoryStats(): { sessions: number; bytes: number } {
     return { sessions: this.#trajectory.sessionCount, bytes: this.#trajectory.totalBytes };
@@ -246,6 +259,8 @@ export class CodeModeEngine {
       redactInput: this.#redactInput,
       debug: this.#debug,
       inflight: this.#inflight,
+      observer: this.#observer,
+      tracing: this.#tracing,
       typecheck: this.#typecheck,
       abort: (selector) => this.abort(selector),
       countResult: (result) => {

@@ -182,9 +182,10 @@ export class InflightCalls {
    * Hands a settled call's outcome to the store and lets go of it once the store has it. When the run is
    * gone (finished on another replica, expired, aborted), nothing will read the rest either: they are
    * cancelled and the table lets go of the run. If the store cannot be reached, the outcome stays here
-   * for a resume in this process.
+   * for a resume in this process, and is offered to the store again (a shared store's `wait` may come to
+   * another replica, which learns of it only from the store) until the run could no longer be resumed.
    */
-  #record(requestId: string, outcome: SettleOutcome): void {
+  #record(requestId: string, outcome: SettleOutcome, attempt = 0, since = Date.now()): void {
     const stored = this.#stored;
     if (!stored) return;
     stored.store.settleCall(stored.runId, requestId, outcome as never).then(
@@ -202,7 +203,18 @@ export class InflightCalls {
           stored.forget();
         }
       },
-      () => {},
+      () => {
+        const { store } = stored;
+        if (store.closed || Date.now() - since > store.snapshotTtlSeconds * 1000) return;
+        const retry = setTimeout(
+          () => {
+            if (this.#stored === stored && !this.#sink && this.#calls.get(requestId)?.outcome === outcome)
+              this.#record(requestId, outcome, attempt + 1, since);
+          },
+          Math.min(250 * 2 ** attempt, 2_000),
+        );
+        retry.unref();
+      },
     );
   }
 

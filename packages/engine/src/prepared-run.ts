@@ -25,9 +25,11 @@ import { EXEC_TOOL_NAME, WAIT_TOOL_NAME } from "./model-surface.js";
 import { type RequestParent, type RequestScope, requestParent, startHostRequest } from "./nested-calls.js";
 import { ResultShapes } from "./result-shapes.js";
 import { countLimitFailure, newRunTelemetry } from "./run-telemetry.js";
+import { spanJson, startSpan, type TracedSpan, type TracingOptions } from "./tracing.js";
 import type { TrajectoryHandle, TrajectoryRecorder } from "./trajectory.js";
 import type {
   ControlCall,
+  EngineObserver,
   EngineStats,
   ExecHookMetadata,
   ModelTool,
@@ -49,6 +51,8 @@ export type EngineShared = {
   readonly redactInput: (toolId: string, input: JsonValue) => JsonValue;
   readonly debug: ((line: string) => void) | null;
   readonly inflight: Map<string, InflightCalls>;
+  readonly observer: EngineObserver | null;
+  readonly tracing: TracingOptions;
   /** The engine's type checker of cells (typecheck "warn" or "strict"); it loads nothing until used. */
   readonly typecheck: EngineTypecheck;
   abort(selector: { sessionId: string; runId?: string }): Promise<number>;
@@ -190,6 +194,8 @@ export class ActiveRun implements PreparedRun {
       redactInput: engine.redactInput,
       resolvedTargets,
       readApiFile: this.#readApiFile,
+      observer: engine.observer,
+      tracing: engine.tracing,
     };
   }
 
@@ -242,6 +248,7 @@ export class ActiveRun implements PreparedRun {
       // The cell itself, through the same redaction hook as nested inputs, so a transcript can be replayed.
       input: engine.redactInput(EXEC_TOOL_NAME, cellOf(input)),
     });
+    const span = this.#controlSpan(EXEC_TOOL_NAME, call, runId, input);
     let result: CodeModeResult;
     try {
       const request = parseExecInput(input, engine.config.languages, engine.config.maxCodeBytes);
@@ -253,6 +260,7 @@ export class ActiveRun implements PreparedRun {
         startedAt,
         call.toolCallId,
         runId,
+        span,
       );
       if (
         request.language === "javascript" &&
@@ -267,12 +275,13 @@ export class ActiveRun implements PreparedRun {
           startedAt,
           control,
           runId,
+          span,
         );
       }
     } catch (error) {
       result = this.#failure(error, telemetry, startedAt);
     }
-    return this.#finishControl(control, EXEC_TOOL_NAME, call.toolCallId, result);
+    return this.#finishControl(control, EXEC_TOOL_NAME, call.toolCallId, result, span, startedAt, runId);
   }
 
   async wait(input: unknown, call: ControlCall): Promise<CodeModeResult> {
@@ -286,20 +295,45 @@ export class ActiveRun implements PreparedRun {
       toolCallId: call.toolCallId,
       tool: WAIT_TOOL_NAME,
     });
+    const span = this.#controlSpan(WAIT_TOOL_NAME, call, undefined, input);
     let result: CodeModeResult;
+    let waitedRunId: string | undefined;
     try {
       const { runId } = parseWaitInput(input);
+      waitedRunId = runId;
+      span?.set({ "codecell.run.id": runId });
       engine.trajectory.annotate(control, { codeModeRunId: runId });
       const store = await engine.store;
-      const claim = await store.claim(runId, this.#runScope);
+      const restore = span ? startSpan("codecell.snapshot.restore", { parent: span }) : null;
+      let claim: ClaimedRun;
+      try {
+        claim = await store.claim(runId, this.#runScope);
+      } catch (error) {
+        restore?.end(undefined, CodeModeError.is(error) ? error.code : "internal_error");
+        throw error;
+      }
+      restore?.end({
+        "codecell.run.id": runId,
+        "codecell.snapshot.bytes": claim.snapshot.byteLength,
+        "codecell.pending_calls": claim.pendingCalls.length,
+      });
+      this.#observe("snapshot", { kind: "restore", bytes: claim.snapshot.byteLength });
       telemetry = claim.telemetry;
       telemetry.waitCount++;
       telemetry.snapshotEvents.push({ event: "resumed", runId });
-      result = await this.#resume(claim, call, telemetry, startedAt);
+      result = await this.#resume(claim, call, telemetry, startedAt, span);
     } catch (error) {
       result = this.#failure(error, telemetry, startedAt);
     }
-    return this.#finishControl(control, WAIT_TOOL_NAME, call.toolCallId, result);
+    return this.#finishControl(
+      control,
+      WAIT_TOOL_NAME,
+      call.toolCallId,
+      result,
+      span,
+      startedAt,
+      waitedRunId,
+    );
   }
 
   /**
@@ -316,6 +350,7 @@ export class ActiveRun implements PreparedRun {
     startedAt: number,
     control: TrajectoryHandle,
     runId: string,
+    span: TracedSpan | null,
   ): Promise<CodeModeResult> {
     const { isTypeScriptOnly } = await import("@codecell/transpile");
     if (!(await isTypeScriptOnly(code).catch(() => false))) return failed;
@@ -331,7 +366,8 @@ export class ActiveRun implements PreparedRun {
       language: "typescript",
       detectedLanguage: "typescript",
     }));
-    return this.#runExec(code, "typescript", call, telemetry, startedAt, call.toolCallId, runId);
+    span?.set({ "codecell.detected_language": "typescript" });
+    return this.#runExec(code, "typescript", call, telemetry, startedAt, call.toolCallId, runId, span);
   }
 
   #failure(error: unknown, telemetry: CodeModeTelemetry, startedAt: number): CodeModeResult {
@@ -339,14 +375,99 @@ export class ActiveRun implements PreparedRun {
     return this.#failed("internal_error", `Internal error: ${String(error)}`, telemetry, [], startedAt);
   }
 
+  /**
+   * The exec or wait call's span, after the GenAI conventions for a tool execution (`execute_tool exec`),
+   * under whatever context the host made active (its incoming request's, which may carry a client's
+   * trace). Null unless a tracer provider is registered and the sampler kept it.
+   */
+  #controlSpan(
+    tool: "exec" | "wait",
+    call: ControlCall,
+    runId: string | undefined,
+    input: unknown,
+  ): TracedSpan | null {
+    const { context } = this.options;
+    const span = startSpan(`execute_tool ${tool}`, {
+      attributes: {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": tool,
+        "gen_ai.tool.call.id": call.toolCallId,
+        "gen_ai.tool.type": "function",
+        "gen_ai.conversation.id": context.sessionId,
+        "gen_ai.agent.id": context.agentId,
+        "codecell.agent_run.id": context.runId,
+        "codecell.run.id": runId,
+      },
+    });
+    if (span !== null && this.engine.tracing.recordInputs) {
+      span.set({
+        "gen_ai.tool.call.arguments": spanJson(
+          tool === EXEC_TOOL_NAME ? this.engine.redactInput(EXEC_TOOL_NAME, cellOf(input)) : input,
+        ),
+      });
+    }
+    return span;
+  }
+
+  #observe<K extends keyof EngineObserver>(
+    hook: K,
+    event: Parameters<NonNullable<EngineObserver[K]>>[0],
+  ): void {
+    const listener = this.engine.observer?.[hook] as ((event: unknown) => void) | undefined;
+    if (listener === undefined) return;
+    try {
+      listener.call(this.engine.observer, event);
+    } catch {}
+  }
+
   #finishControl(
     control: TrajectoryHandle,
-    tool: string,
+    tool: "exec" | "wait",
     toolCallId: string,
     result: CodeModeResult,
+    span: TracedSpan | null,
+    startedAt: number,
+    knownRunId: string | undefined,
   ): CodeModeResult {
     const { engine } = this;
     engine.countResult(result);
+    const code = result.status === "failed" ? (result.code ?? "guest_error") : undefined;
+    if (engine.observer?.controlEnded !== undefined) {
+      const runId = result.status === "waiting" ? result.runId : knownRunId;
+      this.#observe("controlEnded", {
+        tool,
+        status: result.status,
+        ...(code !== undefined ? { code } : {}),
+        durationMs: Date.now() - startedAt,
+        nestedCalls: result.telemetry.nested.calls,
+        ...(runId !== undefined ? { runId } : {}),
+        sessionId: this.options.context.sessionId,
+        ...(span !== null ? { traceId: span.span.spanContext().traceId } : {}),
+      });
+    }
+    if (span !== null) {
+      const { nested } = result.telemetry;
+      span.end(
+        {
+          "codecell.status": result.status,
+          "codecell.run.id": result.status === "waiting" ? result.runId : undefined,
+          "codecell.waiting.reason": result.status === "waiting" ? result.reason : undefined,
+          "codecell.pending_calls":
+            result.status === "waiting" ? (result.pendingToolCalls?.length ?? 0) : undefined,
+          "codecell.nested.calls": nested.calls,
+          "codecell.nested.failed_calls": nested.failedCalls,
+          "codecell.nested.searches": nested.searches,
+          "codecell.nested.describes": nested.describes,
+          "codecell.output.entries": result.output?.length ?? 0,
+          "gen_ai.tool.call.result":
+            result.status === "completed" && engine.tracing.recordOutputs
+              ? spanJson(result.value)
+              : undefined,
+        },
+        code,
+        result.status === "failed" ? result.error.slice(0, 500) : undefined,
+      );
+    }
     if (result.status === "waiting") {
       engine.trajectory.annotate(control, {
         codeModeRunId: result.runId,
@@ -372,6 +493,7 @@ export class ActiveRun implements PreparedRun {
     startedAt: number,
     toolCallId: string,
     runId: string,
+    span: TracedSpan | null,
   ): Promise<CodeModeResult> {
     const { engine } = this;
     // New runs are keyed by their run id; runs suspended by an older version keep the key they stored.
@@ -381,7 +503,7 @@ export class ActiveRun implements PreparedRun {
     const yieldIds = new Set<string>();
     const segment = this.#segment(call, inflight);
     const { signal } = segment;
-    const parent = requestParent(toolCallId, "exec", runId, segment.progress);
+    const parent = requestParent(toolCallId, "exec", runId, segment.progress, span);
     // What this exec's nested calls returned, so a failure can say what a name holds.
     const shapes = new ResultShapes();
     const scope = this.#refreshNamespaces();
@@ -449,6 +571,7 @@ export class ActiveRun implements PreparedRun {
       startedAt,
       claim: null,
       call,
+      span,
     });
     return withDiagnostics(result, checked ?? (await checking));
   }
@@ -470,6 +593,7 @@ export class ActiveRun implements PreparedRun {
     call: ControlCall,
     telemetry: CodeModeTelemetry,
     startedAt: number,
+    span: TracedSpan | null,
   ): Promise<CodeModeResult> {
     const { engine } = this;
     const store = await engine.store;
@@ -521,7 +645,7 @@ export class ActiveRun implements PreparedRun {
     const segment = this.#segment(call, inflight);
     inflight.attach(this.#sinkFor(ready, segment));
     const { signal } = segment;
-    const parent = requestParent(call.toolCallId, "wait", claim.runId, segment.progress);
+    const parent = requestParent(call.toolCallId, "wait", claim.runId, segment.progress, span);
     const scope = this.#refreshNamespaces();
     let run: SandboxRun;
     try {
@@ -556,6 +680,7 @@ export class ActiveRun implements PreparedRun {
       startedAt,
       claim,
       call,
+      span,
     });
   }
 
@@ -685,6 +810,7 @@ export class ActiveRun implements PreparedRun {
       startedAt: number;
       claim: ClaimedRun | null;
       call: ControlCall;
+      span: TracedSpan | null;
     },
   ): Promise<CodeModeResult> {
     const { engine } = this;
@@ -748,6 +874,15 @@ export class ActiveRun implements PreparedRun {
       hostState: hostState as unknown as JsonValue,
     };
     let runId: string;
+    const suspend = state.span
+      ? startSpan("codecell.snapshot.suspend", {
+          parent: state.span,
+          attributes: {
+            "codecell.pending_calls": pendingCalls.length,
+            "codecell.waiting.reason": end.reason,
+          },
+        })
+      : null;
     try {
       const stored = claim
         ? await store.resuspend(claim, payload)
@@ -758,7 +893,14 @@ export class ActiveRun implements PreparedRun {
           });
       runId = stored.runId;
       telemetry.snapshotEvents.push({ event: "stored", runId, bytes: stored.bytes });
+      suspend?.end({
+        "codecell.run.id": runId,
+        "codecell.snapshot.bytes": end.snapshot.byteLength,
+        "codecell.snapshot.stored_bytes": stored.bytes,
+      });
+      this.#observe("snapshot", { kind: "suspend", bytes: stored.bytes });
     } catch (error) {
+      suspend?.end(undefined, CodeModeError.is(error) ? error.code : "internal_error");
       engine.inflight.delete(state.runKey);
       inflight.abortAll("The code-mode run could not be stored.");
       if (claim) await store.finish(claim, "failed").catch(() => {});

@@ -21,7 +21,8 @@ export interface SnapshotBackend {
   recover(now: number, interruptedOutcome: (call: BackendPendingCall) => string): Promise<RecoveryReport>;
 
   /**
-   * Adds a `waiting` record unless `maxLiveRuns` live records exist already (checked atomically).
+   * Adds a `waiting` record unless `maxLiveRuns` live records exist already (checked atomically). A
+   * backend shared by replicas counts `maxLiveRuns` per live replica and answers the deployment's cap.
    * `tombstoneMs` (the store's tombstone retention) lets a backend with its own expiry keep the record
    * long enough to explain why it is gone.
    */
@@ -29,7 +30,7 @@ export interface SnapshotBackend {
     record: BackendRecord,
     maxLiveRuns: number,
     tombstoneMs?: number,
-  ): Promise<{ status: "ok" } | { status: "full"; live: number } | { status: "taken" }>;
+  ): Promise<{ status: "ok" } | { status: "full"; live: number; cap?: number } | { status: "taken" }>;
 
   /** Records a pending call's outcome on a live record, first outcome wins. */
   settle(request: SettleRequest): Promise<BackendSettleAnswer>;
@@ -162,6 +163,9 @@ export type DroppedRun = { runId: string; bytes: number };
 /** Receives what `watchOutcomes` learns about a run's calls. */
 export type OutcomeWatcher = {
   outcome(callId: string, outcomeJson: string): void;
-  /** The process running the call stopped renewing its lease: the call will never settle there. */
-  ownerGone(callId: string, toolId: string): void;
+  /**
+   * The process running the call stopped renewing its lease: the call will never settle there. Settles
+   * it (as interrupted); a rejection means the store could not be reached, and the watch asks again.
+   */
+  ownerGone(callId: string, toolId: string): Promise<void>;
 };

@@ -204,8 +204,11 @@ export class SnapshotStore {
       this.#emit("refused", runId, "store_full", parts.bytes);
       throw new CodeModeError(
         "snapshot_limit_exceeded",
-        `cannot suspend the run: ${answer.live} suspended runs are already live, the limit is ${this.maxLiveRuns} (maxLiveRuns). ` +
-          "Waiting runs are never evicted; resume, finish or abort some of them, or raise maxLiveRuns.",
+        `cannot suspend the run: ${answer.live} suspended runs are already live, the limit is ${answer.cap ?? this.maxLiveRuns}` +
+          (answer.cap === undefined
+            ? " (maxLiveRuns)"
+            : ` (maxLiveRuns ${this.maxLiveRuns} per live replica)`) +
+          ". Waiting runs are never evicted; resume, finish or abort some of them, or raise maxLiveRuns.",
         { live: answer.live, maxLiveRuns: this.maxLiveRuns },
       );
     }
@@ -320,6 +323,11 @@ export class SnapshotStore {
     }
   }
 
+  /** True once `close()` was called: nothing more can be stored or read. */
+  get closed(): boolean {
+    return this.#state === "closed";
+  }
+
   /** True when another process may run a call of a run this process resumes (a shared backend). */
   get sharesOutcomes(): boolean {
     return typeof this.backend.watchOutcomes === "function";
@@ -340,8 +348,8 @@ export class SnapshotStore {
     if (this.backend.watchOutcomes === undefined) return null;
     return this.backend.watchOutcomes(runId, callIds, {
       outcome: (callId, outcomeJson) => onOutcome(callId, fromJson<CallOutcome>(outcomeJson)),
-      ownerGone: (callId, toolId) => {
-        void this.settleCall(runId, callId, replicaGoneOutcome(callId, toolId)).catch(() => {});
+      ownerGone: async (callId, toolId) => {
+        await this.settleCall(runId, callId, replicaGoneOutcome(callId, toolId));
       },
     });
   }
@@ -581,8 +589,9 @@ function replicaGoneOutcome(callId: string, toolId: string): CallOutcome {
       name: "CodeModeError",
       code: "nested_tool_failed",
       message:
-        `nested call to ${toolId} (call ${callId}) was interrupted: the gateway replica running it stopped ` +
-        "(its lease in the snapshot store ran out) before the call settled, so its result is lost. Call it again if repeating it is safe.",
+        `nested call to ${toolId} (call ${callId}) was interrupted: the gateway replica running it stopped, froze or ` +
+        "lost its connection to the snapshot store (its lease ran out) before the call settled, so its result is lost. " +
+        "Call it again if repeating it is safe.",
     },
   };
 }

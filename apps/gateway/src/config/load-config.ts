@@ -30,6 +30,7 @@ import {
 } from "./config-schema.js";
 import { userDataDir } from "./data-dir.js";
 import { expandEnvReferences } from "./env-references.js";
+import { resolveTelemetry, type TelemetrySettings } from "./telemetry-config.js";
 
 export type PluginSpec = { entry: string; module: string; options: JsonValue };
 export type SnapshotStoreSpec = (
@@ -50,6 +51,8 @@ export type HttpSettings = {
   sessionIdleMs: number;
   /** How long a request whose stream dropped may be resumed (Last-Event-ID) before it is cancelled. */
   streamResumeMs: number;
+  /** How long a stopping gateway waits for requests and nested calls in flight (SIGTERM/SIGINT). */
+  drainMs: number;
 };
 
 export const DEFAULT_HTTP_SETTINGS: HttpSettings = {
@@ -58,6 +61,7 @@ export const DEFAULT_HTTP_SETTINGS: HttpSettings = {
   maxSessionsPerPrincipal: 64,
   sessionIdleMs: 600_000,
   streamResumeMs: 5_000,
+  drainMs: 10_000,
 };
 
 /**
@@ -86,6 +90,10 @@ export type GatewayConfig = {
   /** What write_file may write there: a quota for the folder and a budget per code-mode run. */
   workspaceLimits: WorkspaceLimits;
   http: HttpSettings;
+  /** OTLP export (traces, metrics) from the `telemetry` block and `OTEL_*`; null: off, no SDK loaded. */
+  telemetry: TelemetrySettings | null;
+  /** Stderr lines as people read them (`human`) or one JSON object each (`logging.format`). */
+  logFormat: "human" | "json";
   /** Non-fatal notes, such as clamped limits. */
   warnings: string[];
 };
@@ -508,7 +516,10 @@ export function resolveGatewayConfig(
       http.maxSessionsPerPrincipal = rawHttp.maxSessionsPerPrincipal;
     if (rawHttp.sessionIdleSeconds !== undefined) http.sessionIdleMs = rawHttp.sessionIdleSeconds * 1000;
     if (rawHttp.streamResumeSeconds !== undefined) http.streamResumeMs = rawHttp.streamResumeSeconds * 1000;
+    if (rawHttp.drainSeconds !== undefined) http.drainMs = rawHttp.drainSeconds * 1000;
   }
+
+  const telemetry = resolveTelemetry(parsed.success ? parsed.data.telemetry : undefined, env, file, problems);
 
   if (problems.length > 0 || !codeMode) return { config: null, problems, warnings };
   return {
@@ -528,6 +539,8 @@ export function resolveGatewayConfig(
       workspace,
       workspaceLimits,
       http,
+      telemetry,
+      logFormat: (parsed.success ? parsed.data.logging?.format : undefined) ?? "human",
       warnings,
     },
     problems: [],
