@@ -49,13 +49,15 @@ bearer tokens in the config (http.tokens); clients then send Authorization: Bear
 --log-format json (or logging.format in the config) writes one JSON object per stderr line. With --http,
 GET /metrics serves Prometheus metrics (behind the bearer token). OTLP traces and metrics are exported when
 OTEL_EXPORTER_OTLP_ENDPOINT (or the config's telemetry block) names a collector.`,
-  exec: `Usage: codecell exec [--config <file>] [--language javascript|typescript] [--no-wait] <file.js|file.ts|->
+  exec: `Usage: codecell exec [--config <file>] [--language javascript|typescript] [--typecheck] [--no-wait] <file.js|file.ts|->
        codecell exec [options] --code <cell>   (or -e <cell>)
 
 Runs one cell (a file, "-" for stdin, or the text after --code) and prints the code-mode result as JSON
 on stdout. A cell given with --code is JavaScript unless --language says otherwise. A waiting
 result is continued with wait until it completes (at most ${MAX_AUTO_WAITS} times) unless --no-wait.
-Calls that need approval are refused (there is no client to ask). Exit 0 completed, 4 failed, 5 waiting.`,
+Calls that need approval are refused (there is no client to ask). --typecheck type-checks the cell
+against the run's declarations first and prints each finding on stderr (as tools.codeMode.typecheck
+"warn" does; a config's "strict" stays strict). Exit 0 completed, 4 failed, 5 waiting.`,
   catalog: `Usage: codecell catalog [--config <file>] [--search <query>]
 
 Prints, as JSON, ALL_TOOLS as a cell sees it and, apart, the MCP tools as a cell calls them
@@ -81,6 +83,7 @@ const OPTIONS = {
     config: { type: "string" },
     language: { type: "string" },
     code: { type: "string", short: "e" },
+    typecheck: { type: "boolean", default: false },
     "no-wait": { type: "boolean", default: false },
   },
   catalog: { config: { type: "string" }, search: { type: "string" } },
@@ -296,7 +299,12 @@ async function exec(args: string[]): Promise<number> {
     throw new UsageError(`--language must be javascript or typescript, got "${language}".`);
   }
   const code = "file" in cell ? readCell(cell.file) : cell.code;
-  const config = loadConfigOrExit(values.config);
+  const loaded = loadConfigOrExit(values.config);
+  // --typecheck asks for the findings; a config that already refuses cells with errors keeps doing so.
+  const config =
+    values.typecheck && loaded.codeMode.typecheck === "off"
+      ? { ...loaded, codeMode: { ...loaded.codeMode, typecheck: "warn" as const } }
+      : loaded;
   if (!config.codeMode.enabled) {
     fail(
       EXIT.config,
@@ -316,6 +324,8 @@ async function exec(args: string[]): Promise<number> {
       result = await session.wait({ runId: result.runId });
     }
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    const shownAs = "file" in cell && cell.file !== "-" ? cell.file : "cell.ts";
+    for (const line of diagnosticLines(result, shownAs)) process.stderr.write(`${line}\n`);
     saveCodeCache();
     await session.end();
     return result.status === "completed"
@@ -326,6 +336,15 @@ async function exec(args: string[]): Promise<number> {
   } finally {
     await gateway.close();
   }
+}
+
+/** The cell's type-check findings as a compiler prints them, `file:line:column code message`. */
+function diagnosticLines(result: CodeModeResult, file: string): string[] {
+  return (result.diagnostics ?? []).map(
+    (item) =>
+      `${file}:${item.line}:${item.column} ${item.code} ${item.message.replaceAll("\n", " ")}` +
+      (item.accepts ? ` (accepts: ${item.accepts.join(", ")})` : ""),
+  );
 }
 
 async function catalog(args: string[]): Promise<number> {

@@ -156,6 +156,7 @@ const MODEL_TEXT_FIELDS = [
   "reason",
   "yieldReason",
   "pendingToolCalls",
+  "diagnostics",
 ];
 
 /**

@@ -3,6 +3,7 @@ import { type JsonValue, type ResolvedCodeModeConfig, resolveCodeModeConfig } fr
 import { createCodeModeNamespaceRuntime } from "@codecell/namespaces";
 import { createSandboxPool, type SandboxPool } from "@codecell/sandbox";
 import { openSnapshotStore, type SettleResult, type SnapshotStore } from "@codecell/snapshot-store";
+import { EngineTypecheck } from "./cell-typecheck.js";
 import { renderVisibleDeclarations } from "./guest-surface.js";
 import type { InflightCalls } from "./inflight-calls.js";
 import { codeModeModelTools } from "./model-surface.js";
@@ -45,6 +46,7 @@ export class CodeModeEngine {
   readonly #redactInput: (toolId: string, input: JsonValue) => JsonValue;
   readonly #debug: ((line: string) => void) | null;
   readonly #inflight = new Map<string, InflightCalls>();
+  readonly #typecheck = new EngineTypecheck();
   readonly #ownsPool: boolean;
   readonly #ownsStore: boolean;
   #pool: SandboxPool | undefined;
@@ -109,6 +111,8 @@ export class CodeModeEngine {
    */
   warmUp(): void {
     if (this.config.enabled) this.#startPool();
+    // With typecheck on, the checker's thread loads the compiler meanwhile too (never with it off).
+    if (this.config.enabled && this.config.typecheck !== "off") void this.#typecheck.warmUp().catch(() => {});
   }
 
   /** Decides code mode for one agent run (the spec's activation order) and returns its surface. */
@@ -154,6 +158,7 @@ export class CodeModeEngine {
         mcpServers: declarations.servers.map((server) => server.identifier),
         namespacePrompt: namespaces.promptText,
         typescript: this.config.languages.includes("typescript"),
+        typecheck: this.config.typecheck,
       }),
       ...catalog.directOnly.map(toModelTool),
     ];
@@ -256,6 +261,7 @@ export class CodeModeEngine {
     for (const calls of this.#inflight.values()) calls.abortAll("engine closed");
     this.#inflight.clear();
     this.#trajectory.clear();
+    await this.#typecheck.close();
     if (this.#ownsPool) await this.#pool?.close();
     if (this.#ownsStore) await (await this.store).close();
   }
@@ -276,6 +282,7 @@ export class CodeModeEngine {
       inflight: this.#inflight,
       observer: this.#observer,
       tracing: this.#tracing,
+      typecheck: this.#typecheck,
       abort: (selector) => this.abort(selector),
       countResult: (result) => {
         if (result.status === "failed") {

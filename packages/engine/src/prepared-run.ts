@@ -16,6 +16,7 @@ import { type ApiFileTable, createApiFileTable, type McpDeclarations } from "@co
 import { createCodeModeNamespaceRuntime, type NamespaceRuntime } from "@codecell/namespaces";
 import type { SandboxPool, SandboxRun, SettleOutcome } from "@codecell/sandbox";
 import { type ClaimedRun, newRunId, type RunScope, type SnapshotStore } from "@codecell/snapshot-store";
+import { type CellTypecheck, type EngineTypecheck, RunTypecheck, withDiagnostics } from "./cell-typecheck.js";
 import { driveSegment, ReadyQueue, type SegmentEnd } from "./drive-segment.js";
 import { explainGuestFailure } from "./guest-failure-hints.js";
 import { buildGuestSurface } from "./guest-surface.js";
@@ -52,6 +53,8 @@ export type EngineShared = {
   readonly inflight: Map<string, InflightCalls>;
   readonly observer: EngineObserver | null;
   readonly tracing: TracingOptions;
+  /** The engine's type checker of cells (typecheck "warn" or "strict"); it loads nothing until used. */
+  readonly typecheck: EngineTypecheck;
   abort(selector: { sessionId: string; runId?: string }): Promise<number>;
   countResult(result: CodeModeResult): void;
 };
@@ -115,6 +118,7 @@ export class ActiveRun implements PreparedRun {
   readonly #declarations: McpDeclarations;
   readonly #runScope: Omit<RunScope, "toolCallId">;
   readonly #abort = new AbortController();
+  #typecheck: RunTypecheck | null = null;
 
   constructor(
     readonly engine: EngineShared,
@@ -509,6 +513,15 @@ export class ActiveRun implements PreparedRun {
     const shapes = new ResultShapes();
     const scope = this.#refreshNamespaces();
     const surface = this.#surface;
+    // "warn" checks while the cell runs (its findings are added at the end); "strict" first.
+    const checking = this.#typecheckCell(code, language, surface);
+    const checked = engine.config.typecheck === "strict" ? await checking : null;
+    if (checked && checked.total > 0) {
+      // Refused before the VM starts: nothing of the cell ran, no nested call was made.
+      segment.release();
+      const failed = this.#failed("invalid_input", checked.strictMessage, telemetry, [], startedAt);
+      return withDiagnostics(failed, checked);
+    }
     let run: SandboxRun;
     try {
       run = engine.pool.run({
@@ -553,7 +566,7 @@ export class ActiveRun implements PreparedRun {
         },
       }).catch(() => end.message);
     }
-    return this.#settleSegment(end, {
+    const result = await this.#settleSegment(end, {
       runKey,
       runId,
       inflight,
@@ -565,6 +578,19 @@ export class ActiveRun implements PreparedRun {
       call,
       span,
     });
+    return withDiagnostics(result, checked ?? (await checking));
+  }
+
+  /** The cell's type-check findings with typecheck "warn" or "strict"; null when off or not checked. */
+  async #typecheckCell(
+    code: string,
+    language: "javascript" | "typescript",
+    surface: GuestSurface,
+  ): Promise<CellTypecheck> {
+    if (this.engine.config.typecheck === "off") return null;
+    this.#typecheck ??= new RunTypecheck(this.engine.typecheck, this.catalog, this.#declarations);
+    // A checker that fails never fails the cell: it runs as it would without the check.
+    return this.#typecheck.check(code, language, surface).catch(() => null);
   }
 
   async #resume(
