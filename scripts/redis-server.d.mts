@@ -6,10 +6,21 @@ export declare function freePort(): Promise<number>;
 export type RunningRedis = {
   port: number;
   url: string;
-  /** Kills the server and starts an empty one on the same port. */
+  /** Kills the server (SIGKILL) and starts it again on the same port: empty unless persistence is on. */
   restart(): Promise<void>;
-  /** Kills the server (SIGKILL); `restart` brings an empty one back. */
+  /** Kills the server (SIGKILL); `start` or `restart` brings it back. */
   halt(): Promise<void>;
+  /** Starts the server again after `halt`. */
+  start(): Promise<void>;
+  /** Deletes what it persisted (while halted): the next start comes back empty. */
+  wipe(): void;
+  /** Sends one command and resolves with the first line of the reply. */
+  command(...args: Array<string | number>): Promise<string>;
+  /** The server's process id, or null while it is halted. */
+  pid(): number | null;
   stop(): Promise<void>;
 };
-export declare function startRedisServer(): Promise<RunningRedis>;
+export declare function startRedisServer(options?: {
+  /** "aof": an append-only file fsynced on every write; default none. */
+  persistence?: "none" | "aof";
+}): Promise<RunningRedis>;

@@ -2,7 +2,7 @@
 // persistence, its own temporary folder; never the system service and never a fixed port.
 // CODECELL_REQUIRE_REDIS=1 (set by .ci/run) turns a missing binary into a failure instead of a skip.
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -29,6 +29,23 @@ export function freePort() {
   });
 }
 
+/** Sends one command and resolves with the first line of the reply (enough for +OK, :1, -ERR ...). */
+function sendCommand(port, args) {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.on("connect", () =>
+      socket.write(
+        `*${args.length}\r\n${args.map((arg) => `$${Buffer.byteLength(String(arg))}\r\n${arg}\r\n`).join("")}`,
+      ),
+    );
+    socket.once("data", (data) => {
+      socket.destroy();
+      resolve(data.toString().split("\r\n")[0]);
+    });
+    socket.on("error", reject);
+  });
+}
+
 function answersPing(port) {
   return new Promise((resolve) => {
     const socket = connect(port, "127.0.0.1");
@@ -47,10 +64,12 @@ function answersPing(port) {
 }
 
 /**
- * Starts redis-server on a free loopback port. `restart()` stops it and starts an empty one on the
- * same port (no persistence: what an operator gets from a Redis without RDB/AOF). `stop()` cleans up.
+ * Starts redis-server on a free loopback port. `restart()` stops it (SIGKILL) and starts it again on the
+ * same port: empty without persistence (what an operator gets from a Redis without RDB/AOF), with its
+ * data back with `{ persistence: "aof" }` (an append-only file fsynced on every write, so a SIGKILL loses
+ * nothing the server acknowledged). `stop()` cleans up.
  */
-export async function startRedisServer() {
+export async function startRedisServer(options = {}) {
   if (!hasRedis) {
     throw new Error(
       `CODECELL_REQUIRE_REDIS=1 but redis-server was not found at ${REDIS_SERVER}; install Debian's redis-server package`,
@@ -64,7 +83,22 @@ export async function startRedisServer() {
   async function launch() {
     const started = spawn(
       REDIS_SERVER,
-      ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir],
+      [
+        "--port",
+        String(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        ...(options.persistence === "aof"
+          ? ["--appendonly", "yes", "--appendfsync", "always"]
+          : ["--appendonly", "no"]),
+        "--dir",
+        dir,
+        // DEBUG SLEEP lets a test make the server slow; only from loopback.
+        "--enable-debug-command",
+        "local",
+      ],
       { stdio: ["ignore", "pipe", "pipe"] },
     );
     started.stdout.on("data", (chunk) => {
@@ -102,6 +136,17 @@ export async function startRedisServer() {
       await launch();
     },
     halt,
+    /** Starts it again after `halt` (on the same port and folder). */
+    start: launch,
+    /** Deletes what it persisted (while halted): the next start comes back empty. */
+    wipe() {
+      rmSync(dir, { recursive: true, force: true });
+      mkdirSync(dir, { recursive: true });
+    },
+    /** Sends one command (e.g. "DEBUG", "SLEEP", "2") and resolves with the reply's first line. */
+    command: (...args) => sendCommand(port, args),
+    /** The server's process id (for SIGSTOP/SIGCONT), or null while it is halted. */
+    pid: () => child?.pid ?? null,
     async stop() {
       await halt();
       rmSync(dir, { recursive: true, force: true });

@@ -1,6 +1,9 @@
 // The latency of a `wait` that resumes, on replica B, a run suspended on replica A (two built
 // `codecell serve --http` processes on one real redis-server), next to a wait that resumes on the same
-// replica, with a cell whose snapshot is about 150 KB. Prints a table and writes
+// replica, with a cell whose snapshot is about 150 KB; then a fault run: three replicas, one killed
+// (SIGKILL of its process group) with runs and nested calls in flight, and Redis killed and restarted
+// from its append-only file, counting runs accepted and completed, calls interrupted and delivered, runs
+// resumed twice, and how long a dead replica takes to be seen. Prints tables and writes
 // bench-results/replicas.json. Needs /usr/bin/redis-server (Debian's redis-server package).
 import { spawn } from "node:child_process";
 import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -18,6 +21,10 @@ const WARMUP = 5;
 const TOKEN = "bench-token-0123456789abcdef";
 const SECRET = "bench-integrity-secret-0123456789abcdef0123";
 const HEADERS = { authorization: `Bearer ${TOKEN}`, "codecell-session": "bench" };
+const SLOW_SERVER = join(appDir, "test", "fixtures", "slow-server.mjs");
+/** The fault run's lease: what a dead replica's detection time is measured against. */
+const FAULT_LEASE_MS = Number(process.env.BENCH_FAULT_LEASE_MS ?? 2000);
+const FAULT_RUNS = Number(process.env.BENCH_FAULT_RUNS ?? 20);
 
 // A fresh VM alone snapshots to about 141 KB; 6,000 characters of random base-36 text (built with one
 // join, so no garbage strings stay behind) bring the record to about 150 KB.
@@ -52,9 +59,11 @@ writeFileSync(
   }),
 );
 
-function startGateway() {
-  const child = spawn(process.execPath, [cli, "serve", "--config", configPath, "--http", "0"], {
+function startGateway(config = configPath) {
+  // Its own process group, so a fault can kill it with its downstream servers, as a lost machine does.
+  const child = spawn(process.execPath, [cli, "serve", "--config", config, "--http", "0"], {
     stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
   });
   let output = "";
   return new Promise((resolve, reject) => {
@@ -116,6 +125,175 @@ async function measure(on, resumer) {
   };
 }
 
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Waits until the run is no longer waiting (bounded); answers the result and when it came. */
+async function waitDone(on, runId, maxWaits = 200) {
+  let result = await call(on.client, "wait", { runId });
+  for (let attempt = 1; attempt < maxWaits && result.status === "waiting"; attempt += 1) {
+    result = await call(on.client, "wait", { runId });
+  }
+  return { result, at: performance.now() };
+}
+
+/** Repeats a call while Redis is coming back (runtime_unavailable), bounded. */
+async function onceRedisAnswers(action) {
+  let result = await action();
+  for (let attempt = 0; attempt < 80 && result.code === "runtime_unavailable"; attempt += 1) {
+    await sleep(250);
+    result = await action();
+  }
+  return result;
+}
+
+/** Waits one more time: a run that finished must say so, never resume again. */
+async function resumedAgain(on, runId) {
+  const again = await call(on.client, "wait", { runId });
+  return !(again.status === "failed" && /already (completed|failed)/.test(again.error ?? ""));
+}
+
+const SLOW_CELL = (seconds) => `
+  try { return (await MCP.slow.waitLong({ seconds: ${seconds} })).content[0].text; }
+  catch (error) { return error.code === "nested_tool_failed" && /interrupted/.test(error.message) ? "interrupted" : String(error.message); }`;
+
+/**
+ * The fault run. Three replicas on a Redis with an append-only file. Replica A takes FAULT_RUNS runs
+ * whose nested call would take a minute, B takes as many whose call takes 3 s, and A and B a few that
+ * only yield; then A's process group is SIGKILLed and every run is waited for on C (A's) and B (B's).
+ * Then Redis is SIGKILLed with runs waiting and a call running, and restarted from its file.
+ */
+async function faultRun() {
+  const faultRedis = await startRedisServer({ persistence: "aof" });
+  const faultConfig = join(dir, "faults.json5");
+  writeFileSync(
+    faultConfig,
+    JSON.stringify({
+      tools: { codeMode: { enabled: true, timeoutMs: 1000 } },
+      workspace: "./workspace",
+      http: { tokens: [{ name: "bench", token: TOKEN }] },
+      mcpServers: {
+        slow: { command: process.execPath, args: [SLOW_SERVER], env: { CALL_LOG: join(dir, "calls.log") } },
+      },
+      snapshotStore: {
+        kind: "redis",
+        url: faultRedis.url,
+        secret: SECRET,
+        keyPrefix: "faults:",
+        replicaLeaseMs: FAULT_LEASE_MS,
+      },
+    }),
+  );
+  const replicas = [];
+  const sessions = [];
+  try {
+    replicas.push(
+      ...(await Promise.all([
+        startGateway(faultConfig),
+        startGateway(faultConfig),
+        startGateway(faultConfig),
+      ])),
+    );
+    const [a, b, c] = await Promise.all(replicas.map((replica) => connect(replica.mcpUrl)));
+    sessions.push(a, b, c);
+    for (const session of [a, b, c]) await call(session.client, "exec", { code: "return 1" });
+    const counts = {
+      accepted: 0,
+      completed: 0,
+      interrupted: 0,
+      delivered: 0,
+      yielded: 0,
+      resumedTwice: 0,
+      lost: 0,
+    };
+    const accept = async (on, code) => {
+      const waiting = await call(on.client, "exec", { code });
+      if (waiting.status !== "waiting")
+        throw new Error(`exec did not wait: ${JSON.stringify(waiting).slice(0, 300)}`);
+      counts.accepted += 1;
+      return waiting.runId;
+    };
+    const onA = await Promise.all(Array.from({ length: FAULT_RUNS }, () => accept(a, SLOW_CELL(60))));
+    const onB = await Promise.all(Array.from({ length: FAULT_RUNS }, () => accept(b, SLOW_CELL(3))));
+    const yields = [];
+    for (let index = 0; index < 10; index += 1)
+      yields.push(await accept(index % 2 ? a : b, `await yield_control("y"); return ${index};`));
+    const killedAt = performance.now();
+    process.kill(-replicas[0].child.pid, "SIGKILL");
+    const settle = async (on, runId) => {
+      const { result, at } = await waitDone(on, runId);
+      if (result.status !== "completed") {
+        counts.lost += 1;
+        return null;
+      }
+      counts.completed += 1;
+      if (result.value === "interrupted") counts.interrupted += 1;
+      else if (result.value === "finished") counts.delivered += 1;
+      else if (typeof result.value === "number") counts.yielded += 1;
+      if (await resumedAgain(on, runId)) counts.resumedTwice += 1;
+      return at - killedAt;
+    };
+    const detect = (await Promise.all(onA.map((runId) => settle(c, runId)))).filter((ms) => ms !== null);
+    await Promise.all([...onB.map((runId) => settle(b, runId)), ...yields.map((runId) => settle(c, runId))]);
+    detect.sort((x, y) => x - y);
+    const replicaFault = {
+      leaseMs: FAULT_LEASE_MS,
+      ...counts,
+      detectMsMin: Math.round(detect[0] ?? Number.NaN),
+      detectMsP50: Math.round(percentile(detect, 50) ?? Number.NaN),
+      detectMsMax: Math.round(detect.at(-1) ?? Number.NaN),
+    };
+
+    // Redis killed with runs waiting and a call running on B, down for two leases, back from its file.
+    const redisCounts = {
+      accepted: 0,
+      completed: 0,
+      delivered: 0,
+      interrupted: 0,
+      resumedTwice: 0,
+      lost: 0,
+      unavailableWhileDown: 0,
+    };
+    const redisRuns = [];
+    for (let index = 0; index < FAULT_RUNS; index += 1) {
+      const waiting = await call(b.client, "exec", { code: `await yield_control("y"); return ${index};` });
+      if (waiting.status === "waiting") {
+        redisCounts.accepted += 1;
+        redisRuns.push(waiting.runId);
+      }
+    }
+    const running = await call(b.client, "exec", { code: SLOW_CELL(2) });
+    redisCounts.accepted += 1;
+    await faultRedis.halt();
+    const down = await call(c.client, "wait", { runId: redisRuns[0] });
+    if (down.code === "runtime_unavailable") redisCounts.unavailableWhileDown += 1;
+    await sleep(2 * FAULT_LEASE_MS);
+    const restartedAt = performance.now();
+    await faultRedis.start();
+    for (const runId of [...redisRuns, running.runId]) {
+      const first = await onceRedisAnswers(() => call(c.client, "wait", { runId }));
+      const { result } = first.status === "waiting" ? await waitDone(c, runId) : { result: first };
+      if (result.status !== "completed") {
+        redisCounts.lost += 1;
+        continue;
+      }
+      redisCounts.completed += 1;
+      if (result.value === "finished") redisCounts.delivered += 1;
+      if (result.value === "interrupted") redisCounts.interrupted += 1;
+      if (await resumedAgain(c, runId)) redisCounts.resumedTwice += 1;
+    }
+    const redisRestart = { ...redisCounts, allBackMs: Math.round(performance.now() - restartedAt) };
+    return { replicaFault, redisRestart };
+  } finally {
+    for (const session of sessions) await session.close().catch(() => {});
+    for (const replica of replicas) {
+      try {
+        process.kill(-replica.child.pid, "SIGKILL");
+      } catch {}
+    }
+    await faultRedis.stop();
+  }
+}
+
 const gateways = [];
 const clients = [];
 try {
@@ -137,12 +315,35 @@ try {
       "record bytes": value.recordBytesP50,
     }));
   console.table(rows);
+  const faults = await faultRun();
+  results.faults = faults;
+  const fault = faults.replicaFault;
+  console.table([
+    {
+      fault: `replica A SIGKILLed (lease ${fault.leaseMs} ms)`,
+      accepted: fault.accepted,
+      completed: fault.completed,
+      "calls interrupted": fault.interrupted,
+      "calls delivered": fault.delivered,
+      "resumed twice": fault.resumedTwice,
+      "dead replica seen after (min/p50/max ms)": `${fault.detectMsMin} / ${fault.detectMsP50} / ${fault.detectMsMax}`,
+    },
+    {
+      fault: "Redis SIGKILLed, restarted from AOF",
+      accepted: faults.redisRestart.accepted,
+      completed: faults.redisRestart.completed,
+      "calls interrupted": faults.redisRestart.interrupted,
+      "calls delivered": faults.redisRestart.delivered,
+      "resumed twice": faults.redisRestart.resumedTwice,
+      "dead replica seen after (min/p50/max ms)": "-",
+    },
+  ]);
   const outDirectory = join(appDir, "bench-results");
   mkdirSync(outDirectory, { recursive: true });
   writeFileSync(join(outDirectory, "replicas.json"), `${JSON.stringify(results, null, 2)}\n`);
 } finally {
   for (const client of clients) await client.close().catch(() => {});
-  for (const gateway of gateways) gateway.child.kill("SIGTERM");
+  for (const gateway of gateways) gateway.child.kill("SIGKILL");
   await redis.stop();
   rmSync(dir, { recursive: true, force: true });
 }

@@ -10,7 +10,9 @@ import { formatProblem } from "./config/config-problem.js";
 import { DEFAULT_CONFIG_FILE, type GatewayConfig, loadGatewayConfig } from "./config/load-config.js";
 import { EXIT } from "./exit-codes.js";
 import { Gateway } from "./gateway.js";
+import { log, operatorLine, setLogFormat } from "./logger.js";
 import { catalogView } from "./mcp-front.js";
+import { Readiness } from "./readiness.js";
 import { serveStdio } from "./stdio-transport.js";
 import { GATEWAY_VERSION } from "./version.js";
 
@@ -38,19 +40,24 @@ Options: --help (also after a command), --version
 Without --config the embedded default is used (demo workspace, notes plugin, memory MCP server).
 Exit codes: 0 ok, 1 internal error, 2 usage error, 3 invalid config, 4 exec failed, 5 exec still waiting,
 6 serve --http could not bind its port (in use or not permitted).`,
-  serve: `Usage: codecell serve [--config <file>] [--http <port>] [--host 127.0.0.1] [--session <id>]
+  serve: `Usage: codecell serve [--config <file>] [--http <port>] [--host 127.0.0.1] [--session <id>] [--log-format human|json]
 
 Without --http, speaks MCP over stdin/stdout (logs go to stderr). With --http, serves MCP at /mcp,
 GET /healthz, and the playground at /. --port 0 picks a free port. A --host other than loopback needs
 bearer tokens in the config (http.tokens); clients then send Authorization: Bearer <token>. --session sets the stdio session id
-(default "stdio"); a restart with the same id and a SQLite snapshot store can resume waiting runs.`,
-  exec: `Usage: codecell exec [--config <file>] [--language javascript|typescript] [--no-wait] <file.js|file.ts|->
+(default "stdio"); a restart with the same id and a SQLite snapshot store can resume waiting runs.
+--log-format json (or logging.format in the config) writes one JSON object per stderr line. With --http,
+GET /metrics serves Prometheus metrics (behind the bearer token). OTLP traces and metrics are exported when
+OTEL_EXPORTER_OTLP_ENDPOINT (or the config's telemetry block) names a collector.`,
+  exec: `Usage: codecell exec [--config <file>] [--language javascript|typescript] [--typecheck] [--no-wait] <file.js|file.ts|->
        codecell exec [options] --code <cell>   (or -e <cell>)
 
 Runs one cell (a file, "-" for stdin, or the text after --code) and prints the code-mode result as JSON
 on stdout. A cell given with --code is JavaScript unless --language says otherwise. A waiting
 result is continued with wait until it completes (at most ${MAX_AUTO_WAITS} times) unless --no-wait.
-Calls that need approval are refused (there is no client to ask). Exit 0 completed, 4 failed, 5 waiting.`,
+Calls that need approval are refused (there is no client to ask). --typecheck type-checks the cell
+against the run's declarations first and prints each finding on stderr (as tools.codeMode.typecheck
+"warn" does; a config's "strict" stays strict). Exit 0 completed, 4 failed, 5 waiting.`,
   catalog: `Usage: codecell catalog [--config <file>] [--search <query>]
 
 Prints, as JSON, ALL_TOOLS as a cell sees it and, apart, the MCP tools as a cell calls them
@@ -70,11 +77,13 @@ const OPTIONS = {
     port: { type: "string" },
     host: { type: "string", default: "127.0.0.1" },
     session: { type: "string", default: "stdio" },
+    "log-format": { type: "string" },
   },
   exec: {
     config: { type: "string" },
     language: { type: "string" },
     code: { type: "string", short: "e" },
+    typecheck: { type: "boolean", default: false },
     "no-wait": { type: "boolean", default: false },
   },
   catalog: { config: { type: "string" }, search: { type: "string" } },
@@ -84,19 +93,26 @@ const OPTIONS = {
 class UsageError extends Error {}
 
 function fail(code: number, message: string): never {
-  process.stderr.write(`codecell: ${message}\n`);
+  log("error", message, {}, `codecell: ${message}`);
   process.exit(code);
 }
 
 function loadConfigOrExit(path: string | undefined): GatewayConfig {
   const loaded = loadGatewayConfig(path ?? DEFAULT_CONFIG_FILE);
   if (!loaded.config) {
-    for (const problem of loaded.problems) process.stderr.write(`${formatProblem(problem)}\n`);
-    for (const warning of loaded.warnings) process.stderr.write(`codecell: warning: ${warning}\n`);
+    for (const problem of loaded.problems) {
+      log(
+        "error",
+        formatProblem(problem),
+        { file: problem.file, path: problem.path },
+        formatProblem(problem),
+      );
+    }
+    for (const warning of loaded.warnings) operatorLine(`warning: ${warning}`);
     const count = loaded.problems.length;
     fail(EXIT.config, `${count} problem${count === 1 ? "" : "s"} in the config; nothing was started.`);
   }
-  for (const warning of loaded.config.warnings) process.stderr.write(`codecell: warning: ${warning}\n`);
+  for (const warning of loaded.config.warnings) operatorLine(`warning: ${warning}`);
   return loaded.config;
 }
 
@@ -120,7 +136,7 @@ function onStopSignal(): (stop: () => Promise<void>) => void {
   const handler = (signal: NodeJS.Signals) => {
     if (stopping) return;
     stopping = true;
-    process.stderr.write(`codecell: ${signal} received, shutting down\n`);
+    operatorLine(`${signal} received, shutting down`);
     if (!stopWith) process.exit(EXIT.ok);
     stopWith().then(
       () => process.exit(EXIT.ok),
@@ -148,7 +164,18 @@ async function serve(args: string[]): Promise<number | undefined> {
   // Over stdio, stdout carries the protocol: anything a plugin logs goes to stderr instead.
   if (httpPort === undefined)
     for (const method of ["log", "info", "debug"] as const) console[method] = console.error;
+  const logFormatFlag = values["log-format"];
+  if (logFormatFlag !== undefined && logFormatFlag !== "human" && logFormatFlag !== "json") {
+    throw new UsageError(`--log-format must be human or json, got "${logFormatFlag}".`);
+  }
+  // Set before the config is read, so its problems already come in the format asked for.
+  if (logFormatFlag !== undefined) setLogFormat(logFormatFlag);
   const config = loadConfigOrExit(values.config);
+  if (logFormatFlag === undefined) setLogFormat(config.logFormat);
+  // The OpenTelemetry SDK and its exporters load only when OTLP is configured (see telemetry/).
+  const telemetry = config.telemetry
+    ? await (await import("./telemetry/otel-setup.js")).startTelemetry(config.telemetry)
+    : null;
   // The HTTP transport (its server framework, session store and node:http) loads only when serving
   // HTTP: over stdio it is dead weight on the way to the first tools/list.
   const httpTransport = httpPort === undefined ? undefined : await import("./http-transport.js");
@@ -168,38 +195,66 @@ async function serve(args: string[]): Promise<number | undefined> {
     bound?.server.close();
     throw error;
   });
+  gateway.traceRequest = telemetry?.traceRequest ?? null;
+  // Counted from the start: /metrics over HTTP, and OTLP metrics when configured.
+  if (httpPort !== undefined || telemetry?.meter) await gateway.enableMetrics(telemetry?.meter ?? null);
   // Cells are coming: the sandbox's first worker boots (and compiles QuickJS) on another core while this
   // thread answers initialize and tools/list, instead of after the first exec arrives.
   gateway.engine.warmUp();
   if (httpPort === undefined || httpTransport === undefined) {
-    process.stderr.write(
-      `codecell: serving MCP over stdio (config: ${config.file}, session "${values.session}")\n`,
-    );
+    operatorLine(`serving MCP over stdio (config: ${config.file}, session "${values.session}")`);
     // A client that stops the server sooner (as a benchmark does) still leaves the cache behind.
-    stopWith(() => {
+    stopWith(async () => {
       saveCodeCache();
-      return gateway.close();
+      await gateway.close();
+      await telemetry?.shutdown();
     });
     setTimeout(saveCodeCache, SAVE_CODE_CACHE_AFTER_MS).unref();
     const end = await serveStdio(gateway, values.session);
     saveCodeCache();
     await gateway.close();
+    await telemetry?.shutdown();
     if (!end.expected) {
       // Exit 0 would tell a supervisor the client hung up; a broken stream is a failure to report.
-      process.stderr.write(`codecell: the stdio connection failed: ${end.reason}\n`);
+      log(
+        "error",
+        `the stdio connection failed: ${end.reason}`,
+        {},
+        `codecell: the stdio connection failed: ${end.reason}`,
+      );
       process.exit(EXIT.internal);
     }
     process.exit(EXIT.ok);
   }
+  const readiness = new Readiness();
+  if (bound) readiness.watch(bound.server);
   const http = await httpTransport.serveHttp(gateway, {
     port: parsePort(httpPort),
     host: values.host,
     bound,
+    readiness,
   });
+  readiness.ready();
   stopWith(async () => {
     saveCodeCache();
+    if (bound) {
+      const drainMs = config.http.drainMs;
+      // Nested calls of waiting runs are worth waiting for only when another replica can deliver them
+      // (a shared store); on memory or SQLite the runs' next wait is in this process, which is stopping.
+      const shared = gateway.store.sharesOutcomes;
+      const report = await readiness.drain(bound.server, drainMs, () =>
+        shared ? gateway.engine.callsInFlight().calls : 0,
+      );
+      if (report.requests > 0 || report.calls > 0) {
+        process.stderr.write(
+          `codecell: after ${drainMs} ms (http.drainSeconds), ${report.requests} request(s) and ${report.calls} nested call(s) were still running; closing them\n`,
+        );
+      }
+    }
     await http.close();
     await gateway.close();
+    // What is still buffered goes to the collector before the process exits.
+    await telemetry?.shutdown();
   });
   setTimeout(saveCodeCache, SAVE_CODE_CACHE_AFTER_MS).unref();
   process.stdout.write(
@@ -244,7 +299,12 @@ async function exec(args: string[]): Promise<number> {
     throw new UsageError(`--language must be javascript or typescript, got "${language}".`);
   }
   const code = "file" in cell ? readCell(cell.file) : cell.code;
-  const config = loadConfigOrExit(values.config);
+  const loaded = loadConfigOrExit(values.config);
+  // --typecheck asks for the findings; a config that already refuses cells with errors keeps doing so.
+  const config =
+    values.typecheck && loaded.codeMode.typecheck === "off"
+      ? { ...loaded, codeMode: { ...loaded.codeMode, typecheck: "warn" as const } }
+      : loaded;
   if (!config.codeMode.enabled) {
     fail(
       EXIT.config,
@@ -264,6 +324,8 @@ async function exec(args: string[]): Promise<number> {
       result = await session.wait({ runId: result.runId });
     }
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    const shownAs = "file" in cell && cell.file !== "-" ? cell.file : "cell.ts";
+    for (const line of diagnosticLines(result, shownAs)) process.stderr.write(`${line}\n`);
     saveCodeCache();
     await session.end();
     return result.status === "completed"
@@ -274,6 +336,15 @@ async function exec(args: string[]): Promise<number> {
   } finally {
     await gateway.close();
   }
+}
+
+/** The cell's type-check findings as a compiler prints them, `file:line:column code message`. */
+function diagnosticLines(result: CodeModeResult, file: string): string[] {
+  return (result.diagnostics ?? []).map(
+    (item) =>
+      `${file}:${item.line}:${item.column} ${item.code} ${item.message.replaceAll("\n", " ")}` +
+      (item.accepts ? ` (accepts: ${item.accepts.join(", ")})` : ""),
+  );
 }
 
 async function catalog(args: string[]): Promise<number> {
@@ -295,11 +366,10 @@ async function check(args: string[]): Promise<number> {
     const problems = values.connect
       ? gateway.connector.diagnostics.map((d) => `${config.file}: mcpServers.${d.server}: ${d.message}`)
       : [];
-    for (const problem of problems) process.stderr.write(`${problem}\n`);
+    for (const problem of problems) log("error", problem, {}, problem);
     if (problems.length) {
-      process.stderr.write(
-        `codecell: ${problems.length} MCP server${problems.length === 1 ? "" : "s"} failed to start.\n`,
-      );
+      const summary = `${problems.length} MCP server${problems.length === 1 ? "" : "s"} failed to start.`;
+      log("error", summary, {}, `codecell: ${summary}`);
       return EXIT.config;
     }
     const tools = gateway.catalog();

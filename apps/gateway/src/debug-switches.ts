@@ -1,6 +1,7 @@
 import type { ServerResponse } from "node:http";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { type LogFields, log, operatorLine } from "./logger.js";
 
 /**
  * The operator's debug switches, read from the environment once per process. Every line goes to
@@ -34,9 +35,7 @@ const SECRET_KEY =
 function pick<T extends string>(name: string, value: string | undefined, allowed: readonly T[]): T | null {
   if (value === undefined || value === "" || value === "0") return null;
   if ((allowed as readonly string[]).includes(value)) return value as T;
-  process.stderr.write(
-    `codecell: warning: ${name}=${value} is not one of ${allowed.join(", ")}; the switch is off.\n`,
-  );
+  operatorLine(`warning: ${name}=${value} is not one of ${allowed.join(", ")}; the switch is off.`);
   return null;
 }
 
@@ -60,9 +59,10 @@ export function debugSwitches(): DebugSwitches {
 }
 
 /** One debug line on stderr, tagged with its switch, cut at a bound. */
-export function debugLine(tag: string, text: string, maxChars = MAX_LINE_CHARS): void {
+export function debugLine(tag: string, text: string, maxChars = MAX_LINE_CHARS, fields?: LogFields): void {
   const line = text.length > maxChars ? `${text.slice(0, maxChars)}… (${text.length} chars)` : text;
-  process.stderr.write(`[codecell:${tag}] ${line.replace(/\n/g, "\\n")}\n`);
+  const flat = line.replace(/\n/g, "\\n");
+  log("debug", flat, { tag, ...fields }, `[codecell:${tag}] ${flat}`);
 }
 
 /**

@@ -3,6 +3,7 @@ import { CodeModeError, type HostTool, type JsonValue } from "@codecell/contract
 import {
   type CodeModeEngine,
   createCodeModeEngine,
+  type EngineObserver,
   type McpServerRequest,
   type PreparedRun,
   type RunContext,
@@ -20,15 +21,19 @@ import {
   type SnapshotStore,
   SqliteSnapshotBackend,
 } from "@codecell/snapshot-store";
+import type { Meter } from "@opentelemetry/api";
 import { type ApprovalClient, requireApproval } from "./approvals.js";
 import type { GatewayConfig } from "./config/load-config.js";
 import { type CoreTool, createCoreTools, SHELL_TOOL_ID } from "./core-tools/core-tools.js";
 import { debugLine, debugSwitches } from "./debug-switches.js";
+import { log, logFormat, operatorLine } from "./logger.js";
 import { CoreToolCallContext, NestedCallRequest, PluginToolCallContext } from "./nested-call-request.js";
 import { type LoadedPlugin, loadPlugin } from "./plugins/load-plugins.js";
 import { LOCAL_PRINCIPAL, ownerContext, type RunOwner } from "./run-owner.js";
 import { GatewaySession } from "./session.js";
 import type { SessionHost, ToolCallRequest } from "./session-host.js";
+import type { GatewayMetrics } from "./telemetry/gateway-metrics.js";
+import type { RequestTracer } from "./telemetry/request-tracing.js";
 import { compilePatterns } from "./tool-patterns.js";
 
 export type GatewayOptions = {
@@ -100,6 +105,13 @@ export class Gateway implements SessionHost {
   #toolsVersion = 0;
   readonly #toolListeners = new Set<() => void>();
   #closed: Promise<void> | null = null;
+  /** Prometheus (and OTel) instruments, once `enableMetrics` made them. */
+  #metrics: GatewayMetrics | null = null;
+  /**
+   * What the engine reports to. The per-call hooks are set only once metrics are enabled: without them
+   * the engine builds no event for a nested call (a stdio gateway without OTLP pays nothing per call).
+   */
+  readonly #observer: EngineObserver = {};
 
   private constructor(
     config: GatewayConfig,
@@ -122,7 +134,34 @@ export class Gateway implements SessionHost {
       config: config.codeMode,
       store: parts.store,
       snapshotSecret: parts.snapshotSecret,
+      ...(config.telemetry
+        ? {
+            tracing: {
+              recordInputs: config.telemetry.recordInputs,
+              recordOutputs: config.telemetry.recordOutputs,
+            },
+          }
+        : {}),
+      ...(debugSwitches().codeMode
+        ? { debug: (line: string) => log("debug", line, {}, `[codecell] ${line}`) }
+        : {}),
+      observer: this.#observer,
     });
+    this.#observer.controlEnded = (event) => {
+      this.#metrics?.controlEnded(event);
+      // A JSON log is for machines: one record per exec and wait (the human format stays quiet).
+      if (logFormat() === "json") {
+        log("info", `${event.tool} ${event.status}`, {
+          runId: event.runId,
+          session: event.sessionId,
+          traceId: event.traceId,
+          status: event.status,
+          code: event.code,
+          durationMs: event.durationMs,
+          nestedCalls: event.nestedCalls,
+        });
+      }
+    };
     this.connector.onChange(({ server, reason }) => {
       // A server that failed to start was never declared: the model's tools did not change.
       if (reason !== "failed") {
@@ -140,7 +179,7 @@ export class Gateway implements SessionHost {
   }
 
   static async start(config: GatewayConfig, options: GatewayOptions = {}): Promise<Gateway> {
-    const log = options.log ?? ((line: string) => process.stderr.write(`codecell: ${line}\n`));
+    const log = options.log ?? ((line: string) => operatorLine(line));
     // Snapshots are always signed (HMAC-SHA-256): a durable store's key comes from the config or a
     // 0600 key file generated beside it, so whoever can write the store file alone cannot forge a run.
     // On Redis the config's secret is required, and every replica signs with it, so any replica can
@@ -181,6 +220,31 @@ export class Gateway implements SessionHost {
       throw error;
     }
     return new Gateway(config, { store, connector, plugins, log, snapshotSecret });
+  }
+
+  /**
+   * Starts counting for `/metrics` (prom-client, loaded now) and, with a meter, for OTLP metrics too.
+   * Until it is called nothing is measured and prom-client is not loaded (a stdio gateway without OTLP).
+   */
+  async enableMetrics(meter: Meter | null = null): Promise<GatewayMetrics> {
+    if (this.#metrics === null) {
+      const { GatewayMetrics } = await import("./telemetry/gateway-metrics.js");
+      // Another call may have made them while the module loaded.
+      if (this.#metrics !== null) return this.#metrics;
+      const metrics = new GatewayMetrics(this, meter);
+      this.#metrics = metrics;
+      this.#observer.nestedCallEnded = (event) => metrics.nestedCallEnded(event);
+      this.#observer.snapshot = (event) => metrics.snapshot(event);
+    }
+    return this.#metrics;
+  }
+
+  /** Wraps incoming tool calls in server spans (set by the telemetry set-up; null: not traced). */
+  traceRequest: RequestTracer | null = null;
+
+  /** The instruments, or null before `enableMetrics`. */
+  get metrics(): GatewayMetrics | null {
+    return this.#metrics;
   }
 
   /** Bumped when a downstream server changes its tools, so sessions re-prepare their run. */
@@ -302,13 +366,22 @@ export class Gateway implements SessionHost {
     const started = Date.now();
     try {
       const value = await this.runTool(request);
-      debugLine("code-mode", `nested call ${toolId} (run ${runId}): ok in ${Date.now() - started} ms`);
+      debugLine(
+        "code-mode",
+        `nested call ${toolId} (run ${runId}): ok in ${Date.now() - started} ms`,
+        undefined,
+        {
+          runId,
+        },
+      );
       return value;
     } catch (error) {
       const code = (error as { code?: unknown }).code;
       debugLine(
         "code-mode",
         `nested call ${toolId} (run ${runId}): failed${typeof code === "string" ? ` (${code})` : ""} in ${Date.now() - started} ms`,
+        undefined,
+        { runId },
       );
       throw error;
     }

@@ -4,6 +4,7 @@ import {
   type IncomingMessage,
   type ServerResponse,
 } from "node:http";
+import { answerReadiness } from "./readiness.js";
 
 /** The port could not be bound: taken by another program, or not permitted. Says what to do. */
 export class ListenError extends Error {
@@ -54,7 +55,11 @@ function explain(error: NodeJS.ErrnoException, port: number, host: string): Erro
  * adding its own "request" listener and calling the returned `ready`), requests get 503 "starting".
  */
 export async function listenHttp(port: number, host: string): Promise<{ server: HttpServer; ready(): void }> {
-  const starting = (_req: IncomingMessage, res: ServerResponse) => {
+  const starting = (req: IncomingMessage, res: ServerResponse) => {
+    if (req.url?.split("?")[0] === "/readyz") {
+      answerReadiness(res, "starting");
+      return;
+    }
     res
       .writeHead(503, { "content-type": "application/json", "retry-after": "1" })
       .end(JSON.stringify({ error: "codecell is starting; retry in a moment." }));

@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { CodeModeError } from "@codecell/contract";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import { AGENT_PATH_PREFIX, createAgentRoutes } from "./agent-http.js";
 import { DEFAULT_HTTP_SETTINGS, type HttpSettings } from "./config/load-config.js";
 import { traceSse, traceTransport } from "./debug-switches.js";
 import { BoundedEventStore } from "./event-store.js";
@@ -17,6 +18,8 @@ export { ListenError, listenHttp } from "./http-listen.js";
 
 import { HttpSessionTable } from "./http-sessions.js";
 import { createSessionServer } from "./mcp-front.js";
+import { serveMetrics } from "./metrics-route.js";
+import type { Readiness } from "./readiness.js";
 import { serveStatic } from "./static-site.js";
 import { GATEWAY_VERSION } from "./version.js";
 
@@ -34,6 +37,8 @@ export type HttpServeOptions = {
   settings?: HttpSettings;
   /** A server already bound with `listenHttp` (so the port was checked before the gateway started). */
   bound?: { server: HttpServer; ready(): void };
+  /** Answers `/readyz` and refuses new sessions while draining (see readiness.ts). */
+  readiness?: Readiness;
 };
 export type RunningHttpServer = { url: string; mcpUrl: string; port: number; close(): Promise<void> };
 
@@ -289,6 +294,7 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
     await transport.handleRequest(req, res, body);
   }
 
+  const agentRoutes = createAgentRoutes(gateway);
   const sweeper = setInterval(() => void sessions.sweep(), SWEEP_INTERVAL_MS);
   sweeper.unref();
 
@@ -297,6 +303,8 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
   server.on("request", (req, res) => {
     const url = new URL(req.url ?? "/", "http://localhost");
     const route = async () => {
+      // Before the Host check: a probe sends the pod's address, and the answer reveals only ready or not.
+      if (options.readiness?.route(req, res, url.pathname)) return;
       if (!hosts.allows(req.headers.host)) {
         json(res, 403, {
           error: `Host "${req.headers.host ?? ""}" is not one this gateway answers to. Use the address it is bound to, or add the name to http.allowedHosts.`,
@@ -330,6 +338,8 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
         }
         return handleMcp(req, res, auth.principal);
       }
+      if (url.pathname.startsWith(AGENT_PATH_PREFIX)) return agentRoutes(req, res, auth, url.pathname);
+      if (url.pathname === "/metrics") return serveMetrics(gateway, req, res, auth);
       if (url.pathname === "/healthz") {
         if (req.method !== "GET" && req.method !== "HEAD") {
           json(res, 405, { error: "Only GET is served at /healthz." }, { allow: "GET, HEAD" });

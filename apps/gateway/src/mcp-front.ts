@@ -224,7 +224,21 @@ export function createSessionServer(
   };
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-    const result = await callTool(request, extra);
+    // Traced, the call is a server span in the client's trace (its traceparent), over the engine's.
+    const result = gateway.traceRequest
+      ? await gateway.traceRequest(
+          {
+            method: "tools/call",
+            target: request.params.name,
+            requestId: extra.requestId,
+            sessionId: sessionIdOf(),
+            transport: extra.requestInfo ? "http" : "stdio",
+            ...(request.params._meta ? { meta: request.params._meta as Record<string, unknown> } : {}),
+            ...(extra.requestInfo?.headers ? { headers: extra.requestInfo.headers } : {}),
+          },
+          () => callTool(request, extra),
+        )
+      : await callTool(request, extra);
     if (debugSwitches().payload === "full-redacted") {
       debugLine(
         "payload",

@@ -3,6 +3,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { type JSONRPCMessage, JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js";
 import { traceTransport } from "./debug-switches.js";
 import type { Gateway } from "./gateway.js";
+import { operatorLine } from "./logger.js";
 import { createSessionServer } from "./mcp-front.js";
 
 /** Largest JSON-RPC message (one line) read from stdin; a longer one is refused and skipped. */
@@ -50,7 +51,7 @@ export class GatewayStdioTransport implements Transport {
   ) {
     this.#stdin = options.stdin ?? process.stdin;
     this.#stdout = options.stdout ?? process.stdout;
-    this.#log = options.log ?? ((line) => process.stderr.write(`codecell: ${line}\n`));
+    this.#log = options.log ?? operatorLine;
     this.#maxBytes = options.maxMessageBytes ?? MAX_STDIO_MESSAGE_BYTES;
   }
 

@@ -29,7 +29,7 @@ function loadedModules(script: string, args: string[] = []): string[] {
  * Starts `codecell serve` over stdio with one plugin tool and no MCP server, answers initialize, lists
  * the tools, runs `return 1 + 1`, closes stdin; returns the module files its main thread loaded.
  */
-async function serveModules(): Promise<string[]> {
+async function serveModules(env: NodeJS.ProcessEnv = {}): Promise<string[]> {
   const dir = mkdtempSync(join(tmpdir(), "codecell-trace-serve-"));
   const file = join(dir, "modules.json");
   writeFileSync(
@@ -51,7 +51,7 @@ async function serveModules(): Promise<string[]> {
     process.execPath,
     ["--import", TRACE, CLI, "serve", "--config", join(dir, "codecell.json5")],
     {
-      env: { ...process.env, TRACE_MODULES_FILE: file },
+      env: { ...withoutOtel(process.env), ...env, TRACE_MODULES_FILE: file },
       stdio: ["pipe", "pipe", "inherit"],
     },
   );
@@ -101,6 +101,21 @@ async function serveModules(): Promise<string[]> {
   child.stdin.end();
   await exited;
   return JSON.parse(readFileSync(file, "utf8")) as string[];
+}
+
+/** The environment without OpenTelemetry's variables: the test decides whether OTLP is configured. */
+function withoutOtel(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(env).filter(([name]) => !name.startsWith("OTEL_")));
+}
+
+/** The OpenTelemetry packages (API included) and prom-client in a module list, by package. */
+function telemetryPackages(files: string[]): string[] {
+  const found = new Set<string>();
+  for (const file of files) {
+    const match = /[\\/]node_modules[\\/](@opentelemetry[\\/][^\\/]+|prom-client)[\\/]/.exec(file);
+    if (match) found.add(match[1]!.replace("\\", "/"));
+  }
+  return [...found].sort();
 }
 
 /** Which of the libraries the first result must not need appear in a module list. */
@@ -154,6 +169,8 @@ describe("cold start: what the first result loads", () => {
   it("importing @codecell/engine and running `return 1 + 1` loads no zod, search library, SQLite, Redis, TypeScript or MCP code", () => {
     const files = loadedModules(COLD_EXEC);
     expect(heavyLibraries(files)).toEqual([]);
+    // The engine traces through @opentelemetry/api, which it loads only once a host registers a provider.
+    expect(telemetryPackages(files)).toEqual([]);
     // The engine is its published bundle, and of the other codecell packages only the sandbox's worker
     // start loads as ES modules (the rest are inlined in the bundle).
     expect(workspaceModules(files)).toEqual([
@@ -196,6 +213,27 @@ describe("cold start: what the first result loads", () => {
     // Ajv and acorn are in files of their own beside the bundle, read with the first approval and the
     // first cell that needs the parser.
     expect(files.filter((file) => /cli-(ajv|acorn)\.cjs$/.test(file))).toEqual([]);
+    // Without OTLP configured no OpenTelemetry package is read, not even the API, and no prom-client.
+    expect(telemetryPackages(files)).toEqual([]);
+  });
+
+  it("with OTEL_EXPORTER_OTLP_ENDPOINT set, the SDK and the exporter are loaded (the trace sees them; positive control)", async () => {
+    // Nothing listens there, and the sampler keeps nothing, so nothing is sent: only loading is looked at.
+    const files = await serveModules({
+      OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9",
+      OTEL_METRICS_EXPORTER: "none",
+      OTEL_TRACES_SAMPLER: "always_off",
+    });
+    expect(telemetryPackages(files)).toEqual(
+      expect.arrayContaining([
+        "@opentelemetry/api",
+        "@opentelemetry/exporter-trace-otlp-proto",
+        "@opentelemetry/sdk-trace-base",
+        "@opentelemetry/sdk-trace-node",
+      ]),
+    );
+    // No metrics exporter and no /metrics over stdio: prom-client stays unloaded.
+    expect(telemetryPackages(files)).not.toContain("prom-client");
   });
 });
 

@@ -57,12 +57,13 @@ function newClient(capabilities: ClientCapabilities = {}): Client {
 
 export async function connectStdio(
   configPath: string,
-  options: { args?: string[]; capabilities?: ClientCapabilities } = {},
+  options: { args?: string[]; capabilities?: ClientCapabilities; env?: Record<string, string> } = {},
 ): Promise<Connected> {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [CLI, "serve", "--config", configPath, ...(options.args ?? [])],
     stderr: "pipe",
+    ...(options.env ? { env: { ...(process.env as Record<string, string>), ...options.env } } : {}),
   });
   let stderr = "";
   transport.stderr?.on("data", (chunk: Buffer) => {
@@ -84,11 +85,13 @@ export type HttpGateway = {
 /** Spawns `codecell serve --http 0` and reads the URL it prints. */
 export async function startHttpGateway(
   configPath: string | null,
-  options: { env?: NodeJS.ProcessEnv; args?: string[] } = {},
+  /** detached: the gateway leads its own process group (with its downstream servers), to kill as one. */
+  options: { env?: NodeJS.ProcessEnv; args?: string[]; detached?: boolean } = {},
 ): Promise<HttpGateway> {
   const config = configPath === null ? [] : ["--config", configPath];
   const child = spawn(process.execPath, [CLI, "serve", ...config, "--http", "0", ...(options.args ?? [])], {
     stdio: ["ignore", "pipe", "pipe"],
+    detached: options.detached ?? false,
     env: { ...process.env, ...options.env },
   });
   let output = "";
@@ -153,6 +156,7 @@ const MODEL_TEXT_FIELDS = [
   "reason",
   "yieldReason",
   "pendingToolCalls",
+  "diagnostics",
 ];
 
 /**

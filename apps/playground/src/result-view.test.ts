@@ -92,4 +92,35 @@ describe("renderResult", () => {
     );
     expect(view.querySelector(".result-header")?.textContent).toContain("wait");
   });
+
+  it("lists the type check's findings, each linking its line, with the properties a tool accepts", () => {
+    const onShowLine = vi.fn();
+    const view = renderResult(
+      {
+        ...completed,
+        diagnostics: [
+          {
+            file: "cell.ts",
+            line: 3,
+            column: 57,
+            code: "TS2561",
+            message: "Object literal may only specify known properties, but 'observation' does not exist.",
+            accepts: ["name", "entityType", "observations"],
+          },
+          { file: "cell.ts", line: 5, column: 1, code: "TS2304", message: "Cannot find name 'fetch'." },
+        ],
+      },
+      { via: "exec", onShowLine },
+    );
+    const items = [...view.querySelectorAll('[data-testid="diagnostic"]')];
+    expect(view.querySelector('[data-testid="diagnostics"] h3')?.textContent).toBe("Type check (2)");
+    expect(items.map((item) => item.querySelector(".error-code")?.textContent)).toEqual(["TS2561", "TS2304"]);
+    expect(items[0]!.querySelector(".diagnostic-accepts")?.textContent).toBe(
+      "Accepts: name, entityType, observations",
+    );
+    expect(items[1]!.querySelector(".diagnostic-accepts")).toBeNull();
+    items[0]!.querySelector("button")!.click();
+    expect(onShowLine).toHaveBeenCalledWith({ line: 3, column: 57 });
+    expect(renderResult(completed, { via: "exec" }).querySelector('[data-testid="diagnostics"]')).toBeNull();
+  });
 });

@@ -1,4 +1,4 @@
-import type { CodeModeOutput, CodeModeResult } from "@codecell/contract";
+import type { CodeModeDiagnostic, CodeModeOutput, CodeModeResult } from "@codecell/contract";
 import { element, formatDuration } from "./dom.js";
 import { type ErrorLocation, errorLocation } from "./error-location.js";
 import { renderJsonTree } from "./json-tree.js";
@@ -87,6 +87,47 @@ function renderError(message: string, code: string | undefined, options: ResultV
   );
 }
 
+/**
+ * The type check's findings (`tools.codeMode.typecheck` "warn" or "strict"), each with the place it
+ * points to as a button that shows that line in the editor, and the properties a tool accepts.
+ */
+function renderDiagnostics(diagnostics: CodeModeDiagnostic[], options: ResultViewOptions): HTMLElement {
+  return section(
+    `Type check (${diagnostics.length})`,
+    "diagnostics",
+    element(
+      "ol",
+      { className: "diagnostic-list" },
+      ...diagnostics.map((item) =>
+        element(
+          "li",
+          { className: "diagnostic", "data-testid": "diagnostic" },
+          element(
+            "button",
+            {
+              type: "button",
+              className: "link-button",
+              onclick: () => options.onShowLine?.({ line: item.line, column: item.column }),
+            },
+            `line ${item.line}, column ${item.column}`,
+          ),
+          " ",
+          element("code", { className: "error-code" }, item.code),
+          element("p", { className: "diagnostic-message" }, item.message),
+          item.accepts
+            ? element(
+                "p",
+                { className: "muted diagnostic-accepts" },
+                "Accepts: ",
+                ...item.accepts.flatMap((name, index) => [index > 0 ? ", " : "", element("code", {}, name)]),
+              )
+            : null,
+        ),
+      ),
+    ),
+  );
+}
+
 function renderPending(result: Extract<CodeModeResult, { status: "waiting" }>): HTMLElement {
   const calls = result.pendingToolCalls ?? [];
   const body =
@@ -167,6 +208,7 @@ export function renderResult(result: CodeModeResult, options: ResultViewOptions)
       ),
     );
   }
+  if (result.diagnostics?.length) parts.push(renderDiagnostics(result.diagnostics, options));
   const output = result.output ?? [];
   parts.push(
     section(

@@ -11,6 +11,7 @@ const fields = [
   "runtime",
   "mode",
   "languages",
+  "typecheck",
   ...Object.keys(CODE_MODE_LIMITS),
   "timeoutMS",
   "__proto__",
@@ -24,7 +25,7 @@ const configLike = fc.oneof(
       fc.double(),
       fc.boolean(),
       fc.string(),
-      fc.constantFrom(["javascript"], ["typescript", "x"], [], null),
+      fc.constantFrom(["javascript"], ["typescript", "x"], [], null, "off", "warn", "strict"),
     ),
   ),
 );
@@ -41,6 +42,7 @@ describe("config fuzz", () => {
           expect((error as CodeModeError).code).toBe("invalid_config");
           return;
         }
+        expect(["off", "warn", "strict"]).toContain(config.typecheck);
         for (const [field, range] of Object.entries(CODE_MODE_LIMITS)) {
           const value = config[field as keyof typeof CODE_MODE_LIMITS];
           expect(Number.isInteger(value)).toBe(true);

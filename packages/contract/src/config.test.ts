@@ -33,6 +33,7 @@ describe("activation", () => {
       runtime: "quickjs-wasi",
       mode: "only",
       languages: ["javascript", "typescript"],
+      typecheck: "off",
       timeoutMs: 10_000,
       memoryLimitBytes: 67_108_864,
       maxOutputBytes: 65_536,
@@ -99,6 +100,10 @@ describe("runtime ranges", () => {
     expect(config.searchDefaultLimit).toBe(3);
   });
 
+  it.each(["off", "warn", "strict"] as const)("keeps typecheck %s", (mode) => {
+    expect(resolveCodeModeConfig({ enabled: true, typecheck: mode }).typecheck).toBe(mode);
+  });
+
   it("de-duplicates languages", () => {
     expect(resolveCodeModeConfig({ languages: ["javascript", "javascript"] }).languages).toEqual([
       "javascript",
@@ -132,6 +137,17 @@ describe("invalid_config", () => {
       "languages not an array",
       { languages: "javascript" },
       'tools.codeMode.languages: received "javascript"',
+    ],
+    [
+      "an unknown typecheck mode",
+      { typecheck: "on" },
+      'tools.codeMode.typecheck: received "on"; expected "off" (default), "warn" or "strict"',
+    ],
+    ["typecheck as a boolean", { typecheck: true }, "tools.codeMode.typecheck: received true; expected"],
+    [
+      "a misspelt typecheck key",
+      { typeCheck: "warn" },
+      'tools.codeMode.typeCheck: unknown key. Did you mean "typecheck"?',
     ],
     [
       "a non-integer",

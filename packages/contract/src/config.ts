@@ -11,7 +11,15 @@ export { CODE_MODE_LANGUAGES, CODE_MODE_LIMITS, type CodeModeLanguage };
 export type CodeModeLimitField = keyof typeof CODE_MODE_LIMITS;
 
 const limitFields = Object.keys(CODE_MODE_LIMITS) as CodeModeLimitField[];
-const allFields = ["enabled", "runtime", "mode", "languages", ...limitFields] as const;
+const allFields = ["enabled", "runtime", "mode", "languages", "typecheck", ...limitFields] as const;
+
+/**
+ * What `typecheck` does with a cell before it runs: "off" (the default) runs it unchecked; "warn" runs it
+ * and returns the compiler's diagnostics with the result; "strict" refuses a cell with type errors, with
+ * those diagnostics and code `invalid_input`, before it makes any nested call.
+ */
+export const TYPECHECK_MODES = ["off", "warn", "strict"] as const;
+export type TypecheckMode = (typeof TYPECHECK_MODES)[number];
 
 /** What a user may write under `tools.codeMode`: a boolean shorthand or an object. */
 export type CodeModeConfigInput =
@@ -21,6 +29,7 @@ export type CodeModeConfigInput =
       runtime?: "quickjs-wasi";
       mode?: "only";
       languages?: CodeModeLanguage[];
+      typecheck?: TypecheckMode;
     } & { [K in CodeModeLimitField]?: number });
 
 /** A field whose value was outside its runtime range and was clamped. */
@@ -31,6 +40,7 @@ export type ResolvedCodeModeConfig = {
   runtime: "quickjs-wasi";
   mode: "only";
   languages: CodeModeLanguage[];
+  typecheck: TypecheckMode;
   clamped: ClampedField[];
 } & { [K in CodeModeLimitField]: number };
 
@@ -61,7 +71,9 @@ function commonConfigObject(input: object): CodeModeConfigObject | undefined {
               ? Array.isArray(value) &&
                 value.length > 0 &&
                 value.every((language) => CODE_MODE_LANGUAGES.includes(language))
-              : Number.isSafeInteger(value);
+              : key === "typecheck"
+                ? TYPECHECK_MODES.includes(value as TypecheckMode)
+                : Number.isSafeInteger(value);
     if (!valid) return undefined;
     object[key] = value;
   }
@@ -73,6 +85,7 @@ function allowedFor(field: string): string {
   if (field === "runtime") return '"quickjs-wasi" (the only runtime)';
   if (field === "mode") return '"only" (the only mode)';
   if (field === "languages") return 'a non-empty array of "javascript" and/or "typescript"';
+  if (field === "typecheck") return '"off" (default), "warn" or "strict"';
   const limit = CODE_MODE_LIMITS[field as CodeModeLimitField];
   if (limit) {
     return `an integer; the runtime range is ${limit.min}..${limit.max} (default ${limit.default})`;
@@ -185,6 +198,7 @@ export function resolveCodeModeConfig(
     runtime: "quickjs-wasi",
     mode: "only",
     languages: object.languages ? [...new Set(object.languages)] : [...CODE_MODE_LANGUAGES],
+    typecheck: object.typecheck ?? "off",
     ...limits,
     clamped,
   };

@@ -20,6 +20,8 @@ export {
   type CodeModeLimitField,
   type ResolvedCodeModeConfig,
   resolveCodeModeConfig,
+  TYPECHECK_MODES,
+  type TypecheckMode,
 } from "./config.js";
 export { CODE_MODE_ERROR_CODES, type CodeModeErrorCode, isCodeModeErrorCode } from "./error-codes.js";
 export {
@@ -42,6 +44,7 @@ export {
 export type { JsonObject, JsonValue } from "./json.js";
 export {
   type CodeModeCompletedResult,
+  type CodeModeDiagnostic,
   type CodeModeFailedResult,
   type CodeModeModelResult,
   type CodeModeOutput,

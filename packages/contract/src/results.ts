@@ -16,6 +16,22 @@ export type CodeModeOutput =
     }
   | { type: "json"; value: unknown };
 
+/**
+ * One finding of the opt-in type check (`tools.codeMode.typecheck`), placed on the cell as the model
+ * wrote it: `line` and `column` are 1-based in the cell's own text.
+ */
+export type CodeModeDiagnostic = {
+  /** Always "cell.ts": the cell, named as a file so a position reads like a compiler's. */
+  file: "cell.ts";
+  line: number;
+  column: number;
+  /** The compiler's code for the finding, such as "TS2353". */
+  code: string;
+  message: string;
+  /** For a property the target does not have: the properties it accepts (at most 20). */
+  accepts?: string[];
+};
+
 export const SNAPSHOT_EVENTS = ["stored", "resumed", "expired", "aborted", "deleted", "refused"] as const;
 export type SnapshotEvent = (typeof SNAPSHOT_EVENTS)[number];
 
@@ -62,6 +78,8 @@ export type CodeModeCompletedResult = {
   status: "completed";
   value: unknown;
   output?: CodeModeOutput[];
+  /** Type-check findings of the cell (typecheck "warn" or "strict"); absent when there are none. */
+  diagnostics?: CodeModeDiagnostic[];
   telemetry: CodeModeTelemetry;
 };
 export type CodeModeWaitingResult = {
@@ -72,6 +90,8 @@ export type CodeModeWaitingResult = {
   yieldReason?: string;
   pendingToolCalls?: CodeModePendingToolCall[];
   output?: CodeModeOutput[];
+  /** Type-check findings of the cell (typecheck "warn" or "strict"); absent when there are none. */
+  diagnostics?: CodeModeDiagnostic[];
   telemetry: CodeModeTelemetry;
 };
 export type CodeModeFailedResult = {
@@ -79,6 +99,8 @@ export type CodeModeFailedResult = {
   error: string;
   code?: CodeModeErrorCode;
   output?: CodeModeOutput[];
+  /** Type-check findings of the cell (typecheck "warn" or "strict"); absent when there are none. */
+  diagnostics?: CodeModeDiagnostic[];
   telemetry: CodeModeTelemetry;
 };
 export type CodeModeResult = CodeModeCompletedResult | CodeModeWaitingResult | CodeModeFailedResult;
@@ -102,7 +124,7 @@ export function emptyTelemetry(): CodeModeTelemetry {
  * of pending calls are for hosts and stay in the full result (MCP `structuredContent`).
  */
 export type CodeModeModelResult =
-  | { status: "completed"; value: unknown; output?: CodeModeOutput[] }
+  | { status: "completed"; value: unknown; output?: CodeModeOutput[]; diagnostics?: CodeModeDiagnostic[] }
   | {
       status: "waiting";
       runId: string;
@@ -110,12 +132,22 @@ export type CodeModeModelResult =
       yieldReason?: string;
       pendingToolCalls?: Array<{ callId: string; toolId: string; queued?: true }>;
       output?: CodeModeOutput[];
+      diagnostics?: CodeModeDiagnostic[];
     }
-  | { status: "failed"; error: string; code?: CodeModeFailedResult["code"]; output?: CodeModeOutput[] };
+  | {
+      status: "failed";
+      error: string;
+      code?: CodeModeFailedResult["code"];
+      output?: CodeModeOutput[];
+      diagnostics?: CodeModeDiagnostic[];
+    };
 
 /** The model's view of a result: status, value or error and code, output, runId, reason, pending calls. */
 export function codeModeModelResult(result: CodeModeResult): CodeModeModelResult {
-  const output = result.output?.length ? { output: result.output } : {};
+  const output = {
+    ...(result.output?.length ? { output: result.output } : {}),
+    ...(result.diagnostics?.length ? { diagnostics: result.diagnostics } : {}),
+  };
   if (result.status === "completed") return { status: "completed", value: result.value, ...output };
   if (result.status === "failed") {
     return {
@@ -165,6 +197,7 @@ export const codeModeResultOutputSchema = {
     reason: { enum: ["pending_tools", "yield"] },
     yieldReason: { type: "string" },
     pendingToolCalls: { type: "array", items: { type: "object" } },
+    diagnostics: { type: "array", items: { type: "object" } },
     telemetry: { type: "object" },
   },
   required: ["status"],

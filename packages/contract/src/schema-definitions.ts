@@ -1,6 +1,6 @@
 import type { z as Z } from "zod";
 import { TOOL_SOURCES } from "./catalog.js";
-import { CODE_MODE_LIMITS, type CodeModeLimitField } from "./config.js";
+import { CODE_MODE_LIMITS, type CodeModeLimitField, TYPECHECK_MODES } from "./config.js";
 import { CODE_MODE_ERROR_CODES } from "./error-codes.js";
 import { CONSOLE_LEVELS } from "./guest-names.js";
 import { CODE_MODE_LANGUAGES } from "./languages.js";
@@ -29,6 +29,7 @@ export function defineContractSchemas(z: typeof Z) {
     runtime: z.literal("quickjs-wasi").optional(),
     mode: z.literal("only").optional(),
     languages: z.array(z.enum(CODE_MODE_LANGUAGES)).min(1).optional(),
+    typecheck: z.enum(TYPECHECK_MODES).optional(),
     ...(Object.fromEntries(limitFields.map((field) => [field, integerField.optional()])) as {
       [K in CodeModeLimitField]: Z.ZodOptional<typeof integerField>;
     }),
@@ -95,10 +96,20 @@ export function defineContractSchemas(z: typeof Z) {
   });
 
   const outputList = z.array(codeModeOutputSchema).optional();
+  const codeModeDiagnosticSchema = z.object({
+    file: z.literal("cell.ts"),
+    line: z.number().int().positive(),
+    column: z.number().int().positive(),
+    code: z.string(),
+    message: z.string(),
+    accepts: z.array(z.string()).optional(),
+  });
+  const diagnosticList = z.array(codeModeDiagnosticSchema).optional();
   const codeModeCompletedResultSchema = z.object({
     status: z.literal("completed"),
     value: z.unknown(),
     output: outputList,
+    diagnostics: diagnosticList,
     telemetry: codeModeTelemetrySchema,
   });
   const codeModeWaitingResultSchema = z.object({
@@ -108,6 +119,7 @@ export function defineContractSchemas(z: typeof Z) {
     yieldReason: z.string().optional(),
     pendingToolCalls: z.array(codeModePendingToolCallSchema).optional(),
     output: outputList,
+    diagnostics: diagnosticList,
     telemetry: codeModeTelemetrySchema,
   });
   const codeModeFailedResultSchema = z.object({
@@ -115,6 +127,7 @@ export function defineContractSchemas(z: typeof Z) {
     error: z.string(),
     code: z.enum(CODE_MODE_ERROR_CODES).optional(),
     output: outputList,
+    diagnostics: diagnosticList,
     telemetry: codeModeTelemetrySchema,
   });
   const codeModeResultSchema = z.discriminatedUnion("status", [
@@ -130,6 +143,7 @@ export function defineContractSchemas(z: typeof Z) {
     execInputSchema,
     waitInputSchema,
     codeModeOutputSchema,
+    codeModeDiagnosticSchema,
     codeModeTelemetrySchema,
     codeModePendingToolCallSchema,
     codeModeCompletedResultSchema,

@@ -5,6 +5,7 @@ import { z } from "zod";
 import type { ToolCatalogEntry } from "./catalog.js";
 import type { CodeModeExecInput, CodeModeWaitInput } from "./inputs.js";
 import type {
+  CodeModeDiagnostic,
   CodeModeOutput,
   CodeModePendingToolCall,
   CodeModeResult,
@@ -21,6 +22,7 @@ export const codeModeConfigSchema = schemas.codeModeConfigSchema;
 export const execInputSchema = schemas.execInputSchema;
 export const waitInputSchema = schemas.waitInputSchema;
 export const codeModeOutputSchema = schemas.codeModeOutputSchema;
+export const codeModeDiagnosticSchema = schemas.codeModeDiagnosticSchema;
 export const codeModeTelemetrySchema = schemas.codeModeTelemetrySchema;
 export const codeModePendingToolCallSchema = schemas.codeModePendingToolCallSchema;
 export const codeModeCompletedResultSchema = schemas.codeModeCompletedResultSchema;
@@ -42,8 +44,9 @@ const sameShapes: [
   Same<z.infer<typeof execInputSchema>, CodeModeExecInput>,
   Same<z.infer<typeof waitInputSchema>, CodeModeWaitInput>,
   Same<z.infer<typeof codeModeOutputSchema>, CodeModeOutput>,
+  Same<z.infer<typeof codeModeDiagnosticSchema>, CodeModeDiagnostic>,
   Same<z.infer<typeof codeModeTelemetrySchema>, CodeModeTelemetry>,
   Same<z.infer<typeof codeModePendingToolCallSchema>, CodeModePendingToolCall>,
   Same<z.infer<typeof codeModeResultSchema>, CodeModeResult>,
-] = [true, true, true, true, true, true, true];
+] = [true, true, true, true, true, true, true, true];
 void sameShapes;

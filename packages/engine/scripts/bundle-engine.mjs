@@ -36,7 +36,7 @@ import {
 const packageDir = new URL("..", import.meta.url);
 const manifest = JSON.parse(readFileSync(new URL("package.json", packageDir), "utf8"));
 /** Imported only dynamically, on the paths that need it. */
-const LAZY_PACKAGES = ["@codecell/transpile"];
+const LAZY_PACKAGES = ["@codecell/transpile", "@codecell/typecheck"];
 
 const packages = workspacePackages();
 

@@ -29,6 +29,11 @@ export type SegmentEnd =
 export interface SegmentAbort {
   readonly signal: AbortSignal;
   readonly aborted: boolean;
+  /**
+   * True once a nested call of the segment was handed out of the host (NestedToolCall.handOut): the
+   * driver suspends the run as soon as nothing is ready for it, instead of at the deadline.
+   */
+  readonly handedOut: boolean;
 }
 
 /**
@@ -65,6 +70,11 @@ export class ReadyQueue {
     this.#ids[index] = requestId;
     this.#outcomes[index] = outcome;
     this.#toolIds[index] = toolId;
+    this.#fire();
+  }
+
+  /** Wakes a driver waiting for an item (something other than an item changed: a call was handed out). */
+  wake(): void {
     this.#fire();
   }
 
@@ -239,7 +249,8 @@ async function drive(
           return abortedEnd(output);
         }
         // The run's own deadline: set by the sandbox when the cell started, not when exec was called.
-        if (Date.now() >= run.deadline) return suspend(run, "pending_tools", output);
+        // A call handed out of the host cannot settle here: waiting for the deadline would only delay.
+        if (abort.handedOut || Date.now() >= run.deadline) return suspend(run, "pending_tools", output);
         await ready.waitForItem(run.deadline, abort);
       }
       delivered = ready.settleInto(run);

@@ -2,14 +2,17 @@ import { buildToolCatalog } from "@codecell/catalog";
 import { type JsonValue, type ResolvedCodeModeConfig, resolveCodeModeConfig } from "@codecell/contract";
 import { createCodeModeNamespaceRuntime } from "@codecell/namespaces";
 import { createSandboxPool, type SandboxPool } from "@codecell/sandbox";
-import { openSnapshotStore, type SnapshotStore } from "@codecell/snapshot-store";
+import { openSnapshotStore, type SettleResult, type SnapshotStore } from "@codecell/snapshot-store";
+import { EngineTypecheck } from "./cell-typecheck.js";
 import { renderVisibleDeclarations } from "./guest-surface.js";
 import type { InflightCalls } from "./inflight-calls.js";
 import { codeModeModelTools } from "./model-surface.js";
 import { ActiveRun, type EngineShared, inactiveRun } from "./prepared-run.js";
+import type { TracingOptions } from "./tracing.js";
 import { type TrajectoryExport, TrajectoryRecorder } from "./trajectory.js";
 import type {
   CodeModeEngineOptions,
+  EngineObserver,
   EngineStats,
   ModelTool,
   PreparedRun,
@@ -43,10 +46,13 @@ export class CodeModeEngine {
   readonly #redactInput: (toolId: string, input: JsonValue) => JsonValue;
   readonly #debug: ((line: string) => void) | null;
   readonly #inflight = new Map<string, InflightCalls>();
+  readonly #typecheck = new EngineTypecheck();
   readonly #ownsPool: boolean;
   readonly #ownsStore: boolean;
   #pool: SandboxPool | undefined;
   readonly #snapshotSecret: string | undefined;
+  readonly #observer: EngineObserver | null;
+  readonly #tracing: TracingOptions;
   readonly stats: EngineStats = {
     runsPrepared: 0,
     activeRuns: 0,
@@ -83,6 +89,8 @@ export class CodeModeEngine {
     });
     this.#redactInput = options.redactInput ?? ((_toolId, input) => input);
     this.#snapshotSecret = options.snapshotSecret;
+    this.#observer = options.observer ?? null;
+    this.#tracing = { ...options.tracing };
     this.#debug = debugSink(options.debug);
   }
 
@@ -103,6 +111,8 @@ export class CodeModeEngine {
    */
   warmUp(): void {
     if (this.config.enabled) this.#startPool();
+    // With typecheck on, the checker's thread loads the compiler meanwhile too (never with it off).
+    if (this.config.enabled && this.config.typecheck !== "off") void this.#typecheck.warmUp().catch(() => {});
   }
 
   /** Decides code mode for one agent run (the spec's activation order) and returns its surface. */
@@ -148,6 +158,7 @@ export class CodeModeEngine {
         mcpServers: declarations.servers.map((server) => server.identifier),
         namespacePrompt: namespaces.promptText,
         typescript: this.config.languages.includes("typescript"),
+        typecheck: this.config.typecheck,
       }),
       ...catalog.directOnly.map(toModelTool),
     ];
@@ -191,6 +202,27 @@ export class CodeModeEngine {
   }
 
   /**
+   * Gives the outcome of a nested call that its executor handed out (NestedToolCall.handOut) to the
+   * suspended run, wherever it runs next: the store keeps it until the `wait` that resumes the run. A
+   * failure reaches the guest as a catchable error with code `nested_tool_failed`. The caller checks
+   * that the run is the one its principal owns; the first outcome of a call wins.
+   */
+  async settleHandedOutCall(
+    runId: string,
+    callId: string,
+    outcome: { ok: true; value: JsonValue } | { ok: false; message: string },
+  ): Promise<SettleResult> {
+    const store = await this.store;
+    return store.settleCall(
+      runId,
+      callId,
+      outcome.ok
+        ? outcome
+        : { ok: false, error: { name: "Error", message: outcome.message, code: "nested_tool_failed" } },
+    );
+  }
+
+  /**
    * Nested calls still running in this process, those of suspended runs included, and how many runs
    * they belong to. A run resumed and finished elsewhere (another replica), expired or aborted lets go
    * of its entry once its calls settle here.
@@ -213,6 +245,13 @@ export class CodeModeEngine {
     return this.#trajectory.export(filter);
   }
 
+  /** The sandbox pool's workers, busy and in all, or null while no pool was started (it starts lazily). */
+  sandboxStats(): { workers: number; busyWorkers: number } | null {
+    if (this.#pool === undefined) return null;
+    const { workers, busyWorkers } = this.#pool.stats();
+    return { workers, busyWorkers };
+  }
+
   /** Bytes and sessions the trajectory holds now (what its caps count). */
   get trajectoryStats(): { sessions: number; bytes: number } {
     return { sessions: this.#trajectory.sessionCount, bytes: this.#trajectory.totalBytes };
@@ -222,6 +261,7 @@ export class CodeModeEngine {
     for (const calls of this.#inflight.values()) calls.abortAll("engine closed");
     this.#inflight.clear();
     this.#trajectory.clear();
+    await this.#typecheck.close();
     if (this.#ownsPool) await this.#pool?.close();
     if (this.#ownsStore) await (await this.store).close();
   }
@@ -240,6 +280,9 @@ export class CodeModeEngine {
       redactInput: this.#redactInput,
       debug: this.#debug,
       inflight: this.#inflight,
+      observer: this.#observer,
+      tracing: this.#tracing,
+      typecheck: this.#typecheck,
       abort: (selector) => this.abort(selector),
       countResult: (result) => {
         if (result.status === "failed") {

@@ -23,9 +23,11 @@ export const DEFAULT_TRAJECTORY_LIMITS: typeof api.DEFAULT_TRAJECTORY_LIMITS =
 export const importTrajectory: typeof api.importTrajectory = engine.importTrajectory;
 export const TRAJECTORY_FORMAT: typeof api.TRAJECTORY_FORMAT = engine.TRAJECTORY_FORMAT;
 export const trajectoryTree: typeof api.trajectoryTree = engine.trajectoryTree;
+export const traceModelCall: typeof api.traceModelCall = engine.traceModelCall;
 /** The engine class, as a type (the value above is the class itself). */
 export type CodeModeEngine = import("./engine.js").CodeModeEngine;
 export type { McpCellView, McpSearchHit } from "./mcp-search.js";
+export type { ModelCallSpan, TracingOptions } from "./tracing.js";
 export type {
   TrajectoryEntry,
   TrajectoryExport,
@@ -35,16 +37,20 @@ export type {
 export type {
   CodeModeEngineOptions,
   ControlCall,
+  ControlCallEvent,
+  EngineObserver,
   EngineStats,
   ExecHookMetadata,
   McpServerRequest,
   ModelTool,
+  NestedCallEvent,
   NestedCallVia,
   NestedToolCall,
   PreparedRun,
   PrepareRunOptions,
   RunContext,
   RunProgress,
+  SnapshotIoEvent,
   ToolExecutor,
   ToolProgress,
 } from "./types.js";

@@ -16,6 +16,8 @@ export abstract class InflightCall extends CallCancellation {
   /** Waiting for one of the run's `maxPendingToolCalls` slots. */
   queued = false;
   outcome: SettleOutcome | undefined = undefined;
+  /** Handed out of the host (see NestedToolCall.handOut): its outcome comes through the store. */
+  handedOut = false;
   #table: InflightCalls | null = null;
   #ended = false;
 
@@ -37,6 +39,12 @@ export abstract class InflightCall extends CallCancellation {
     if (this.#ended) return;
     this.#ended = true;
     this.#table?.ended(this, outcome);
+  }
+
+  /** The table lets go of a handed-out call: whatever the executor answers later is not delivered. */
+  letGo(): void {
+    this.#ended = true;
+    this.#table = null;
   }
 
   /** Called by the table when a slot is free for it. */
@@ -182,9 +190,10 @@ export class InflightCalls {
    * Hands a settled call's outcome to the store and lets go of it once the store has it. When the run is
    * gone (finished on another replica, expired, aborted), nothing will read the rest either: they are
    * cancelled and the table lets go of the run. If the store cannot be reached, the outcome stays here
-   * for a resume in this process.
+   * for a resume in this process, and is offered to the store again (a shared store's `wait` may come to
+   * another replica, which learns of it only from the store) until the run could no longer be resumed.
    */
-  #record(requestId: string, outcome: SettleOutcome): void {
+  #record(requestId: string, outcome: SettleOutcome, attempt = 0, since = Date.now()): void {
     const stored = this.#stored;
     if (!stored) return;
     stored.store.settleCall(stored.runId, requestId, outcome as never).then(
@@ -202,7 +211,18 @@ export class InflightCalls {
           stored.forget();
         }
       },
-      () => {},
+      () => {
+        const { store } = stored;
+        if (store.closed || Date.now() - since > store.snapshotTtlSeconds * 1000) return;
+        const retry = setTimeout(
+          () => {
+            if (this.#stored === stored && !this.#sink && this.#calls.get(requestId)?.outcome === outcome)
+              this.#record(requestId, outcome, attempt + 1, since);
+          },
+          Math.min(250 * 2 ** attempt, 2_000),
+        );
+        retry.unref();
+      },
     );
   }
 
@@ -235,6 +255,24 @@ export class InflightCalls {
     for (const [requestId, call] of this.#calls.entries()) {
       if (call.outcome) this.#record(requestId, call.outcome);
     }
+  }
+
+  /**
+   * Lets go of the calls handed out of the host (see NestedToolCall.handOut) once the run is stored:
+   * their outcomes reach the store from outside, so nothing here waits for them, and their slots free.
+   */
+  releaseHandedOut(): void {
+    const handedOut: InflightCall[] = [];
+    for (const call of this.#calls.values()) {
+      if (call.handedOut && call.outcome === undefined) handedOut.push(call);
+    }
+    if (handedOut.length === 0) return;
+    for (const call of handedOut) {
+      this.#calls.delete(call.requestId);
+      call.letGo();
+      this.#running--;
+    }
+    this.#pump();
   }
 
   /** Removes and returns a settled call's outcome, if it has one. */

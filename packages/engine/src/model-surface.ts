@@ -15,6 +15,8 @@ export type ExecDescriptionParts = {
   /** Description and prompt of each visible namespace, already joined. */
   namespacePrompt: string;
   typescript: boolean;
+  /** `tools.codeMode.typecheck`; "strict" is the one a model must know of (its cells can be refused). */
+  typecheck?: "off" | "warn" | "strict";
 };
 
 // Every sentence here is paid for on every model request, so it teaches only what a model cannot
@@ -35,6 +37,11 @@ export function execDescription(parts: ExecDescriptionParts): string {
     "- text(value) and json(value) add output; await yield_control(reason) pauses the run.",
     'Run independent calls together with Promise.all. There is no import, require, fetch, timer, file system or network. A result with status "waiting" continues with wait({runId}).',
   );
+  if (parts.typecheck === "strict") {
+    lines.push(
+      "Cells are type-checked against these APIs before they run: a cell with type errors does not run and fails (invalid_input) with diagnostics [{line, column, message, accepts}]; fix those lines and exec again.",
+    );
+  }
   if (parts.namespacePrompt) lines.push(parts.namespacePrompt);
   return lines.join("\n");
 }

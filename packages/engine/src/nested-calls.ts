@@ -15,8 +15,10 @@ import type { CallCancellation } from "./call-cancellation.js";
 import { InflightCall } from "./inflight-calls.js";
 import { searchMcpTools } from "./mcp-search.js";
 import { recordNestedToolId } from "./run-telemetry.js";
+import { spanJson, startSpan, type TracedSpan, type TracingOptions } from "./tracing.js";
 import type { TrajectoryHandle, TrajectoryRecorder } from "./trajectory.js";
 import type {
+  EngineObserver,
   NestedCallVia,
   NestedToolCall,
   RunContext,
@@ -42,6 +44,9 @@ export type RequestScope = {
   resolvedTargets: Map<string, CatalogTool>;
   /** `API.read(path)`: one declaration file's text (the guest holds only paths and sizes). */
   readApiFile: (path: string) => string;
+  /** The host's metrics hooks (absent: nothing is measured for them). */
+  observer: EngineObserver | null;
+  tracing: TracingOptions;
 };
 
 export type RequestParent = {
@@ -52,6 +57,10 @@ export type RequestParent = {
   progress: ((event: RunProgress) => void) | undefined;
   /** What every nested call of this parent shows its executor as `parent` (frozen, so it is shared). */
   readonly forExecutor: NestedToolCall["parent"];
+  /** The exec or wait call's span when it records: nested calls get spans of their own under it. */
+  readonly span: TracedSpan | null;
+  /** A nested call of this parent was handed out of the host: the segment suspends once idle. */
+  onHandOut: (() => void) | undefined;
 };
 
 /** A parent for the nested calls of one exec or wait call. */
@@ -60,6 +69,8 @@ export function requestParent(
   tool: "exec" | "wait",
   codeModeRunId: string,
   progress: ((event: RunProgress) => void) | undefined,
+  span: TracedSpan | null = null,
+  onHandOut?: () => void,
 ): RequestParent {
   return {
     toolCallId,
@@ -67,6 +78,8 @@ export function requestParent(
     codeModeRunId,
     progress,
     forExecutor: Object.freeze({ toolCallId, tool, codeModeRunId }),
+    span,
+    onHandOut,
   };
 }
 
@@ -116,6 +129,8 @@ const promiseThen = Promise.prototype.then;
  */
 abstract class HostCall extends InflightCall {
   entry: TrajectoryHandle | null = null;
+  /** This call's span, made only under a recording exec/wait span. */
+  span: TracedSpan | null = null;
 
   constructor(
     requestId: string,
@@ -128,6 +143,50 @@ abstract class HostCall extends InflightCall {
 
   /** How a failure reads: `Tool <id>`, `MCP <op> of "<server>"`. */
   protected abstract describe(): string;
+
+  /** Where the call's tool comes from and how the cell reached it, for spans and metrics. */
+  protected abstract get source(): string;
+  protected abstract get via(): NestedCallVia;
+
+  /**
+   * The call's span, after the GenAI conventions for a tool execution (`execute_tool <tool>`), under
+   * the exec/wait span; the input only when the host opted in, and as the trajectory records it.
+   */
+  protected startSpan(toolName: string, input: () => JsonValue): void {
+    const { parent, scope } = this;
+    if (parent.span === null) return;
+    const toolId = this.toolId;
+    const server = this.source === "mcp" ? toolId.split(":")[1] : undefined;
+    this.span = startSpan(`execute_tool ${toolName}`, {
+      parent: parent.span,
+      attributes: {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": toolName,
+        "gen_ai.tool.call.id": this.requestId,
+        "gen_ai.tool.type": "function",
+        "codecell.tool.id": toolId,
+        "codecell.tool.source": this.source,
+        "codecell.tool.via": this.via,
+        "codecell.mcp.server": server,
+        "codecell.run.id": parent.codeModeRunId,
+        "gen_ai.tool.call.arguments": scope.tracing.recordInputs ? spanJson(input()) : undefined,
+      },
+    });
+  }
+
+  #observe(outcome: "completed" | "failed" | "aborted"): void {
+    const { observer } = this.scope;
+    if (observer === null || observer.nestedCallEnded === undefined) return;
+    try {
+      observer.nestedCallEnded({
+        toolId: this.toolId,
+        source: this.source,
+        via: this.via,
+        outcome,
+        durationMs: Date.now() - this.startedAtMs,
+      });
+    } catch {}
+  }
 
   /**
    * Ends the call with what the host returned: a promise when it settles, a plain value at once.
@@ -165,11 +224,21 @@ abstract class HostCall extends InflightCall {
   }
 
   protected completed(value: unknown): void {
+    if (this.handedOut) return;
     if (this.entry !== null) this.scope.trajectory.end(this.entry, "completed");
+    if (this.span !== null) {
+      this.span.end({
+        "codecell.outcome": "completed",
+        "gen_ai.tool.call.result": this.scope.tracing.recordOutputs ? spanJson(value) : undefined,
+      });
+      this.span = null;
+    }
+    this.#observe("completed");
     this.finish({ ok: true, value });
   }
 
   protected failed(error: unknown): void {
+    if (this.handedOut) return;
     const settled = toolFailure(this.describe(), error, this);
     if (this.entry !== null) {
       this.scope.trajectory.end(this.entry, "failed", {
@@ -177,6 +246,12 @@ abstract class HostCall extends InflightCall {
         error: settled.error.message,
       });
     }
+    const outcome = settled.error.code === "aborted" ? "aborted" : "failed";
+    if (this.span !== null) {
+      this.span.end({ "codecell.outcome": outcome }, settled.error.code, settled.error.message);
+      this.span = null;
+    }
+    this.#observe(outcome);
     this.finish(settled);
   }
 }
@@ -304,8 +379,17 @@ class McpServerRequest extends HostCall {
     return `MCP ${this.op} of "${this.server}"`;
   }
 
+  protected get source(): string {
+    return "mcp";
+  }
+
+  protected get via(): NestedCallVia {
+    return "mcp";
+  }
+
   protected run(): void {
     const { scope, parent, request } = this;
+    this.startSpan(this.op, () => request.args);
     this.entry = scope.trajectory.startNested(
       scope.context.sessionId,
       parent.toolCallId,
@@ -319,13 +403,15 @@ class McpServerRequest extends HostCall {
     );
     let result: unknown;
     try {
-      result = this.mcpRequest({
-        server: this.server,
-        op: this.op,
-        args: request.args,
-        context: scope.context,
-        signal: this.signal,
-      });
+      const send = () =>
+        this.mcpRequest({
+          server: this.server,
+          op: this.op,
+          args: request.args,
+          context: scope.context,
+          signal: this.signal,
+        });
+      result = this.span === null ? send() : this.span.run(send);
     } catch (error) {
       this.failed(error);
       return;
@@ -375,6 +461,14 @@ class ExecutorCall implements NestedToolCall {
     return this.#note;
   }
 
+  get callId(): string {
+    return this.#call.requestId;
+  }
+
+  handOut(): void {
+    this.#call.handOut();
+  }
+
   get progress(): (update: ToolProgress) => void {
     if (this.#progress === null) {
       const onProgress = this.#call.parent.progress;
@@ -393,7 +487,7 @@ class ToolCall extends HostCall {
     toolId: string,
     readonly tool: HostTool,
     readonly input: JsonValue,
-    readonly via: NestedCallVia,
+    readonly nestedVia: NestedCallVia,
     scope: RequestScope,
     parent: RequestParent,
     readonly telemetry: CodeModeTelemetry,
@@ -405,6 +499,14 @@ class ToolCall extends HostCall {
     return `Tool ${this.toolId}`;
   }
 
+  protected get source(): string {
+    return this.tool.source;
+  }
+
+  protected get via(): NestedCallVia {
+    return this.nestedVia;
+  }
+
   protected run(): void {
     const { scope, parent, toolId } = this;
     this.entry = scope.trajectory.startNested(
@@ -412,17 +514,29 @@ class ToolCall extends HostCall {
       parent.toolCallId,
       parent.codeModeRunId,
       toolId,
-      this.via,
+      this.nestedVia,
       this.requestId,
       scope.redactInput(toolId, this.input),
       // Taken by the in-flight table when the call started running.
       this.startedAtMs,
     );
+    if (parent.span !== null) this.startSpan(this.tool.name, () => scope.redactInput(toolId, this.input));
     let result: unknown;
     try {
-      result = scope.executor.callTool(
-        new ExecutorCall(toolId, this.tool, this.input, this.via, parent.forExecutor, scope.context, this),
+      const call = new ExecutorCall(
+        toolId,
+        this.tool,
+        this.input,
+        this.nestedVia,
+        parent.forExecutor,
+        scope.context,
+        this,
       );
+      // Under its span, a downstream client's own span (an MCP request) is the call's child.
+      result =
+        this.span === null
+          ? scope.executor.callTool(call)
+          : this.span.run(() => scope.executor.callTool(call));
     } catch (error) {
       this.failed(error);
       return;
@@ -430,7 +544,24 @@ class ToolCall extends HostCall {
     this.answer(result);
   }
 
+  /** See NestedToolCall.handOut. A call that has already settled stays settled. */
+  handOut(): void {
+    if (this.handedOut || this.outcome !== undefined || this.aborted) return;
+    this.handedOut = true;
+    // Its span ends here: the result comes in another request, perhaps on another replica.
+    if (this.span !== null) {
+      this.span.end({ "codecell.outcome": "handed_out" });
+      this.span = null;
+    }
+    if (this.entry !== null) {
+      this.scope.trajectory.note(this.entry, "handed out of the host; its result comes with the next wait");
+      this.scope.trajectory.end(this.entry, "waiting");
+    }
+    this.parent.onHandOut?.();
+  }
+
   protected override failed(error: unknown): void {
+    if (this.handedOut) return;
     this.telemetry.nested.failedCalls++;
     super.failed(error);
   }

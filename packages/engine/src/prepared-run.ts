@@ -16,6 +16,7 @@ import { type ApiFileTable, createApiFileTable, type McpDeclarations } from "@co
 import { createCodeModeNamespaceRuntime, type NamespaceRuntime } from "@codecell/namespaces";
 import type { SandboxPool, SandboxRun, SettleOutcome } from "@codecell/sandbox";
 import { type ClaimedRun, newRunId, type RunScope, type SnapshotStore } from "@codecell/snapshot-store";
+import { type CellTypecheck, type EngineTypecheck, RunTypecheck, withDiagnostics } from "./cell-typecheck.js";
 import { driveSegment, ReadyQueue, type SegmentEnd } from "./drive-segment.js";
 import { explainGuestFailure } from "./guest-failure-hints.js";
 import { buildGuestSurface } from "./guest-surface.js";
@@ -24,9 +25,11 @@ import { EXEC_TOOL_NAME, WAIT_TOOL_NAME } from "./model-surface.js";
 import { type RequestParent, type RequestScope, requestParent, startHostRequest } from "./nested-calls.js";
 import { ResultShapes } from "./result-shapes.js";
 import { countLimitFailure, newRunTelemetry } from "./run-telemetry.js";
+import { spanJson, startSpan, type TracedSpan, type TracingOptions } from "./tracing.js";
 import type { TrajectoryHandle, TrajectoryRecorder } from "./trajectory.js";
 import type {
   ControlCall,
+  EngineObserver,
   EngineStats,
   ExecHookMetadata,
   ModelTool,
@@ -48,6 +51,10 @@ export type EngineShared = {
   readonly redactInput: (toolId: string, input: JsonValue) => JsonValue;
   readonly debug: ((line: string) => void) | null;
   readonly inflight: Map<string, InflightCalls>;
+  readonly observer: EngineObserver | null;
+  readonly tracing: TracingOptions;
+  /** The engine's type checker of cells (typecheck "warn" or "strict"); it loads nothing until used. */
+  readonly typecheck: EngineTypecheck;
   abort(selector: { sessionId: string; runId?: string }): Promise<number>;
   countResult(result: CodeModeResult): void;
 };
@@ -93,6 +100,8 @@ type Segment = {
   signal: AbortSignal;
   /** Set just before `signal` aborts (see SegmentAbort): the hot path reads this, not the signal. */
   aborted: boolean;
+  /** A nested call of this segment was handed out of the host: suspend once idle (see SegmentAbort). */
+  handedOut: boolean;
   release(): void;
   /** Present or not, the field is there: every segment has the same shape. */
   progress: ((event: RunProgress) => void) | undefined;
@@ -109,6 +118,7 @@ export class ActiveRun implements PreparedRun {
   readonly #declarations: McpDeclarations;
   readonly #runScope: Omit<RunScope, "toolCallId">;
   readonly #abort = new AbortController();
+  #typecheck: RunTypecheck | null = null;
 
   constructor(
     readonly engine: EngineShared,
@@ -186,6 +196,8 @@ export class ActiveRun implements PreparedRun {
       redactInput: engine.redactInput,
       resolvedTargets,
       readApiFile: this.#readApiFile,
+      observer: engine.observer,
+      tracing: engine.tracing,
     };
   }
 
@@ -238,6 +250,7 @@ export class ActiveRun implements PreparedRun {
       // The cell itself, through the same redaction hook as nested inputs, so a transcript can be replayed.
       input: engine.redactInput(EXEC_TOOL_NAME, cellOf(input)),
     });
+    const span = this.#controlSpan(EXEC_TOOL_NAME, call, runId, input);
     let result: CodeModeResult;
     try {
       const request = parseExecInput(input, engine.config.languages, engine.config.maxCodeBytes);
@@ -249,6 +262,7 @@ export class ActiveRun implements PreparedRun {
         startedAt,
         call.toolCallId,
         runId,
+        span,
       );
       if (
         request.language === "javascript" &&
@@ -263,12 +277,13 @@ export class ActiveRun implements PreparedRun {
           startedAt,
           control,
           runId,
+          span,
         );
       }
     } catch (error) {
       result = this.#failure(error, telemetry, startedAt);
     }
-    return this.#finishControl(control, EXEC_TOOL_NAME, call.toolCallId, result);
+    return this.#finishControl(control, EXEC_TOOL_NAME, call.toolCallId, result, span, startedAt, runId);
   }
 
   async wait(input: unknown, call: ControlCall): Promise<CodeModeResult> {
@@ -282,20 +297,45 @@ export class ActiveRun implements PreparedRun {
       toolCallId: call.toolCallId,
       tool: WAIT_TOOL_NAME,
     });
+    const span = this.#controlSpan(WAIT_TOOL_NAME, call, undefined, input);
     let result: CodeModeResult;
+    let waitedRunId: string | undefined;
     try {
       const { runId } = parseWaitInput(input);
+      waitedRunId = runId;
+      span?.set({ "codecell.run.id": runId });
       engine.trajectory.annotate(control, { codeModeRunId: runId });
       const store = await engine.store;
-      const claim = await store.claim(runId, this.#runScope);
+      const restore = span ? startSpan("codecell.snapshot.restore", { parent: span }) : null;
+      let claim: ClaimedRun;
+      try {
+        claim = await store.claim(runId, this.#runScope);
+      } catch (error) {
+        restore?.end(undefined, CodeModeError.is(error) ? error.code : "internal_error");
+        throw error;
+      }
+      restore?.end({
+        "codecell.run.id": runId,
+        "codecell.snapshot.bytes": claim.snapshot.byteLength,
+        "codecell.pending_calls": claim.pendingCalls.length,
+      });
+      this.#observe("snapshot", { kind: "restore", bytes: claim.snapshot.byteLength });
       telemetry = claim.telemetry;
       telemetry.waitCount++;
       telemetry.snapshotEvents.push({ event: "resumed", runId });
-      result = await this.#resume(claim, call, telemetry, startedAt);
+      result = await this.#resume(claim, call, telemetry, startedAt, span);
     } catch (error) {
       result = this.#failure(error, telemetry, startedAt);
     }
-    return this.#finishControl(control, WAIT_TOOL_NAME, call.toolCallId, result);
+    return this.#finishControl(
+      control,
+      WAIT_TOOL_NAME,
+      call.toolCallId,
+      result,
+      span,
+      startedAt,
+      waitedRunId,
+    );
   }
 
   /**
@@ -312,6 +352,7 @@ export class ActiveRun implements PreparedRun {
     startedAt: number,
     control: TrajectoryHandle,
     runId: string,
+    span: TracedSpan | null,
   ): Promise<CodeModeResult> {
     const { isTypeScriptOnly } = await import("@codecell/transpile");
     if (!(await isTypeScriptOnly(code).catch(() => false))) return failed;
@@ -327,7 +368,8 @@ export class ActiveRun implements PreparedRun {
       language: "typescript",
       detectedLanguage: "typescript",
     }));
-    return this.#runExec(code, "typescript", call, telemetry, startedAt, call.toolCallId, runId);
+    span?.set({ "codecell.detected_language": "typescript" });
+    return this.#runExec(code, "typescript", call, telemetry, startedAt, call.toolCallId, runId, span);
   }
 
   #failure(error: unknown, telemetry: CodeModeTelemetry, startedAt: number): CodeModeResult {
@@ -335,14 +377,99 @@ export class ActiveRun implements PreparedRun {
     return this.#failed("internal_error", `Internal error: ${String(error)}`, telemetry, [], startedAt);
   }
 
+  /**
+   * The exec or wait call's span, after the GenAI conventions for a tool execution (`execute_tool exec`),
+   * under whatever context the host made active (its incoming request's, which may carry a client's
+   * trace). Null unless a tracer provider is registered and the sampler kept it.
+   */
+  #controlSpan(
+    tool: "exec" | "wait",
+    call: ControlCall,
+    runId: string | undefined,
+    input: unknown,
+  ): TracedSpan | null {
+    const { context } = this.options;
+    const span = startSpan(`execute_tool ${tool}`, {
+      attributes: {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": tool,
+        "gen_ai.tool.call.id": call.toolCallId,
+        "gen_ai.tool.type": "function",
+        "gen_ai.conversation.id": context.sessionId,
+        "gen_ai.agent.id": context.agentId,
+        "codecell.agent_run.id": context.runId,
+        "codecell.run.id": runId,
+      },
+    });
+    if (span !== null && this.engine.tracing.recordInputs) {
+      span.set({
+        "gen_ai.tool.call.arguments": spanJson(
+          tool === EXEC_TOOL_NAME ? this.engine.redactInput(EXEC_TOOL_NAME, cellOf(input)) : input,
+        ),
+      });
+    }
+    return span;
+  }
+
+  #observe<K extends keyof EngineObserver>(
+    hook: K,
+    event: Parameters<NonNullable<EngineObserver[K]>>[0],
+  ): void {
+    const listener = this.engine.observer?.[hook] as ((event: unknown) => void) | undefined;
+    if (listener === undefined) return;
+    try {
+      listener.call(this.engine.observer, event);
+    } catch {}
+  }
+
   #finishControl(
     control: TrajectoryHandle,
-    tool: string,
+    tool: "exec" | "wait",
     toolCallId: string,
     result: CodeModeResult,
+    span: TracedSpan | null,
+    startedAt: number,
+    knownRunId: string | undefined,
   ): CodeModeResult {
     const { engine } = this;
     engine.countResult(result);
+    const code = result.status === "failed" ? (result.code ?? "guest_error") : undefined;
+    if (engine.observer?.controlEnded !== undefined) {
+      const runId = result.status === "waiting" ? result.runId : knownRunId;
+      this.#observe("controlEnded", {
+        tool,
+        status: result.status,
+        ...(code !== undefined ? { code } : {}),
+        durationMs: Date.now() - startedAt,
+        nestedCalls: result.telemetry.nested.calls,
+        ...(runId !== undefined ? { runId } : {}),
+        sessionId: this.options.context.sessionId,
+        ...(span !== null ? { traceId: span.span.spanContext().traceId } : {}),
+      });
+    }
+    if (span !== null) {
+      const { nested } = result.telemetry;
+      span.end(
+        {
+          "codecell.status": result.status,
+          "codecell.run.id": result.status === "waiting" ? result.runId : undefined,
+          "codecell.waiting.reason": result.status === "waiting" ? result.reason : undefined,
+          "codecell.pending_calls":
+            result.status === "waiting" ? (result.pendingToolCalls?.length ?? 0) : undefined,
+          "codecell.nested.calls": nested.calls,
+          "codecell.nested.failed_calls": nested.failedCalls,
+          "codecell.nested.searches": nested.searches,
+          "codecell.nested.describes": nested.describes,
+          "codecell.output.entries": result.output?.length ?? 0,
+          "gen_ai.tool.call.result":
+            result.status === "completed" && engine.tracing.recordOutputs
+              ? spanJson(result.value)
+              : undefined,
+        },
+        code,
+        result.status === "failed" ? result.error.slice(0, 500) : undefined,
+      );
+    }
     if (result.status === "waiting") {
       engine.trajectory.annotate(control, {
         codeModeRunId: result.runId,
@@ -368,6 +495,7 @@ export class ActiveRun implements PreparedRun {
     startedAt: number,
     toolCallId: string,
     runId: string,
+    span: TracedSpan | null,
   ): Promise<CodeModeResult> {
     const { engine } = this;
     // New runs are keyed by their run id; runs suspended by an older version keep the key they stored.
@@ -377,11 +505,23 @@ export class ActiveRun implements PreparedRun {
     const yieldIds = new Set<string>();
     const segment = this.#segment(call, inflight);
     const { signal } = segment;
-    const parent = requestParent(toolCallId, "exec", runId, segment.progress);
+    const parent = requestParent(toolCallId, "exec", runId, segment.progress, span, () => {
+      segment.handedOut = true;
+      ready.wake();
+    });
     // What this exec's nested calls returned, so a failure can say what a name holds.
     const shapes = new ResultShapes();
     const scope = this.#refreshNamespaces();
     const surface = this.#surface;
+    // "warn" checks while the cell runs (its findings are added at the end); "strict" first.
+    const checking = this.#typecheckCell(code, language, surface);
+    const checked = engine.config.typecheck === "strict" ? await checking : null;
+    if (checked && checked.total > 0) {
+      // Refused before the VM starts: nothing of the cell ran, no nested call was made.
+      segment.release();
+      const failed = this.#failed("invalid_input", checked.strictMessage, telemetry, [], startedAt);
+      return withDiagnostics(failed, checked);
+    }
     let run: SandboxRun;
     try {
       run = engine.pool.run({
@@ -426,7 +566,7 @@ export class ActiveRun implements PreparedRun {
         },
       }).catch(() => end.message);
     }
-    return this.#settleSegment(end, {
+    const result = await this.#settleSegment(end, {
       runKey,
       runId,
       inflight,
@@ -436,7 +576,21 @@ export class ActiveRun implements PreparedRun {
       startedAt,
       claim: null,
       call,
+      span,
     });
+    return withDiagnostics(result, checked ?? (await checking));
+  }
+
+  /** The cell's type-check findings with typecheck "warn" or "strict"; null when off or not checked. */
+  async #typecheckCell(
+    code: string,
+    language: "javascript" | "typescript",
+    surface: GuestSurface,
+  ): Promise<CellTypecheck> {
+    if (this.engine.config.typecheck === "off") return null;
+    this.#typecheck ??= new RunTypecheck(this.engine.typecheck, this.catalog, this.#declarations);
+    // A checker that fails never fails the cell: it runs as it would without the check.
+    return this.#typecheck.check(code, language, surface).catch(() => null);
   }
 
   async #resume(
@@ -444,6 +598,7 @@ export class ActiveRun implements PreparedRun {
     call: ControlCall,
     telemetry: CodeModeTelemetry,
     startedAt: number,
+    span: TracedSpan | null,
   ): Promise<CodeModeResult> {
     const { engine } = this;
     const store = await engine.store;
@@ -495,7 +650,10 @@ export class ActiveRun implements PreparedRun {
     const segment = this.#segment(call, inflight);
     inflight.attach(this.#sinkFor(ready, segment));
     const { signal } = segment;
-    const parent = requestParent(call.toolCallId, "wait", claim.runId, segment.progress);
+    const parent = requestParent(call.toolCallId, "wait", claim.runId, segment.progress, span, () => {
+      segment.handedOut = true;
+      ready.wake();
+    });
     const scope = this.#refreshNamespaces();
     let run: SandboxRun;
     try {
@@ -530,6 +688,7 @@ export class ActiveRun implements PreparedRun {
       startedAt,
       claim,
       call,
+      span,
     });
   }
 
@@ -553,6 +712,7 @@ export class ActiveRun implements PreparedRun {
     const segment: Segment = {
       signal: controller.signal,
       aborted: false,
+      handedOut: false,
       counts: { started: 0, settled: 0 },
       release: () => {
         open = false;
@@ -659,6 +819,7 @@ export class ActiveRun implements PreparedRun {
       startedAt: number;
       claim: ClaimedRun | null;
       call: ControlCall;
+      span: TracedSpan | null;
     },
   ): Promise<CodeModeResult> {
     const { engine } = this;
@@ -722,6 +883,15 @@ export class ActiveRun implements PreparedRun {
       hostState: hostState as unknown as JsonValue,
     };
     let runId: string;
+    const suspend = state.span
+      ? startSpan("codecell.snapshot.suspend", {
+          parent: state.span,
+          attributes: {
+            "codecell.pending_calls": pendingCalls.length,
+            "codecell.waiting.reason": end.reason,
+          },
+        })
+      : null;
     try {
       const stored = claim
         ? await store.resuspend(claim, payload)
@@ -732,12 +902,21 @@ export class ActiveRun implements PreparedRun {
           });
       runId = stored.runId;
       telemetry.snapshotEvents.push({ event: "stored", runId, bytes: stored.bytes });
+      suspend?.end({
+        "codecell.run.id": runId,
+        "codecell.snapshot.bytes": end.snapshot.byteLength,
+        "codecell.snapshot.stored_bytes": stored.bytes,
+      });
+      this.#observe("snapshot", { kind: "suspend", bytes: stored.bytes });
     } catch (error) {
+      suspend?.end(undefined, CodeModeError.is(error) ? error.code : "internal_error");
       engine.inflight.delete(state.runKey);
       inflight.abortAll("The code-mode run could not be stored.");
       if (claim) await store.finish(claim, "failed").catch(() => {});
       return this.#failure(error, telemetry, state.startedAt);
     }
+    // Handed-out calls are answered through the store (settleHandedOutCall); nothing here waits on them.
+    inflight.releaseHandedOut();
     inflight.storedAs(store, runId, () => {
       if (engine.inflight.get(state.runKey) === inflight) engine.inflight.delete(state.runKey);
     });

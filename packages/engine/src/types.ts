@@ -8,6 +8,7 @@ import type {
 import type { McpServerDescription } from "@codecell/mcp-declarations";
 import type { SandboxPool } from "@codecell/sandbox";
 import type { SnapshotStore } from "@codecell/snapshot-store";
+import type { TracingOptions } from "./tracing.js";
 import type { TrajectoryEntry, TrajectoryLimits } from "./trajectory.js";
 
 /** Who a run belongs to and what it may do: handed to every nested call unchanged. */
@@ -63,6 +64,17 @@ export type NestedToolCall = {
   note(text: string): void;
   /** Reports the tool's progress (a downstream server's notifications, a plugin's updates) to the host. */
   progress(update: ToolProgress): void;
+  /** The call's id inside its code-mode run, as `pendingToolCalls[].callId` of a waiting result names it. */
+  readonly callId: string;
+  /**
+   * Hands the call out of this host: something outside the process (the client of an agent endpoint)
+   * answers it. The run suspends as soon as the cell has nothing else ready, instead of at the exec
+   * deadline, and the waiting result lists the call in `pendingToolCalls`. From then on the call is not
+   * the executor's: what `callTool` returns is ignored, the call leaves the in-flight table (no slot, no
+   * lease, never reported lost), and its outcome comes only from `CodeModeEngine.settleHandedOutCall`,
+   * which must be called before the `wait` that resumes the run.
+   */
+  handOut(): void;
 };
 
 export type McpServerRequest = {
@@ -162,6 +174,53 @@ export type CodeModeEngineOptions = {
    * session, and bytes over all sessions (default 64 MiB; the sessions idle longest are freed first).
    */
   trajectory?: Partial<TrajectoryLimits>;
+  /** Metrics hooks (see EngineObserver). */
+  observer?: EngineObserver;
+  /**
+   * What the OpenTelemetry spans carry beyond ids, counts and outcomes (they are made only when the
+   * host registered a tracer provider). Inputs go through `redactInput` first.
+   */
+  tracing?: TracingOptions;
+};
+
+/** One exec or wait call as it ended, for a host's metrics. */
+export type ControlCallEvent = {
+  tool: "exec" | "wait";
+  status: CodeModeResult["status"];
+  /** The failure's code (`guest_error` for a cell that threw without one). */
+  code?: string;
+  durationMs: number;
+  /** Nested calls the cell made in this call. */
+  nestedCalls: number;
+  /** The code-mode run (absent when a wait named none it could read). */
+  runId?: string;
+  /** The run owner's session (`RunContext.sessionId`). */
+  sessionId: string;
+  /** The trace the call's span belongs to, when it was traced. */
+  traceId?: string;
+};
+
+/** One nested call as it ended (a tool call or an MCP resources/prompts request). */
+export type NestedCallEvent = {
+  toolId: string;
+  /** The tool's source (`core`, `plugin`, `mcp`, `client`). */
+  source: string;
+  via: NestedCallVia;
+  outcome: "completed" | "failed" | "aborted";
+  durationMs: number;
+};
+
+/** A suspended run written to the store, or claimed back from it. */
+export type SnapshotIoEvent = { kind: "suspend"; bytes: number } | { kind: "restore"; bytes: number };
+
+/**
+ * Hooks a host gives the engine to keep its own metrics (the gateway's Prometheus and OTel
+ * instruments). Each is called synchronously where the event happens; one that throws is ignored.
+ */
+export type EngineObserver = {
+  controlEnded?(event: ControlCallEvent): void;
+  nestedCallEnded?(event: NestedCallEvent): void;
+  snapshot?(event: SnapshotIoEvent): void;
 };
 
 export type EngineStats = {

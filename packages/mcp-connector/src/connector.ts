@@ -10,6 +10,12 @@ import {
   ServerConnection,
 } from "./server-connection.js";
 import { prepareToolInput } from "./tool-input.js";
+import { traceMcpRequest } from "./tracing.js";
+
+/** `params._meta` with the request's trace context, when there is one (the MCP conventions' proposal). */
+function withMeta(meta: Record<string, string>): { _meta?: Record<string, string> } {
+  return meta.traceparent === undefined ? {} : { _meta: meta };
+}
 
 export type McpConnectorOptions = {
   /** The name and version this client gives in `initialize`. */
@@ -177,34 +183,54 @@ export function createMcpConnector(
     target: ServerConnection,
     what: string,
     options: McpCallOptions,
-    run: (requestOptions: {
-      signal?: AbortSignal;
-      timeout: number;
-      onprogress?: (update: { progress: number; total?: number; message?: string }) => void;
-      resetTimeoutOnProgress?: boolean;
-    }) => Promise<T>,
+    mcp: { method: string; name?: string },
+    run: (
+      requestOptions: {
+        signal?: AbortSignal;
+        timeout: number;
+        onprogress?: (update: { progress: number; total?: number; message?: string }) => void;
+        resetTimeoutOnProgress?: boolean;
+      },
+      /** The request's `params._meta` trace context (`traceparent`), empty when nobody traces. */
+      meta: Record<string, string>,
+    ) => Promise<T>,
   ): Promise<T> {
     if (options.signal?.aborted) throw new CodeModeError("aborted", `${what} was aborted before it started.`);
     await target.ensureReady();
+    return traceMcpRequest(mcp.method, mcp.name, target.traceTarget(), (meta) =>
+      requestOnce(target, what, options, meta, run),
+    );
+  }
+
+  async function requestOnce<T>(
+    target: ServerConnection,
+    what: string,
+    options: McpCallOptions,
+    meta: Record<string, string>,
+    run: Parameters<typeof request<T>>[4],
+  ): Promise<T> {
     const timeout = options.timeoutMs ?? callTimeoutMs;
     try {
       const onProgress = options.onProgress;
-      return await run({
-        timeout,
-        ...(options.signal ? { signal: options.signal } : {}),
-        // A server that reports progress is alive: its call's timeout starts again with each report.
-        ...(onProgress
-          ? {
-              onprogress: ({ progress, total, message }) =>
-                onProgress({
-                  progress,
-                  ...(total !== undefined ? { total } : {}),
-                  ...(message !== undefined ? { message } : {}),
-                }),
-              resetTimeoutOnProgress: true,
-            }
-          : {}),
-      });
+      return await run(
+        {
+          timeout,
+          ...(options.signal ? { signal: options.signal } : {}),
+          // A server that reports progress is alive: its call's timeout starts again with each report.
+          ...(onProgress
+            ? {
+                onprogress: ({ progress, total, message }) =>
+                  onProgress({
+                    progress,
+                    ...(total !== undefined ? { total } : {}),
+                    ...(message !== undefined ? { message } : {}),
+                  }),
+                resetTimeoutOnProgress: true,
+              }
+            : {}),
+        },
+        meta,
+      );
     } catch (error) {
       if (options.signal?.aborted) {
         throw new CodeModeError("aborted", `${what} was aborted; the server was told to cancel it.`, {
@@ -352,9 +378,10 @@ export function createMcpConnector(
         });
       }
       const prepared = prepareToolInput(`${server}.${toolName}`, tool.inputSchema, input);
-      return request(target, `${server}.${toolName}`, callOptions, async (requestOptions) => {
+      const method = { method: "tools/call", name: toolName };
+      return request(target, `${server}.${toolName}`, callOptions, method, async (requestOptions, meta) => {
         const result = await target.client!.callTool(
-          { name: toolName, arguments: prepared },
+          { name: toolName, arguments: prepared, ...withMeta(meta) },
           undefined,
           requestOptions,
         );
@@ -365,7 +392,8 @@ export function createMcpConnector(
     async listResources(server, callOptions = {}) {
       const target = connection(server);
       requireCapability(target, "resources");
-      return request(target, `${server}.resources.list`, callOptions, async (requestOptions) => {
+      const method = { method: "resources/list" };
+      return request(target, `${server}.resources.list`, callOptions, method, async (requestOptions) => {
         const client = target.client!;
         const resources = await paginate(async (cursor) => {
           const page = await client.listResources(cursor === undefined ? {} : { cursor }, requestOptions);
@@ -397,15 +425,17 @@ export function createMcpConnector(
           server,
         });
       }
-      return request(target, `${server}.resources.read`, callOptions, (requestOptions) =>
-        target.client!.readResource({ uri }, requestOptions),
+      const method = { method: "resources/read" };
+      return request(target, `${server}.resources.read`, callOptions, method, (requestOptions, meta) =>
+        target.client!.readResource({ uri, ...withMeta(meta) }, requestOptions),
       );
     },
 
     async listPrompts(server, callOptions = {}) {
       const target = connection(server);
       requireCapability(target, "prompts");
-      return request(target, `${server}.prompts.list`, callOptions, async (requestOptions) => {
+      const method = { method: "prompts/list" };
+      return request(target, `${server}.prompts.list`, callOptions, method, async (requestOptions) => {
         const client = target.client!;
         const prompts = await paginate(async (cursor) => {
           const page = await client.listPrompts(cursor === undefined ? {} : { cursor }, requestOptions);
@@ -440,9 +470,14 @@ export function createMcpConnector(
           },
         );
       }
-      return request(target, `${server}.prompts.get`, callOptions, (requestOptions) =>
+      const method = { method: "prompts/get", name };
+      return request(target, `${server}.prompts.get`, callOptions, method, (requestOptions, meta) =>
         target.client!.getPrompt(
-          { name, ...(args !== undefined ? { arguments: args as Record<string, string> } : {}) },
+          {
+            name,
+            ...(args !== undefined ? { arguments: args as Record<string, string> } : {}),
+            ...withMeta(meta),
+          },
           requestOptions,
         ),
       );

@@ -14,6 +14,7 @@ import type { McpLogMessage } from "./connector.js";
 import { guardedFetch } from "./guarded-fetch.js";
 import { guardStdioTransport } from "./guarded-read-buffer.js";
 import { trackSpawnedProcess } from "./spawned-processes.js";
+import { type McpRequestTarget, withTraceHeaders } from "./tracing.js";
 
 export type ConnectionSettings = {
   clientName: string;
@@ -58,6 +59,18 @@ export class ServerConnection {
     private readonly onToolsChanged: (connection: ServerConnection) => void,
     private readonly onDisconnect: (connection: ServerConnection, reason: string) => void,
   ) {}
+
+  /** Who a request goes to, for its span (see tracing.ts). */
+  traceTarget(): McpRequestTarget {
+    const transport = this.transport as { sessionId?: string; protocolVersion?: string } | undefined;
+    return {
+      server: this.id,
+      transport: this.transportKind,
+      ...("url" in this.config && typeof this.config.url === "string" ? { url: this.config.url } : {}),
+      ...(transport?.sessionId ? { sessionId: transport.sessionId } : {}),
+      ...(transport?.protocolVersion ? { protocolVersion: transport.protocolVersion } : {}),
+    };
+  }
 
   get pid(): number | undefined {
     if (this.transportKind !== "stdio") return undefined;
@@ -246,7 +259,9 @@ export class ServerConnection {
     const url = new URL(config.url);
     const requestInit = config.headers ? { headers: config.headers } : undefined;
     // Answers too large or too deep fail their call at once, as over stdio (see guarded-fetch.ts).
-    const fetch = guardedFetch();
+    // Each request carries the active trace context (`traceparent`) when the host traces.
+    const guarded = guardedFetch();
+    const fetch: typeof guarded = (input, init) => guarded(input, withTraceHeaders(init));
     if (config.transport !== "sse") {
       try {
         this.transportKind = "streamable-http";

@@ -383,9 +383,15 @@ class Pool implements SandboxPool {
 
   stats() {
     let liveRuns = 0;
-    for (const slot of this.slots) liveRuns += slot.runs.size;
+    let busyWorkers = 0;
+    for (const slot of this.slots) {
+      liveRuns += slot.runs.size;
+      if (slot.runs.size > 0) busyWorkers++;
+    }
     return {
       workers: this.slots.length,
+      /** Workers with at least one cell on them (the rest are idle, or still starting). */
+      busyWorkers,
       liveRuns,
       workersReplaced: this.replaced,
       answersCaught: this.answersCaught,

@@ -124,6 +124,8 @@ export interface SandboxPool {
    */
   stats(): {
     workers: number;
+    /** Workers with at least one cell on them. */
+    busyWorkers: number;
     liveRuns: number;
     workersReplaced: number;
     answersCaught: number;

@@ -16,12 +16,17 @@ export interface SnapshotBackend {
 
   /**
    * Called once when the store opens. A durable backend repairs what a dead process left: claimed
-   * runs go back to `waiting`, and calls without an outcome get `interruptedOutcome(call)`.
+   * runs go back to `waiting`, and calls without an outcome get `interruptedOutcome(call)` (null: the
+   * call stays pending, because something outside the process answers it).
    */
-  recover(now: number, interruptedOutcome: (call: BackendPendingCall) => string): Promise<RecoveryReport>;
+  recover(
+    now: number,
+    interruptedOutcome: (call: BackendPendingCall) => string | null,
+  ): Promise<RecoveryReport>;
 
   /**
-   * Adds a `waiting` record unless `maxLiveRuns` live records exist already (checked atomically).
+   * Adds a `waiting` record unless `maxLiveRuns` live records exist already (checked atomically). A
+   * backend shared by replicas counts `maxLiveRuns` per live replica and answers the deployment's cap.
    * `tombstoneMs` (the store's tombstone retention) lets a backend with its own expiry keep the record
    * long enough to explain why it is gone.
    */
@@ -29,7 +34,7 @@ export interface SnapshotBackend {
     record: BackendRecord,
     maxLiveRuns: number,
     tombstoneMs?: number,
-  ): Promise<{ status: "ok" } | { status: "full"; live: number } | { status: "taken" }>;
+  ): Promise<{ status: "ok" } | { status: "full"; live: number; cap?: number } | { status: "taken" }>;
 
   /** Records a pending call's outcome on a live record, first outcome wins. */
   settle(request: SettleRequest): Promise<BackendSettleAnswer>;
@@ -67,6 +72,16 @@ export interface SnapshotBackend {
     callIds: readonly string[],
     watcher: OutcomeWatcher,
   ): Promise<() => Promise<void>>;
+
+  /**
+   * Host records: small JSON values a host keeps beside its runs (an agent endpoint's hidden transcript
+   * and the client calls it waits for), under a key the store builds from kind, owner and id. `put`
+   * replaces; a record past `expiresAt` reads as absent. `delete` answers whether this call removed it,
+   * so get-then-delete is how a host takes a record exactly once.
+   */
+  putHostRecord(key: string, valueJson: string, expiresAt: number): Promise<void>;
+  getHostRecord(key: string, now: number): Promise<string | null>;
+  deleteHostRecord(key: string): Promise<boolean>;
 
   /** Releases resources. A non-durable backend returns the live runs it dropped. */
   close(): Promise<DroppedRun[]>;
@@ -162,6 +177,9 @@ export type DroppedRun = { runId: string; bytes: number };
 /** Receives what `watchOutcomes` learns about a run's calls. */
 export type OutcomeWatcher = {
   outcome(callId: string, outcomeJson: string): void;
-  /** The process running the call stopped renewing its lease: the call will never settle there. */
-  ownerGone(callId: string, toolId: string): void;
+  /**
+   * The process running the call stopped renewing its lease: the call will never settle there. Settles
+   * it (as interrupted); a rejection means the store could not be reached, and the watch asks again.
+   */
+  ownerGone(callId: string, toolId: string): Promise<void>;
 };

@@ -24,6 +24,7 @@ export {
 } from "./snapshot-key.js";
 export {
   DEFAULT_MAX_LIVE_RUNS,
+  type HostRecordKey,
   openSnapshotStore,
   SnapshotStore,
   type SnapshotStoreOptions,

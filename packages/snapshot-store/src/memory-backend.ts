@@ -50,6 +50,7 @@ export class MemorySnapshotBackend implements SnapshotBackend {
   readonly kind = "memory";
   readonly durable = false;
   readonly #entries = new Map<string, Entry>();
+  readonly #hostRecords = new Map<string, { valueJson: string; expiresAt: number }>();
   #live = 0;
   #liveBytes = 0;
 
@@ -192,6 +193,9 @@ export class MemorySnapshotBackend implements SnapshotBackend {
         purged += 1;
       }
     }
+    for (const [key, record] of this.#hostRecords) {
+      if (record.expiresAt <= now) this.#hostRecords.delete(key);
+    }
     return { expired, purged };
   }
 
@@ -207,7 +211,26 @@ export class MemorySnapshotBackend implements SnapshotBackend {
     };
   }
 
+  async putHostRecord(key: string, valueJson: string, expiresAt: number): Promise<void> {
+    this.#hostRecords.set(key, { valueJson, expiresAt });
+  }
+
+  async getHostRecord(key: string, now: number): Promise<string | null> {
+    const record = this.#hostRecords.get(key);
+    if (!record) return null;
+    if (record.expiresAt <= now) {
+      this.#hostRecords.delete(key);
+      return null;
+    }
+    return record.valueJson;
+  }
+
+  async deleteHostRecord(key: string): Promise<boolean> {
+    return this.#hostRecords.delete(key);
+  }
+
   async close(): Promise<DroppedRun[]> {
+    this.#hostRecords.clear();
     const dropped: DroppedRun[] = [];
     for (const entry of this.#entries.values()) {
       if (isLive(entry.state)) dropped.push({ runId: entry.record.runId, bytes: entry.record.bytes });

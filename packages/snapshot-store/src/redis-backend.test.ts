@@ -86,6 +86,53 @@ describe.skipIf(redisSkipReason !== null)("Redis backend: several replicas on on
     await expect(a.claim(runId, scopeFor())).rejects.toMatchObject({ code: "invalid_input" });
   });
 
+  it("counts maxLiveRuns per live replica: the deployment's cap grows and shrinks with its replicas", async () => {
+    nextPrefix();
+    const open = async () => {
+      const store = await openSnapshotStore({
+        backend: new RedisSnapshotBackend({ url: server.url, secret: TEST_SECRET, keyPrefix: prefix }),
+        sweepIntervalMs: 0,
+        maxLiveRuns: 2,
+      });
+      stores.push(store);
+      return store;
+    };
+    const a = await open();
+    for (let index = 0; index < 2; index += 1) await a.suspend(suspendInput());
+    const full = await thrown(() => a.suspend(suspendInput()));
+    expect(full.code).toBe("snapshot_limit_exceeded");
+    expect(full.message).toContain("the limit is 2 (maxLiveRuns 2 per live replica)");
+    // Two more replicas: room for four more runs, taken from any of them.
+    const [b, c] = [await open(), await open()];
+    for (const store of [a, b, c, a]) await store.suspend(suspendInput());
+    expect((await thrown(() => b.suspend(suspendInput()))).message).toContain("the limit is 6");
+    // A replica that stops takes its share with it; the runs stay (never evicted).
+    await c.close();
+    expect((await a.stats()).live).toBe(6);
+    expect((await thrown(() => a.suspend(suspendInput()))).message).toContain("the limit is 4");
+  });
+
+  it("gives back a claim that timed out here but ran on a stalled server, so the run is not held", async () => {
+    nextPrefix();
+    const a = await replica({ commandTimeoutMs: 300 });
+    const b = await replica();
+    const { runId } = await a.suspend(suspendInput());
+    const stall = redis.call("DEBUG", "SLEEP", "1");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect((await thrown(() => a.claim(runId, scopeFor()))).code).toBe("runtime_unavailable");
+    await stall;
+    // Bounded: given back within a second or two of the stall's end.
+    let claimed: Awaited<ReturnType<SnapshotStore["claim"]>> | null = null;
+    for (let attempt = 0; attempt < 30 && claimed === null; attempt += 1) {
+      claimed = await b.claim(runId, scopeFor()).catch((error: CodeModeError) => {
+        expect(error.message).toContain("already being resumed");
+        return null;
+      });
+      if (claimed === null) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(claimed?.runId).toBe(runId);
+  });
+
   it("requires a secret of at least 32 bytes", () => {
     for (const secret of [undefined, "", "short secret"]) {
       expect(() => new RedisSnapshotBackend({ url: server.url, secret: secret as string })).toThrow(
@@ -247,10 +294,22 @@ describe.skipIf(redisSkipReason !== null)("Redis backend: several replicas on on
     }
     expect(lost?.code).toBe("snapshot_restore_failed");
     expect(lost?.message).toContain("lost its records");
-    // Once said, the store works again on the new dataset: new runs resume, unknown ids are unknown.
+    // Once said, the store works again on the new dataset: new runs resume, and a run missing from it is
+    // still said to be lost (on a replica that never saw the reset too), not "unknown".
     const fresh = await store.suspend(suspendInput());
     await store.finish(await store.claim(fresh.runId, scopeFor()), "completed");
-    expect((await thrown(() => store.claim(runId, scopeFor()))).code).toBe("invalid_input");
+    const other = await replica();
+    for (const asked of [store, other]) {
+      const again = await thrown(() => asked.claim(runId, scopeFor()));
+      expect(again.code).toBe("snapshot_restore_failed");
+      expect(again.message).toContain("lost its records at");
+    }
+    // Another caller's live run gets exactly that answer too: whether a run exists stays unknowable.
+    const theirs = await store.suspend(suspendInput());
+    const foreign = await thrown(() => other.claim(theirs.runId, scopeFor({ sessionId: "session-2" })));
+    const missing = await thrown(() => other.claim(runId, scopeFor({ sessionId: "session-2" })));
+    expect(foreign.code).toBe(missing.code);
+    expect(foreign.message.replace(theirs.runId, "")).toBe(missing.message.replace(runId, ""));
     redis.disconnect();
     redis = quietClient(server.url);
   });

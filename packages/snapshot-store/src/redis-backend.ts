@@ -37,9 +37,10 @@ export type RedisSnapshotBackendOptions = {
   /**
    * How long this replica's lease lasts without renewal (renewed every third of it, and at once when
    * the connection to Redis comes back). A replica that closes marks its lease closed and its nested
-   * calls are settled as interrupted at once; after a replica dies, once its lease has been missing for
-   * one more lease period (a Redis restart can drop a live replica's lease until its next renewal, and
-   * a live call must never be reported interrupted). Default 15000.
+   * calls are settled as interrupted at once. A replica that dies, freezes or loses Redis has its calls
+   * settled as interrupted once its lease has been missing for one more lease period (a Redis restart
+   * can drop a live replica's lease until its next renewal, and a live call must never be reported
+   * interrupted): between two and two and a third lease periods after its last renewal. Default 15000.
    */
   replicaLeaseMs?: number;
   /** How long to wait for a connection or a reply before failing with runtime_unavailable. Default 5000. */
@@ -55,9 +56,11 @@ function loadRedis(): typeof Redis {
 
 const DEFAULT_PREFIX = "codecell:";
 const DEFAULT_LEASE_MS = 15_000;
-/** The value a replica leaves in its lease key when it closes: its calls are gone at once. */
-const CLOSED_LEASE = "closed";
 const DEFAULT_TOMBSTONE_MS = 3_600_000;
+/** How long Redis keeps a replica's "closed" lease and its "missing since" mark: longer than a run waits. */
+const REPLICA_MARK_MS = 86_400_000;
+/** How soon a watch looks at a call's owner again after Redis did not answer. */
+const RETRY_MS = 500;
 const SWEEP_BATCH = 250;
 const MAX_SWEEP_BATCHES = 100_000;
 
@@ -71,7 +74,10 @@ type ScriptName =
   | "ccAbort"
   | "ccSweepExpire"
   | "ccSweepPurge"
-  | "ccStats";
+  | "ccStats"
+  | "ccOwnerState"
+  | "ccRenew"
+  | "ccClose";
 
 type ScriptClient = Redis & {
   [name in ScriptName]: (...args: Array<string | number | Buffer>) => Promise<unknown[]>;
@@ -128,6 +134,8 @@ export class RedisSnapshotBackend implements SnapshotBackend {
   readonly #client: ScriptClient;
   #subscriber: Redis | null = null;
   readonly #watchers = new Map<string, Set<(callId: string) => void>>();
+  /** Each open watch's re-read of its calls, run when the subscriber reconnects (messages sent meanwhile are lost). */
+  readonly #resyncs = new Set<() => void>();
   #leaseTimer: NodeJS.Timeout | undefined;
   #epoch = "";
   #closed = false;
@@ -187,6 +195,9 @@ export class RedisSnapshotBackend implements SnapshotBackend {
     define("ccSweepExpire", 2, scripts.SWEEP_EXPIRE);
     define("ccSweepPurge", 1, scripts.SWEEP_PURGE);
     define("ccStats", 2, scripts.STATS);
+    define("ccOwnerState", 0, scripts.OWNER_STATE);
+    define("ccRenew", 0, scripts.RENEW);
+    define("ccClose", 0, scripts.CLOSE);
   }
 
   #key(runId: string): string {
@@ -205,8 +216,8 @@ export class RedisSnapshotBackend implements SnapshotBackend {
     return `${this.#prefix}epoch`;
   }
 
-  #leaseKey(replicaId: string): string {
-    return `${this.#prefix}replica:${replicaId}`;
+  #hostRecordKey(key: string): string {
+    return `${this.#prefix}host:${key}`;
   }
 
   #channel(runId: string): string {
@@ -274,7 +285,7 @@ export class RedisSnapshotBackend implements SnapshotBackend {
   }
 
   async #renewLease(): Promise<void> {
-    await this.#client.set(this.#leaseKey(this.replicaId), String(Date.now()), "PX", this.#leaseMs);
+    await this.#client.ccRenew(this.#prefix, this.replicaId, this.#leaseMs, REPLICA_MARK_MS);
   }
 
   async insert(record: BackendRecord, maxLiveRuns: number, tombstoneMs = DEFAULT_TOMBSTONE_MS) {
@@ -332,9 +343,13 @@ export class RedisSnapshotBackend implements SnapshotBackend {
         record.expiresAt,
         keyTtl,
         record.runId,
+        this.#prefix,
+        this.#leaseMs,
         ...fields,
-      )) as [string, number?];
-      if (answer[0] === "full") return { status: "full" as const, live: Number(answer[1]) };
+      )) as [string, number?, number?];
+      if (answer[0] === "full") {
+        return { status: "full" as const, live: Number(answer[1]), cap: Number(answer[2]) };
+      }
       if (answer[0] === "taken") return { status: "taken" as const };
       return { status: "ok" as const };
     });
@@ -375,17 +390,38 @@ export class RedisSnapshotBackend implements SnapshotBackend {
         request.purgeAt,
         request.runId,
         this.#epoch,
+        this.replicaId,
+        this.#prefix,
+        this.#leaseMs,
+        REPLICA_MARK_MS,
       ),
-    );
+    ).catch((error: unknown) => {
+      // A claim that timed out here may still run on the server, and would hold the run until its
+      // claim lease ends: give it back as soon as Redis answers (a claim that never ran is not ours).
+      this.#releaseAbandoned(request.runId, request.claimToken, 0);
+      throw error;
+    });
     const status = String(answer[0]);
     switch (status) {
       case "reset":
-        // Adopt the server's new epoch, so runs stored from now on are answered normally again.
+        // Adopt the server's new epoch, so runs stored from now on are answered normally again, and
+        // say when the data was lost, so a wait for another run stored before then is told so too
+        // (for as long as tombstones last) instead of hearing "unknown runId".
+        await this.#client
+          .set(`${this.#epochKey}-lost-at`, String(Date.now()), "PX", DEFAULT_TOMBSTONE_MS, "NX")
+          .catch(() => {});
         await this.#adoptEpoch().catch(() => {});
         throw new CodeModeError(
           "snapshot_restore_failed",
           `run "${request.runId}" cannot be resumed: the snapshot store (Redis at ${this.where}) lost its records since this ` +
             "gateway connected (Redis restarted without persistence, or was flushed). Run the work again with exec.",
+        );
+      case "lost":
+        throw new CodeModeError(
+          "snapshot_restore_failed",
+          `run "${request.runId}" cannot be resumed: it is not in the snapshot store (Redis at ${this.where}), which lost its ` +
+            `records at ${new Date(Number(answer[1])).toISOString()} (Redis restarted without persistence, or was flushed); ` +
+            "a run stored before then is lost. Run the work again with exec.",
         );
       case "unknown":
       case "scope_mismatch":
@@ -401,6 +437,14 @@ export class RedisSnapshotBackend implements SnapshotBackend {
       default:
         throw new CodeModeError("internal_error", `Redis snapshot store: unexpected claim answer ${status}`);
     }
+  }
+
+  #releaseAbandoned(runId: string, claimToken: string, attempt: number): void {
+    if (this.#closed || attempt >= 20) return;
+    const timer = setTimeout(() => {
+      this.release(runId, claimToken).catch(() => this.#releaseAbandoned(runId, claimToken, attempt + 1));
+    }, 500);
+    timer.unref();
   }
 
   async #verifiedRecord(request: ClaimRequest, flat: Buffer[]): Promise<BackendRecord> {
@@ -671,49 +715,59 @@ export class RedisSnapshotBackend implements SnapshotBackend {
         }
         return true;
       };
-      // Calls whose owner's lease was found missing once: a second miss a full lease later means gone.
-      const missedOnce = new Set<string>();
-      const checkOwner = async (callId: string): Promise<void> => {
-        if (stopped || !pending.has(callId)) return;
-        const [owner = null, call = null] = await this.#client.hmget(key, `o:${callId}`, `c:${callId}`);
-        if (owner === null || call === null || owner === this.replicaId) return;
-        const leaseKey = this.#leaseKey(owner);
-        const [[, state], [, remaining]] = (await this.#client
-          .multi()
-          .get(leaseKey)
-          .pttl(leaseKey)
-          .exec()) as [[unknown, string | null], [unknown, number]];
-        if (stopped || !pending.has(callId)) return;
-        // A replica that closed says so; a lease that is merely missing may have been lost by a Redis
-        // restart while its replica lives on, so it gets one lease period to come back.
-        const gone = state === CLOSED_LEASE || (remaining < 0 && missedOnce.has(callId));
-        if (gone) {
-          watcher.ownerGone(callId, (JSON.parse(call) as CallJson).toolId);
-          return;
-        }
-        if (remaining < 0) missedOnce.add(callId);
-        else missedOnce.delete(callId);
-        const timer = setTimeout(
-          () => {
-            timers.delete(timer);
-            void checkOwner(callId).catch(() => {});
-          },
-          remaining < 0 ? this.#leaseMs : remaining + 25,
-        );
+      const schedule = (callId: string, afterMs: number) => {
+        if (stopped) return;
+        const timer = setTimeout(() => {
+          timers.delete(timer);
+          void checkOwner(callId);
+        }, afterMs);
         timer.unref();
         timers.add(timer);
+      };
+      // Asks Redis how the call's owner stands, and looks again when that could change: when its lease
+      // would run out, or when a missing lease's grace period ends (the mark lives in Redis, so it is
+      // counted once however many waits and replicas look). Redis away: look again soon.
+      const checkOwner = async (callId: string): Promise<void> => {
+        if (stopped || !pending.has(callId)) return;
+        try {
+          const [owner = null, call = null] = await this.#client.hmget(key, `o:${callId}`, `c:${callId}`);
+          if (owner === null || call === null || owner === this.replicaId) return;
+          const [state, ms] = (await this.#client.ccOwnerState(
+            this.#prefix,
+            owner,
+            this.#leaseMs,
+            REPLICA_MARK_MS,
+          )) as [string, number];
+          if (stopped || !pending.has(callId)) return;
+          if (state !== "gone") {
+            schedule(callId, Number(ms) + 25);
+            return;
+          }
+          await watcher.ownerGone(callId, (JSON.parse(call) as CallJson).toolId);
+          // Whichever outcome won (this one, or the owner's own a moment before), read it now rather
+          // than count on the published message.
+          await deliver(callId);
+        } catch {
+          schedule(callId, RETRY_MS);
+        }
       };
       const onMessage = (callId: string) => {
         if (pending.has(callId)) void deliver(callId).catch(() => {});
       };
 
+      // A subscriber that reconnected missed what was published meanwhile: read the calls again.
+      const resync = () => {
+        for (const callId of pending) void deliver(callId).catch(() => {});
+      };
       await this.#subscribe(channel, onMessage);
+      this.#resyncs.add(resync);
       // Subscribed first, then read: an outcome recorded in between is seen by one or the other.
       for (const callId of callIds) {
         if (!(await deliver(callId))) await checkOwner(callId);
       }
       return async () => {
         stopped = true;
+        this.#resyncs.delete(resync);
         for (const timer of timers) clearTimeout(timer);
         await this.#unsubscribe(channel, onMessage).catch(() => {});
       };
@@ -724,6 +778,11 @@ export class RedisSnapshotBackend implements SnapshotBackend {
     if (this.#subscriber === null) {
       const subscriber = this.#client.duplicate();
       subscriber.on("error", () => {});
+      let connectedBefore = false;
+      subscriber.on("ready", () => {
+        if (connectedBefore) for (const resync of this.#resyncs) resync();
+        connectedBefore = true;
+      });
       subscriber.on("message", (from: string, message: string) => {
         for (const listener of this.#watchers.get(from) ?? []) listener(message);
       });
@@ -749,14 +808,33 @@ export class RedisSnapshotBackend implements SnapshotBackend {
     await this.#subscriber?.unsubscribe(channel);
   }
 
+  async putHostRecord(key: string, valueJson: string, expiresAt: number): Promise<void> {
+    await this.#redis("putHostRecord", async () => {
+      // Redis expires the key itself: no sweep needed, and every replica sees the same deadline.
+      await this.#client.set(this.#hostRecordKey(key), valueJson, "PXAT", expiresAt);
+    });
+  }
+
+  async getHostRecord(key: string): Promise<string | null> {
+    return this.#redis("getHostRecord", () => this.#client.get(this.#hostRecordKey(key)));
+  }
+
+  async deleteHostRecord(key: string): Promise<boolean> {
+    return this.#redis(
+      "deleteHostRecord",
+      async () => (await this.#client.del(this.#hostRecordKey(key))) > 0,
+    );
+  }
+
   async close(): Promise<DroppedRun[]> {
     if (this.#closed) return [];
     if (this.#leaseTimer !== undefined) clearInterval(this.#leaseTimer);
     this.#leaseTimer = undefined;
     // Our calls stop with this process: let the next wait settle them as interrupted at once.
-    await this.#client.set(this.#leaseKey(this.replicaId), CLOSED_LEASE, "PX", this.#leaseMs).catch(() => {});
+    await this.#client.ccClose(this.#prefix, this.replicaId, REPLICA_MARK_MS).catch(() => {});
     this.#closed = true;
     this.#watchers.clear();
+    this.#resyncs.clear();
     this.#subscriber?.disconnect();
     await this.#client.quit().catch(() => this.#client.disconnect());
     return [];

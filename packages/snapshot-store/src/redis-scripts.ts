@@ -4,10 +4,16 @@
 // One hash per run (key `<prefix>run:<runId>`). Fields:
 //   st state, ag/sk/si/pr/tc scope, snap snapshot bytes, out/tel/hs JSON parts (hs absent for none),
 //   ca/ua/ex created/updated/expires (epoch ms), by bytes, rc resume count, tok claim token,
-//   lu lease until, ret tombstone retention ms, pa purge at, mac record HMAC,
+//   lu lease until, cr claiming replica, ret tombstone retention ms, pa purge at, mac record HMAC,
 //   and per pending call: c:<id> call JSON, o:<id> owning replica, r:<id> outcome JSON,
 //   a:<id> settled at, m:<id> outcome HMAC.
 // Two sorted sets: `<prefix>live` (runId by expiresAt) and `<prefix>tombs` (runId by purgeAt).
+//
+// Replicas: `<prefix>replica:<id>` is a replica's lease (its last renewal, or "closed"), with a Redis
+// expiry; `<prefix>replicas` holds every replica by its last renewal (Redis server time), and
+// `<prefix>missing:<id>` the server time a replica's lease was first found missing. That mark lives in
+// Redis, not in one wait, so the grace period a missing lease gets is counted once for the whole
+// deployment, whichever replica looks and however often.
 
 const HELPERS = `
 local function tombstone(key, live, tombs, runId, state, purgeAt)
@@ -43,12 +49,85 @@ local function isCallField(field)
 end
 `;
 
-/** KEYS: run, live. ARGV: maxLive, expiresAt, keyTtlMs, runId, then field/value pairs. */
-export const INSERT = `
+/**
+ * Server time and the state of a replica's lease. A lease that is missing (expired, or lost by a Redis
+ * restart) is marked with the time it was first found missing; it counts as gone once it has stayed
+ * missing for one more lease period, because a live replica renews every third of a lease and at once
+ * when its connection comes back, clearing the mark. A lease its replica marked "closed" is gone at once.
+ */
+const OWNER = `
+if redis.replicate_commands then redis.replicate_commands() end
+local function serverNow()
+  local time = redis.call('TIME')
+  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
+
+-- {'gone', 0}, or {'alive' | 'missing', ms until it is worth looking again}.
+local function ownerState(prefix, id, leaseMs, markMs)
+  local lease = prefix .. 'replica:' .. id
+  local value = redis.call('GET', lease)
+  if value == 'closed' then return {'gone', 0} end
+  if value then return {'alive', math.max(redis.call('PTTL', lease), 0)} end
+  local mark = prefix .. 'missing:' .. id
+  local now = serverNow()
+  local since = redis.call('GET', mark)
+  if not since then
+    redis.call('SET', mark, now, 'PX', markMs)
+    return {'missing', leaseMs}
+  end
+  local age = now - tonumber(since)
+  if age >= leaseMs then return {'gone', 0} end
+  return {'missing', leaseMs - age}
+end
+`;
+
+/** ARGV: prefix, replicaId, leaseMs, markMs. Answers {state, ms} (see ownerState). */
+export const OWNER_STATE = `${OWNER}
+return ownerState(ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]))
+`;
+
+/**
+ * ARGV: prefix, replicaId, leaseMs, markMs. Renews this replica's lease and clears its missing mark,
+ * then marks every other replica that stopped renewing as missing (once), so the grace period of a dead
+ * replica starts when its lease runs out, not when a wait first looks. Answers the live replica count.
+ */
+export const RENEW = `${OWNER}
+local prefix, id, leaseMs, markMs = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local now = serverNow()
+local registry = prefix .. 'replicas'
+redis.call('SET', prefix .. 'replica:' .. id, now, 'PX', leaseMs)
+redis.call('DEL', prefix .. 'missing:' .. id)
+redis.call('ZADD', registry, now, id)
+for _, other in ipairs(redis.call('ZRANGEBYSCORE', registry, '-inf', now - leaseMs, 'LIMIT', 0, 100)) do
+  local value = redis.call('GET', prefix .. 'replica:' .. other)
+  if not value then
+    redis.call('SET', prefix .. 'missing:' .. other, now, 'PX', markMs, 'NX')
+    redis.call('ZREM', registry, other)
+  elseif value == 'closed' then
+    redis.call('ZREM', registry, other)
+  end
+end
+return redis.call('ZCOUNT', registry, now - leaseMs, '+inf')
+`;
+
+/** ARGV: prefix, replicaId, markMs. A replica that stops: its calls are gone at once. */
+export const CLOSE = `
+redis.call('SET', ARGV[1] .. 'replica:' .. ARGV[2], 'closed', 'PX', tonumber(ARGV[3]))
+redis.call('ZREM', ARGV[1] .. 'replicas', ARGV[2])
+return 1
+`;
+
+/**
+ * KEYS: run, live. ARGV: maxLive per replica, expiresAt, keyTtlMs, runId, prefix, leaseMs, then
+ * field/value pairs. The cap is per replica: the deployment holds maxLive times its live replicas.
+ */
+export const INSERT = `${OWNER}
 if redis.call('EXISTS', KEYS[1]) == 1 then return {'taken'} end
 local live = redis.call('ZCARD', KEYS[2])
-if live >= tonumber(ARGV[1]) then return {'full', live} end
-redis.call('HSET', KEYS[1], unpack(ARGV, 5))
+local replicas = redis.call('ZCOUNT', ARGV[5] .. 'replicas', serverNow() - tonumber(ARGV[6]), '+inf')
+local cap = tonumber(ARGV[1]) * math.max(replicas, 1)
+if live >= cap then return {'full', live, cap} end
+redis.call('HSET', KEYS[1], unpack(ARGV, 7))
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 redis.call('ZADD', KEYS[2], ARGV[2], ARGV[4])
 return {'ok'}
@@ -71,28 +150,39 @@ return {'recorded'}
 
 /**
  * KEYS: run, live, tombs, epoch. ARGV: agentId, sessionKey, sessionId, parentRunId, now, claimToken,
- * leaseUntil, purgeAt, runId, epoch.
+ * leaseUntil, purgeAt, runId, epoch, replicaId, prefix, leaseMs, markMs. A claim held by a replica
+ * that is gone (see ownerState) is taken over before its claim lease runs out.
  */
-export const CLAIM = `${HELPERS}
-if redis.call('EXISTS', KEYS[1]) == 0 then
+export const CLAIM = `${HELPERS}${OWNER}
+-- A run that is not there, and one of another caller, get the same answer: after Redis lost its data,
+-- "reset" or "lost" (a run missing now may have been stored before that), otherwise "unknown".
+local function missing(answer)
   if redis.call('GET', KEYS[4]) ~= ARGV[10] then return {'reset'} end
-  return {'unknown'}
+  local lostAt = redis.call('GET', KEYS[4] .. '-lost-at')
+  if lostAt then return {'lost', lostAt} end
+  return {answer}
 end
+if redis.call('EXISTS', KEYS[1]) == 0 then return missing('unknown') end
 local head = redis.call('HMGET', KEYS[1], 'ag', 'sk', 'si', 'pr', 'st', 'lu', 'ex', 'by')
 if head[1] ~= ARGV[1] or head[2] ~= ARGV[2] or head[3] ~= ARGV[3] or head[4] ~= ARGV[4] then
-  return {'scope_mismatch'}
+  return missing('scope_mismatch')
 end
 local state = head[5]
 local now = tonumber(ARGV[5])
 if state == 'aborted' then return {'aborted'} end
 if state == 'expired' then return {'expired', 0, 0} end
 if state == 'completed' or state == 'failed' then return {'finished', state} end
-if state == 'running' and tonumber(head[6]) > now then return {'busy'} end
+if state == 'running' and tonumber(head[6]) > now then
+  local claimer = redis.call('HGET', KEYS[1], 'cr')
+  if not claimer or ownerState(ARGV[12], claimer, tonumber(ARGV[13]), tonumber(ARGV[14]))[1] ~= 'gone' then
+    return {'busy'}
+  end
+end
 if tonumber(head[7]) <= now then
   tombstone(KEYS[1], KEYS[2], KEYS[3], ARGV[9], 'expired', ARGV[8])
   return {'expired', tonumber(head[8]), 1}
 end
-redis.call('HSET', KEYS[1], 'st', 'running', 'tok', ARGV[6], 'lu', ARGV[7])
+redis.call('HSET', KEYS[1], 'st', 'running', 'tok', ARGV[6], 'lu', ARGV[7], 'cr', ARGV[11])
 redis.call('HINCRBY', KEYS[1], 'rc', 1)
 return {'claimed', redis.call('HGETALL', KEYS[1])}
 `;

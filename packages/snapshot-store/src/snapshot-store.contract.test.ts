@@ -585,6 +585,36 @@ describe.each([
     }
   });
 
+  it("keeps host records per owner with a TTL, and lets exactly one delete take a record", async () => {
+    // Redis expires host records on its own clock, so this store's clock is the real one.
+    const realClock = manualClock(Date.now());
+    const store = await open({ clock: realClock.now });
+    const key = { kind: "agent-transcript", owner: "alice", id: "conversation-1" };
+    await store.putHostRecord(key, { turns: [1, 2, 3] }, 1);
+    expect(await store.getHostRecord(key)).toEqual({ turns: [1, 2, 3] });
+    // Another owner with the same kind and id sees nothing and cannot delete it.
+    expect(await store.getHostRecord({ ...key, owner: "bob" })).toBeNull();
+    expect(await store.deleteHostRecord({ ...key, owner: "bob" })).toBe(false);
+    // An owner cannot spell another's key through the separator.
+    expect(
+      await store.getHostRecord({ kind: "agent-transcript/alice", owner: "conversation-1", id: "x" }),
+    ).toBeNull();
+    await store.putHostRecord(key, { turns: [4] }, 1);
+    expect(await store.getHostRecord(key)).toEqual({ turns: [4] });
+    const takes = await Promise.all([store.deleteHostRecord(key), store.deleteHostRecord(key)]);
+    expect(takes.sort()).toEqual([false, true]);
+    expect(await store.getHostRecord(key)).toBeNull();
+    await store.putHostRecord(key, "short-lived", 1);
+    realClock.advance(1_100);
+    if (factory.name.includes("redis")) await new Promise((resolve) => setTimeout(resolve, 1_100));
+    expect(await store.getHostRecord(key)).toBeNull();
+    const tooBig = await open({ maxSnapshotBytes: 1024, clock: realClock.now });
+    expect((await thrown(() => tooBig.putHostRecord(key, "x".repeat(2000)))).code).toBe(
+      "snapshot_limit_exceeded",
+    );
+    expect((await thrown(() => store.getHostRecord({ ...key, owner: "" }))).code).toBe("invalid_input");
+  });
+
   it("refuses every operation after close", async () => {
     const store = await open();
     const { runId } = await store.suspend(suspendInput());

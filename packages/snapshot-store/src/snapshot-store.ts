@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { SnapshotEvent } from "@codecell/contract";
+import type { JsonValue, SnapshotEvent } from "@codecell/contract";
 import {
   CODE_MODE_LIMITS,
   CodeModeError,
@@ -61,6 +61,23 @@ export type SnapshotStoreOptions = {
 };
 
 export const DEFAULT_MAX_LIVE_RUNS = 64;
+
+/** Names one host record: what it is (`kind`), whose it is (`owner`, a principal) and which (`id`). */
+export type HostRecordKey = { kind: string; owner: string; id: string };
+
+/** One backend key per (kind, owner, id); each part encoded, so no owner can spell another's key. */
+function hostRecordKey(key: HostRecordKey, where: string): string {
+  const parts = [key?.kind, key?.owner, key?.id];
+  for (const [index, part] of parts.entries()) {
+    if (typeof part !== "string" || part.length === 0 || part.length > 1024) {
+      throw new CodeModeError(
+        "invalid_input",
+        `${where}: ${["kind", "owner", "id"][index]} must be a string of 1 to 1024 characters`,
+      );
+    }
+  }
+  return parts.map((part) => encodeURIComponent(part as string)).join("/");
+}
 const DEFAULT_CLAIM_LEASE_MS = 120_000;
 const DEFAULT_TOMBSTONE_SECONDS = 3_600;
 const DEFAULT_SWEEP_INTERVAL_MS = 30_000;
@@ -204,8 +221,11 @@ export class SnapshotStore {
       this.#emit("refused", runId, "store_full", parts.bytes);
       throw new CodeModeError(
         "snapshot_limit_exceeded",
-        `cannot suspend the run: ${answer.live} suspended runs are already live, the limit is ${this.maxLiveRuns} (maxLiveRuns). ` +
-          "Waiting runs are never evicted; resume, finish or abort some of them, or raise maxLiveRuns.",
+        `cannot suspend the run: ${answer.live} suspended runs are already live, the limit is ${answer.cap ?? this.maxLiveRuns}` +
+          (answer.cap === undefined
+            ? " (maxLiveRuns)"
+            : ` (maxLiveRuns ${this.maxLiveRuns} per live replica)`) +
+          ". Waiting runs are never evicted; resume, finish or abort some of them, or raise maxLiveRuns.",
         { live: answer.live, maxLiveRuns: this.maxLiveRuns },
       );
     }
@@ -320,6 +340,11 @@ export class SnapshotStore {
     }
   }
 
+  /** True once `close()` was called: nothing more can be stored or read. */
+  get closed(): boolean {
+    return this.#state === "closed";
+  }
+
   /** True when another process may run a call of a run this process resumes (a shared backend). */
   get sharesOutcomes(): boolean {
     return typeof this.backend.watchOutcomes === "function";
@@ -340,8 +365,8 @@ export class SnapshotStore {
     if (this.backend.watchOutcomes === undefined) return null;
     return this.backend.watchOutcomes(runId, callIds, {
       outcome: (callId, outcomeJson) => onOutcome(callId, fromJson<CallOutcome>(outcomeJson)),
-      ownerGone: (callId, toolId) => {
-        void this.settleCall(runId, callId, replicaGoneOutcome(callId, toolId)).catch(() => {});
+      ownerGone: async (callId, toolId) => {
+        await this.settleCall(runId, callId, replicaGoneOutcome(callId, toolId));
       },
     });
   }
@@ -435,6 +460,43 @@ export class SnapshotStore {
   async stats(): Promise<StoreStats> {
     this.#ensureOpen("stats");
     return this.backend.stats();
+  }
+
+  /**
+   * Keeps a small JSON record beside the runs (an agent endpoint's hidden transcript, the client calls a
+   * run waits for) in the same backend, so every replica sharing the store reads it. The key is scoped
+   * by `owner` (a principal): another owner's get or delete of the same kind and id finds nothing. It
+   * lives `ttlSeconds` (default the store's snapshot TTL) and counts against `maxSnapshotBytes`.
+   */
+  async putHostRecord(key: HostRecordKey, value: JsonValue, ttlSeconds?: number): Promise<void> {
+    this.#ensureOpen("putHostRecord");
+    const where = "putHostRecord";
+    const valueJson = toJson(value, `${where}: value`);
+    const bytes = utf8Bytes(valueJson);
+    if (bytes > this.maxSnapshotBytes) {
+      throw new CodeModeError(
+        "snapshot_limit_exceeded",
+        `${where}: the record is ${bytes} bytes, over the store's cap of ${this.maxSnapshotBytes} (tools.codeMode.maxSnapshotBytes).`,
+      );
+    }
+    const ttl =
+      ttlSeconds === undefined
+        ? this.snapshotTtlSeconds
+        : checkTtlSeconds(ttlSeconds, where, "invalid_input");
+    await this.backend.putHostRecord(hostRecordKey(key, where), valueJson, this.#clock() + ttl * 1000);
+  }
+
+  /** The record, or null when there is none for this owner (never written, expired or deleted). */
+  async getHostRecord<T = JsonValue>(key: HostRecordKey): Promise<T | null> {
+    this.#ensureOpen("getHostRecord");
+    const text = await this.backend.getHostRecord(hostRecordKey(key, "getHostRecord"), this.#clock());
+    return text === null ? null : fromJson<T>(text);
+  }
+
+  /** Deletes the record; true only for the caller that removed it (so get-then-delete takes it once). */
+  async deleteHostRecord(key: HostRecordKey): Promise<boolean> {
+    this.#ensureOpen("deleteHostRecord");
+    return this.backend.deleteHostRecord(hostRecordKey(key, "deleteHostRecord"));
   }
 
   /** Stops the sweep timer and closes the backend. A memory backend drops every run (`deleted`, "shutdown"). */
@@ -561,7 +623,13 @@ function toPendingCallState(call: BackendPendingCall) {
   return state;
 }
 
-function interruptedOutcomeJson(call: BackendPendingCall): string {
+/**
+ * What a restart leaves for a call that was in flight: a failure, since its process is gone. A call of
+ * a client tool (`client:...`) was handed out to the client, which answers it whatever happened to this
+ * process, so it is left pending (null) for the client's result.
+ */
+function interruptedOutcomeJson(call: BackendPendingCall): string | null {
+  if (call.toolId.startsWith("client:")) return null;
   return JSON.stringify({
     ok: false,
     error: {
@@ -581,8 +649,9 @@ function replicaGoneOutcome(callId: string, toolId: string): CallOutcome {
       name: "CodeModeError",
       code: "nested_tool_failed",
       message:
-        `nested call to ${toolId} (call ${callId}) was interrupted: the gateway replica running it stopped ` +
-        "(its lease in the snapshot store ran out) before the call settled, so its result is lost. Call it again if repeating it is safe.",
+        `nested call to ${toolId} (call ${callId}) was interrupted: the gateway replica running it stopped, froze or ` +
+        "lost its connection to the snapshot store (its lease ran out) before the call settled, so its result is lost. " +
+        "Call it again if repeating it is safe.",
     },
   };
 }

@@ -43,6 +43,28 @@ describe("SQLite backend: durability", () => {
   });
   afterAll(() => rmSync(directory, { recursive: true, force: true }));
 
+  it("leaves a client tool's call pending across a restart: the client answers it, not the dead process", async () => {
+    const clock = manualClock();
+    const before = await openFile(clock);
+    const { runId } = await before.suspend(
+      suspendInput({
+        pendingCalls: [
+          { callId: "host-call", toolId: "core:host:read_file", startedAt: "2026-01-01T00:00:00.000Z" },
+          { callId: "client-call", toolId: "client:app:select_file", startedAt: "2026-01-01T00:00:00.000Z" },
+        ],
+      }),
+    );
+    await before.close();
+    const after = await openFile(clock);
+    expect(after.recovery.interruptedCalls).toBe(1);
+    expect(await after.settleCall(runId, "client-call", { ok: true, value: "a.md" })).toBe("recorded");
+    const claim = await after.claim(runId, scopeFor());
+    expect(claim.pendingCalls.map((call) => [call.callId, call.outcome?.ok])).toEqual([
+      ["host-call", false],
+      ["client-call", true],
+    ]);
+  });
+
   it("keeps waiting runs across a restart; settled runs resume as they were, in-flight calls fail", async () => {
     const clock = manualClock();
     const before = await openFile(clock);

@@ -100,6 +100,11 @@ CREATE TABLE IF NOT EXISTS pending_calls (
   outcome_mac BLOB,
   PRIMARY KEY (run_id, call_id)
 );
+CREATE TABLE IF NOT EXISTS host_records (
+  key TEXT PRIMARY KEY,
+  value_json TEXT NOT NULL,
+  expires_at INTEGER NOT NULL
+);
 `;
 
 type RunRow = {
@@ -230,6 +235,14 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
   #prepare() {
     const db = this.#db;
     return {
+      putHostRecord: db.prepare(
+        "INSERT INTO host_records (key, value_json, expires_at) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET value_json = excluded.value_json, expires_at = excluded.expires_at",
+      ),
+      getHostRecord: db.prepare<[string, number], { value_json: string }>(
+        "SELECT value_json FROM host_records WHERE key = ? AND expires_at > ?",
+      ),
+      deleteHostRecord: db.prepare("DELETE FROM host_records WHERE key = ?"),
+      purgeHostRecords: db.prepare("DELETE FROM host_records WHERE expires_at <= ?"),
       countLive: db.prepare<[], { n: number }>("SELECT count(*) AS n FROM runs WHERE live = 1"),
       runExists: db.prepare<[string], { one: number }>("SELECT 1 AS one FROM runs WHERE run_id = ?"),
       insertRun: db.prepare(
@@ -303,7 +316,7 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
 
   async recover(
     now: number,
-    interruptedOutcome: (call: BackendPendingCall) => string,
+    interruptedOutcome: (call: BackendPendingCall) => string | null,
   ): Promise<RecoveryReport> {
     const statements = this.#statements;
     return this.#db.transaction(() => {
@@ -311,6 +324,7 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
       const requeuedRuns = statements.requeue.run().changes;
       const settledAt = new Date(now).toISOString();
       const unsettled = statements.unsettled.all();
+      let interrupted = 0;
       for (const row of unsettled) {
         const outcomeJson = interruptedOutcome({
           callId: row.call_id,
@@ -319,6 +333,8 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
           outcomeJson: null,
           settledAt: null,
         });
+        if (outcomeJson === null) continue;
+        interrupted++;
         statements.settleCall.run(
           outcomeJson,
           settledAt,
@@ -328,7 +344,7 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
         );
         statements.addBytes.run(utf8Bytes(outcomeJson), row.run_id);
       }
-      return { liveRuns, requeuedRuns, interruptedCalls: unsettled.length };
+      return { liveRuns, requeuedRuns, interruptedCalls: interrupted };
     })();
   }
 
@@ -585,6 +601,7 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
       if (removed < SWEEP_BATCH) break;
       await setImmediate();
     }
+    if (this.#db.open) statements.purgeHostRecords.run(now);
     return { expired, purged };
   }
 
@@ -597,6 +614,18 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
       tombstones: row.tombstones,
       liveBytes: row.live_bytes ?? 0,
     };
+  }
+
+  async putHostRecord(key: string, valueJson: string, expiresAt: number): Promise<void> {
+    this.#statements.putHostRecord.run(key, valueJson, expiresAt);
+  }
+
+  async getHostRecord(key: string, now: number): Promise<string | null> {
+    return this.#statements.getHostRecord.get(key, now)?.value_json ?? null;
+  }
+
+  async deleteHostRecord(key: string): Promise<boolean> {
+    return this.#statements.deleteHostRecord.run(key).changes > 0;
   }
 
   async close(): Promise<DroppedRun[]> {

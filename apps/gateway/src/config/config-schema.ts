@@ -1,5 +1,7 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: hints show ${ENV} references as users write them
 import { z } from "zod";
+import { AGENT_FIELD_HINTS, agentConfigSchema } from "./agent-config.js";
+import { TELEMETRY_FIELD_HINTS, telemetrySchema } from "./telemetry-config.js";
 
 /** A schema built the first time it is asked for (see gatewayConfigFields), then the same one. */
 function once<Schema>(build: () => Schema): () => Schema {
@@ -101,6 +103,7 @@ export const httpSettingsSchema = once(() =>
       .max(7 * 24 * 3600)
       .optional(),
     streamResumeSeconds: z.number().min(0).max(3600).optional(),
+    drainSeconds: z.number().min(0).max(3600).optional(),
   }),
 );
 
@@ -136,7 +139,12 @@ const gatewayConfigFields = {
       ])
       .optional(),
   http: () => httpSettingsSchema().optional(),
-  logging: () => z.strictObject({ cellOutput: z.boolean().optional() }).optional(),
+  logging: () =>
+    z
+      .strictObject({ cellOutput: z.boolean().optional(), format: z.enum(["human", "json"]).optional() })
+      .optional(),
+  telemetry: () => telemetrySchema().optional(),
+  agent: () => agentConfigSchema().optional(),
 };
 type GatewayConfigField = keyof typeof gatewayConfigFields;
 type GatewayConfigShape = { [Field in GatewayConfigField]: ReturnType<(typeof gatewayConfigFields)[Field]> };
@@ -174,6 +182,7 @@ export function gatewayConfigSchemaFor(
 
 /** What each field takes, for "expected ..." in error messages. */
 export const FIELD_HINTS: Record<string, string> = {
+  ...AGENT_FIELD_HINTS,
   tools: 'an object such as { "codeMode": true, "deny": ["write_file"] }',
   "tools.allow": 'an array of tool ids or names, "*" globs allowed, e.g. ["core:codecell:*", "notes_*"]',
   "tools.deny": 'an array of tool ids or names, "*" globs allowed, e.g. ["mcp:memory:delete_*"]',
@@ -193,13 +202,14 @@ export const FIELD_HINTS: Record<string, string> = {
     '{ "kind": "memory" }, { "kind": "sqlite", "path": "runs.db" } or { "kind": "redis", "url": "redis://...", "secret": "${CODECELL_SNAPSHOT_SECRET}" }',
   "snapshotStore.kind": '"memory", "sqlite" or "redis"',
   "snapshotStore.path": "a file path for the SQLite database, relative to the config file",
-  "snapshotStore.maxLiveRuns": "how many runs may wait at once in the store (1 to 1000000, default 64)",
+  "snapshotStore.maxLiveRuns":
+    "how many runs may wait at once in the store (1 to 1000000, default 64; on Redis per live replica)",
   "snapshotStore.url": 'a Redis URL, "redis://[user:password@]host:port[/db]" or "rediss://..." for TLS',
   "snapshotStore.keyPrefix": 'a prefix for every Redis key, the same on every replica (default "codecell:")',
   "snapshotStore.secret":
     'the key that signs snapshots (on Redis also every record), at least 32 bytes, e.g. "${CODECELL_SNAPSHOT_SECRET}"; required and the same on every replica for redis; for sqlite, absent, a 0600 key file is generated beside the database',
   "snapshotStore.replicaLeaseMs":
-    "milliseconds (300 to 600000, default 15000) after which a silent replica's nested calls count as interrupted",
+    "milliseconds (300 to 600000, default 15000) a replica's lease lasts; a silent replica's nested calls count as interrupted two to two and a third leases after its last renewal",
   workspace:
     'a folder path, relative to the config file, that the core file tools may touch, or { "path": "...", "maxBytes": 1073741824, "maxWriteBytesPerRun": 67108864 }',
   "workspace.path": "a folder path, relative to the config file, that the core file tools may touch",
@@ -227,6 +237,10 @@ export const FIELD_HINTS: Record<string, string> = {
   "http.sessionIdleSeconds": "seconds without a request after which an MCP session is closed (default 600)",
   "http.streamResumeSeconds":
     "seconds (0 to 3600, default 5) a client whose response stream dropped has to resume it with Last-Event-ID before its request is cancelled",
+  "http.drainSeconds":
+    "seconds (0 to 3600, default 10) a stopping gateway waits for requests and nested calls in flight before it closes them",
+  "logging.format": '"human" (default) or "json": one JSON object per stderr line',
+  ...TELEMETRY_FIELD_HINTS,
 };
 
 export type GatewayConfigFile = z.infer<ReturnType<typeof gatewayConfigSchema>>;

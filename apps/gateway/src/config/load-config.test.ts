@@ -169,6 +169,7 @@ describe("resolveGatewayConfig", () => {
           allowedHosts: ["Codecell.Example.com"],
           maxSessionsPerPrincipal: 8,
           sessionIdleSeconds: 60,
+          drainSeconds: 3,
         },
       },
       { ALICE_TOKEN: "0123456789abcdef0123" },
@@ -180,8 +181,13 @@ describe("resolveGatewayConfig", () => {
       maxSessionsPerPrincipal: 8,
       sessionIdleMs: 60_000,
       streamResumeMs: 5_000,
+      drainMs: 3_000,
     });
-    expect(resolve({}).config?.http).toMatchObject({ tokens: [], maxSessionsPerPrincipal: 64 });
+    expect(resolve({}).config?.http).toMatchObject({
+      tokens: [],
+      maxSessionsPerPrincipal: 64,
+      drainMs: 10_000,
+    });
   });
 
   it("refuses a token name or secret used twice, and a misspelt http key", () => {

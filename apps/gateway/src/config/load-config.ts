@@ -17,6 +17,7 @@ import JSON5 from "json5";
 import type { z } from "zod";
 import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from "../core-tools/workspace-quota.js";
 import { PACKAGE_DIR } from "../package-dir.js";
+import { type AgentSettings, resolveAgentSettings } from "./agent-config.js";
 import { issueMessage, knownKeysAt, unknownKeyMessage } from "./config-messages.js";
 import { type ConfigProblem, describeValue } from "./config-problem.js";
 import {
@@ -30,6 +31,7 @@ import {
 } from "./config-schema.js";
 import { userDataDir } from "./data-dir.js";
 import { expandEnvReferences } from "./env-references.js";
+import { resolveTelemetry, type TelemetrySettings } from "./telemetry-config.js";
 
 export type PluginSpec = { entry: string; module: string; options: JsonValue };
 export type SnapshotStoreSpec = (
@@ -50,6 +52,8 @@ export type HttpSettings = {
   sessionIdleMs: number;
   /** How long a request whose stream dropped may be resumed (Last-Event-ID) before it is cancelled. */
   streamResumeMs: number;
+  /** How long a stopping gateway waits for requests and nested calls in flight (SIGTERM/SIGINT). */
+  drainMs: number;
 };
 
 export const DEFAULT_HTTP_SETTINGS: HttpSettings = {
@@ -58,6 +62,7 @@ export const DEFAULT_HTTP_SETTINGS: HttpSettings = {
   maxSessionsPerPrincipal: 64,
   sessionIdleMs: 600_000,
   streamResumeMs: 5_000,
+  drainMs: 10_000,
 };
 
 /**
@@ -86,6 +91,12 @@ export type GatewayConfig = {
   /** What write_file may write there: a quota for the folder and a budget per code-mode run. */
   workspaceLimits: WorkspaceLimits;
   http: HttpSettings;
+  /** The agent endpoint (`POST /v1/chat/completions`); null when the config has no `agent` section. */
+  agent: AgentSettings | null;
+  /** OTLP export (traces, metrics) from the `telemetry` block and `OTEL_*`; null: off, no SDK loaded. */
+  telemetry: TelemetrySettings | null;
+  /** Stderr lines as people read them (`human`) or one JSON object each (`logging.format`). */
+  logFormat: "human" | "json";
   /** Non-fatal notes, such as clamped limits. */
   warnings: string[];
 };
@@ -508,7 +519,11 @@ export function resolveGatewayConfig(
       http.maxSessionsPerPrincipal = rawHttp.maxSessionsPerPrincipal;
     if (rawHttp.sessionIdleSeconds !== undefined) http.sessionIdleMs = rawHttp.sessionIdleSeconds * 1000;
     if (rawHttp.streamResumeSeconds !== undefined) http.streamResumeMs = rawHttp.streamResumeSeconds * 1000;
+    if (rawHttp.drainSeconds !== undefined) http.drainMs = rawHttp.drainSeconds * 1000;
   }
+
+  const agent = resolveAgentSettings(parsed.success ? parsed.data.agent : undefined, file, problems);
+  const telemetry = resolveTelemetry(parsed.success ? parsed.data.telemetry : undefined, env, file, problems);
 
   if (problems.length > 0 || !codeMode) return { config: null, problems, warnings };
   return {
@@ -528,6 +543,9 @@ export function resolveGatewayConfig(
       workspace,
       workspaceLimits,
       http,
+      agent,
+      telemetry,
+      logFormat: (parsed.success ? parsed.data.logging?.format : undefined) ?? "human",
       warnings,
     },
     problems: [],

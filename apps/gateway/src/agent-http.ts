@@ -1,0 +1,255 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import {
+  AgentError,
+  AgentLoop,
+  ChatCompletionsFront,
+  OpenAiUpstream,
+  openAiErrorBody,
+  type ResponseSink,
+  snapshotStoreConversations,
+} from "@codecell/agent";
+import { NO_APPROVAL_CLIENT } from "./approvals.js";
+import { debugLine, debugSwitches, redact } from "./debug-switches.js";
+import type { Gateway } from "./gateway.js";
+import type { AuthOutcome } from "./http-auth.js";
+import { bearerChallenge } from "./http-auth.js";
+
+/** The agent endpoint's paths all start here (the HTTP transport routes the prefix to this module). */
+export const AGENT_PATH_PREFIX = "/v1/";
+/** OpenAI Chat Completions, code mode in front of the upstream model. */
+export const CHAT_COMPLETIONS_PATH = "/v1/chat/completions";
+/** `GET /v1/codecell/threads/<thread>/trajectory`: a thread's exec and wait calls with their nested calls. */
+const TRAJECTORY_PATH = /^\/v1\/codecell\/threads\/([^/]+)\/trajectory$/;
+
+const MAX_BODY_BYTES = 8 * 1024 * 1024;
+const CONVERSATION_HEADER = "codecell-session";
+const MAX_CONVERSATION_LENGTH = 200;
+
+function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  res.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify(body));
+}
+
+function sinkFor(res: ServerResponse): ResponseSink {
+  return {
+    json: (status, body, headers) => sendJson(res, status, body, headers),
+    startStream: (headers) => {
+      res.writeHead(200, {
+        "content-type": "text/event-stream",
+        "cache-control": "no-cache",
+        connection: "keep-alive",
+        ...headers,
+      });
+      res.flushHeaders();
+    },
+    write: (text) => void res.write(text),
+    end: () => void res.end(),
+  };
+}
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) {
+      throw new AgentError("invalid_request", `The request body is over ${MAX_BODY_BYTES} bytes.`);
+    }
+    chunks.push(chunk as Buffer);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+  } catch (error) {
+    throw new AgentError("invalid_request", `The request body is not JSON: ${(error as Error).message}.`);
+  }
+}
+
+/**
+ * `POST /v1/chat/completions` of `codecell serve --http`: the agent loop of `@codecell/agent` over
+ * the gateway's engine, store, catalog and executor. Built on the first request, so a gateway whose
+ * clients never call it pays nothing for it.
+ */
+export function createAgentRoutes(
+  gateway: Gateway,
+): (req: IncomingMessage, res: ServerResponse, auth: AuthOutcome, pathname: string) => Promise<void> {
+  let built: { front: ChatCompletionsFront; loop: AgentLoop } | null = null;
+  let hostTools: {
+    version: number;
+    tools: ReturnType<Gateway["effectiveTools"]>;
+    mcpServers: ReturnType<Gateway["connector"]["describeServers"]>;
+  } | null = null;
+  const frontFor = (): { front: ChatCompletionsFront; loop: AgentLoop } | null => {
+    const settings = gateway.config.agent;
+    if (!settings) return null;
+    if (built) return built;
+    const switches = debugSwitches();
+    const upstream = new OpenAiUpstream({
+      baseUrl: settings.upstream.baseUrl,
+      ...(settings.upstream.apiKey ? { apiKey: settings.upstream.apiKey } : {}),
+      headers: settings.upstream.headers,
+      timeoutMs: settings.upstream.timeoutMs,
+      debug: {
+        payload: switches.payload,
+        transport: switches.transport,
+        sse: switches.sse,
+        line: (tag, text) => debugLine(tag, text),
+        redact,
+      },
+    });
+    const loop = new AgentLoop({
+      engine: gateway.engine,
+      upstream,
+      conversations: snapshotStoreConversations(gateway.store),
+      maxModelTurns: settings.maxModelTurns,
+      transcriptTtlSeconds: settings.transcriptTtlSeconds,
+      hostTools: (_principal, sessionId) => {
+        const { allow, deny } = gateway.policy();
+        // The effective tools change only when a downstream server's tools do: built once per change,
+        // not per request (building them means building a catalog).
+        if (!hostTools || hostTools.version !== gateway.toolsVersion) {
+          hostTools = {
+            version: gateway.toolsVersion,
+            tools: gateway.effectiveTools(),
+            mcpServers: gateway.connector.describeServers(),
+          };
+        }
+        return {
+          tools: hostTools.tools,
+          ...(allow ? { allow } : {}),
+          deny,
+          mcpServers: hostTools.mcpServers,
+          // Nothing can ask this client for approvals: calls that need one are refused with a reason.
+          executor: gateway.executorFor(sessionId, NO_APPROVAL_CLIENT),
+        };
+      },
+    });
+    const front = new ChatCompletionsFront({
+      loop,
+      upstream,
+      ...(settings.upstream.model ? { defaultModel: settings.upstream.model } : {}),
+    });
+    built = { front, loop };
+    return built;
+  };
+
+  return async (req, res, auth, pathname) => {
+    if (!auth.ok) {
+      const error = new AgentError(
+        "invalid_request",
+        auth.reason === "missing"
+          ? "This gateway needs a bearer token: send Authorization: Bearer <token> (the openai client's apiKey)."
+          : "The bearer token is not valid.",
+      );
+      sendJson(res, 401, openAiErrorBody(error), { "www-authenticate": bearerChallenge(auth.reason) });
+      return;
+    }
+    const trajectory = TRAJECTORY_PATH.exec(pathname);
+    if (pathname !== CHAT_COMPLETIONS_PATH && !trajectory) {
+      sendJson(
+        res,
+        404,
+        openAiErrorBody(
+          new AgentError(
+            "invalid_request",
+            `Nothing at ${pathname}. The agent endpoint serves POST ${CHAT_COMPLETIONS_PATH} and GET /v1/codecell/threads/<thread>/trajectory.`,
+          ),
+        ),
+      );
+      return;
+    }
+    if (trajectory) {
+      const agent = frontFor();
+      if (req.method !== "GET" || !agent) {
+        sendJson(
+          res,
+          agent ? 405 : 404,
+          openAiErrorBody(
+            new AgentError(
+              "invalid_request",
+              "Only GET is served here, with an agent section in the config.",
+            ),
+          ),
+        );
+        return;
+      }
+      // The principal's own thread only: another principal's id reads as an empty trajectory. Entries
+      // are this replica's (the trajectory is kept in the process that ran the calls).
+      sendJson(res, 200, agent.loop.trajectory(auth.principal, decodeURIComponent(trajectory[1]!)));
+      return;
+    }
+    if (req.method !== "POST") {
+      sendJson(
+        res,
+        405,
+        openAiErrorBody(
+          new AgentError("invalid_request", `Only POST is served at ${CHAT_COMPLETIONS_PATH}.`),
+        ),
+        {
+          allow: "POST",
+        },
+      );
+      return;
+    }
+    const chat = frontFor()?.front;
+    if (!chat) {
+      sendJson(
+        res,
+        404,
+        openAiErrorBody(
+          new AgentError(
+            "invalid_request",
+            `The agent endpoint is off: the config has no agent section. Add "agent": { "upstream": { "baseUrl": "https://.../v1", "apiKey": "\${OPENAI_API_KEY}" } } to serve ${CHAT_COMPLETIONS_PATH}.`,
+          ),
+        ),
+      );
+      return;
+    }
+    const header = req.headers[CONVERSATION_HEADER];
+    const conversation = (Array.isArray(header) ? header[0] : header)?.trim();
+    if (
+      conversation !== undefined &&
+      (conversation === "" || conversation.length > MAX_CONVERSATION_LENGTH)
+    ) {
+      sendJson(
+        res,
+        400,
+        openAiErrorBody(
+          new AgentError(
+            "invalid_request",
+            `The ${CONVERSATION_HEADER} header must be 1 to ${MAX_CONVERSATION_LENGTH} characters.`,
+          ),
+        ),
+      );
+      return;
+    }
+    let body: unknown;
+    try {
+      body = await readJson(req);
+    } catch (error) {
+      sendJson(res, 400, openAiErrorBody(error as AgentError));
+      return;
+    }
+    // The client going away cancels its request: the upstream call, the cell and its nested calls.
+    const abort = new AbortController();
+    res.once("close", () => {
+      if (!res.writableEnded) abort.abort(new AgentError("aborted", "The client went away."));
+    });
+    await chat.handle(
+      body,
+      {
+        principal: auth.principal,
+        ...(conversation !== undefined ? { conversation } : {}),
+        signal: abort.signal,
+      },
+      sinkFor(res),
+    );
+  };
+}

@@ -1,0 +1,252 @@
+import type { ControlCallEvent, NestedCallEvent, SnapshotIoEvent } from "@codecell/engine";
+import type { Meter } from "@opentelemetry/api";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { Gateway } from "../gateway.js";
+
+/** Seconds: from a quick cell (a few ms) to the longest budget a cell may have. */
+const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+/** Nested calls are quicker: from microseconds (an in-process tool) to a slow downstream server. */
+const NESTED_BUCKETS = [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30];
+/** Bytes: a fresh VM's snapshot is about 1.4 MB raw. */
+const SNAPSHOT_BUCKETS = [64e3, 256e3, 512e3, 1e6, 2e6, 4e6, 8e6, 16e6, 32e6, 64e6];
+
+/** The same counters and histograms as OpenTelemetry instruments. */
+type OtelInstruments = {
+  controlCalls: ReturnType<Meter["createCounter"]>;
+  controlDuration: ReturnType<Meter["createHistogram"]>;
+  nestedCalls: ReturnType<Meter["createCounter"]>;
+  nestedDuration: ReturnType<Meter["createHistogram"]>;
+  snapshotBytes: ReturnType<Meter["createHistogram"]>;
+};
+
+type Gauges = {
+  waitingRuns: number;
+  runningRuns: number;
+  sessions: number;
+  workersBusy: number;
+  workersIdle: number;
+  servers: Array<{ server: string; state: string; ready: number; tools: number }>;
+};
+
+/**
+ * The gateway's instruments, kept in a prom-client registry that `GET /metrics` renders as Prometheus
+ * text and, when OTLP is configured, mirrored to an OpenTelemetry meter (the same names in OTel's
+ * dotted form, the same labels as attributes). Counters and histograms count what the engine reports
+ * as it happens; gauges are read when scraped (or exported).
+ */
+export class GatewayMetrics {
+  readonly registry = new Registry();
+  readonly #controlCalls: Counter<"tool" | "status" | "code">;
+  readonly #controlDuration: Histogram<"tool" | "status">;
+  readonly #nestedCalls: Counter<"source" | "via" | "outcome">;
+  readonly #nestedDuration: Histogram<"source" | "outcome">;
+  readonly #snapshotBytes: Histogram<"kind">;
+  readonly #otel: OtelInstruments | null;
+
+  constructor(
+    readonly gateway: Gateway,
+    meter: Meter | null,
+  ) {
+    const registers = [this.registry];
+    this.#controlCalls = new Counter({
+      name: "codecell_control_calls_total",
+      help: "exec and wait calls that ended, by tool, status (completed, waiting, failed) and error code.",
+      labelNames: ["tool", "status", "code"],
+      registers,
+    });
+    this.#controlDuration = new Histogram({
+      name: "codecell_control_call_duration_seconds",
+      help: "How long exec and wait calls took, by tool and status.",
+      labelNames: ["tool", "status"],
+      buckets: DURATION_BUCKETS,
+      registers,
+    });
+    this.#nestedCalls = new Counter({
+      name: "codecell_nested_calls_total",
+      help: "Nested tool calls that ended, by the tool's source, how the cell reached it and the outcome.",
+      labelNames: ["source", "via", "outcome"],
+      registers,
+    });
+    this.#nestedDuration = new Histogram({
+      name: "codecell_nested_call_duration_seconds",
+      help: "How long nested tool calls took, by source and outcome.",
+      labelNames: ["source", "outcome"],
+      buckets: NESTED_BUCKETS,
+      registers,
+    });
+    this.#snapshotBytes = new Histogram({
+      name: "codecell_snapshot_bytes",
+      help: "Sizes of suspended runs' snapshots, written (suspend) and read back (restore).",
+      labelNames: ["kind"],
+      buckets: SNAPSHOT_BUCKETS,
+      registers,
+    });
+    // Gauges are read at scrape time, all from one read of the gateway's state.
+    let pending: Promise<Gauges> | null = null;
+    const read = () => {
+      pending ??= this.#readGauges().finally(() => {
+        pending = null;
+      });
+      return pending;
+    };
+    new Gauge({
+      name: "codecell_waiting_runs",
+      help: "Suspended code-mode runs in the snapshot store (waiting for wait), and runs a wait is driving.",
+      labelNames: ["state"],
+      registers,
+      async collect() {
+        const gauges = await read();
+        this.set({ state: "waiting" }, gauges.waitingRuns);
+        this.set({ state: "running" }, gauges.runningRuns);
+      },
+    });
+    new Gauge({
+      name: "codecell_sessions",
+      help: "Live MCP client sessions.",
+      registers,
+      async collect() {
+        this.set((await read()).sessions);
+      },
+    });
+    new Gauge({
+      name: "codecell_sandbox_workers",
+      help: "Sandbox worker threads, busy (running a cell) or idle.",
+      labelNames: ["state"],
+      registers,
+      async collect() {
+        const gauges = await read();
+        this.set({ state: "busy" }, gauges.workersBusy);
+        this.set({ state: "idle" }, gauges.workersIdle);
+      },
+    });
+    new Gauge({
+      name: "codecell_mcp_server_up",
+      help: "1 when a downstream MCP server is connected and ready, else 0; its state as a label.",
+      labelNames: ["server", "state"],
+      registers,
+      async collect() {
+        this.reset();
+        for (const server of (await read()).servers) {
+          this.set({ server: server.server, state: server.state }, server.ready);
+        }
+      },
+    });
+    new Gauge({
+      name: "codecell_mcp_server_tools",
+      help: "Tools a downstream MCP server listed.",
+      labelNames: ["server"],
+      registers,
+      async collect() {
+        this.reset();
+        for (const server of (await read()).servers) this.set({ server: server.server }, server.tools);
+      },
+    });
+    this.#otel = meter ? this.#otelInstruments(meter, read) : null;
+  }
+
+  async #readGauges(): Promise<Gauges> {
+    const { gateway } = this;
+    const stats = await gateway.store.stats().catch(() => null);
+    const workers = gateway.engine.sandboxStats();
+    return {
+      waitingRuns: stats?.waiting ?? 0,
+      runningRuns: stats?.running ?? 0,
+      sessions: gateway.sessionCount,
+      workersBusy: workers?.busyWorkers ?? 0,
+      workersIdle: workers ? workers.workers - workers.busyWorkers : 0,
+      servers: gateway.connector.status().map(({ server, state, tools }) => ({
+        server,
+        state,
+        ready: state === "ready" ? 1 : 0,
+        tools: tools ?? 0,
+      })),
+    };
+  }
+
+  #otelInstruments(meter: Meter, read: () => Promise<Gauges>): OtelInstruments {
+    const instruments = {
+      controlCalls: meter.createCounter("codecell.control.calls", {
+        description: "exec and wait calls that ended",
+      }),
+      controlDuration: meter.createHistogram("codecell.control.duration", {
+        unit: "s",
+        description: "How long exec and wait calls took",
+        advice: { explicitBucketBoundaries: DURATION_BUCKETS },
+      }),
+      nestedCalls: meter.createCounter("codecell.nested.calls", {
+        description: "Nested tool calls that ended",
+      }),
+      nestedDuration: meter.createHistogram("codecell.nested.duration", {
+        unit: "s",
+        description: "How long nested tool calls took",
+        advice: { explicitBucketBoundaries: NESTED_BUCKETS },
+      }),
+      snapshotBytes: meter.createHistogram("codecell.snapshot.size", {
+        unit: "By",
+        description: "Sizes of suspended runs' snapshots",
+        advice: { explicitBucketBoundaries: SNAPSHOT_BUCKETS },
+      }),
+    };
+    const waiting = meter.createObservableGauge("codecell.runs.waiting", {
+      description: "Suspended code-mode runs in the snapshot store",
+    });
+    const sessions = meter.createObservableGauge("codecell.sessions", { description: "Live MCP sessions" });
+    const workers = meter.createObservableGauge("codecell.sandbox.workers", {
+      description: "Sandbox worker threads by state",
+    });
+    const serverUp = meter.createObservableGauge("codecell.mcp.server.up", {
+      description: "1 when a downstream MCP server is ready",
+    });
+    meter.addBatchObservableCallback(
+      async (observer) => {
+        const gauges = await read();
+        observer.observe(waiting, gauges.waitingRuns, { state: "waiting" });
+        observer.observe(waiting, gauges.runningRuns, { state: "running" });
+        observer.observe(sessions, gauges.sessions);
+        observer.observe(workers, gauges.workersBusy, { state: "busy" });
+        observer.observe(workers, gauges.workersIdle, { state: "idle" });
+        for (const server of gauges.servers) {
+          observer.observe(serverUp, server.ready, { server: server.server, state: server.state });
+        }
+      },
+      [waiting, sessions, workers, serverUp],
+    );
+    return instruments;
+  }
+
+  controlEnded(event: ControlCallEvent): void {
+    const code = event.code ?? "";
+    this.#controlCalls.inc({ tool: event.tool, status: event.status, code });
+    this.#controlDuration.observe({ tool: event.tool, status: event.status }, event.durationMs / 1000);
+    if (this.#otel) {
+      this.#otel.controlCalls.add(1, { tool: event.tool, status: event.status, ...(code ? { code } : {}) });
+      this.#otel.controlDuration.record(event.durationMs / 1000, { tool: event.tool, status: event.status });
+    }
+  }
+
+  nestedCallEnded(event: NestedCallEvent): void {
+    this.#nestedCalls.inc({ source: event.source, via: event.via, outcome: event.outcome });
+    this.#nestedDuration.observe({ source: event.source, outcome: event.outcome }, event.durationMs / 1000);
+    if (this.#otel) {
+      this.#otel.nestedCalls.add(1, { source: event.source, via: event.via, outcome: event.outcome });
+      this.#otel.nestedDuration.record(event.durationMs / 1000, {
+        source: event.source,
+        outcome: event.outcome,
+      });
+    }
+  }
+
+  snapshot(event: SnapshotIoEvent): void {
+    this.#snapshotBytes.observe({ kind: event.kind }, event.bytes);
+    this.#otel?.snapshotBytes.record(event.bytes, { kind: event.kind });
+  }
+
+  /** The Prometheus text exposition of every instrument. */
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}

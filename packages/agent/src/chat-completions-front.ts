@@ -1,0 +1,383 @@
+import { randomBytes } from "node:crypto";
+import { AgentError, type AgentErrorKind } from "./agent-error.js";
+import type { AgentLoop, AgentTurnResult } from "./agent-loop.js";
+import { contentText, toOpenAiToolCall, toOpenAiUsage } from "./openai-messages.js";
+import type { OpenAiUpstream } from "./openai-upstream.js";
+import type { TurnMessage, TurnTool, TurnToolCall } from "./turn.js";
+
+/**
+ * Where a front writes its answer: one JSON body, or an event stream. The host (the gateway's HTTP
+ * route) implements it over its response object.
+ */
+export interface ResponseSink {
+  json(status: number, body: unknown, headers?: Record<string, string>): void;
+  /** Sends the status and headers of an event stream; later writes are its bytes. */
+  startStream(headers?: Record<string, string>): void;
+  write(text: string): void;
+  end(): void;
+}
+
+export type ChatCompletionsContext = {
+  principal: string;
+  /** The client's `codecell-session` header, when it sent one. */
+  conversation?: string;
+  /** Aborted when the client goes away. */
+  signal: AbortSignal;
+};
+
+export type ChatCompletionsFrontOptions = {
+  loop: AgentLoop;
+  /** The upstream for pass-through requests (the client's body as is). */
+  upstream: OpenAiUpstream;
+  /** Used when a request names no model. */
+  defaultModel?: string;
+};
+
+/** Fields of a request the loop reads itself; every other one is sent upstream as the client sent it. */
+const LOOP_FIELDS = new Set([
+  "model",
+  "messages",
+  "tools",
+  "tool_choice",
+  "parallel_tool_calls",
+  "functions",
+  "function_call",
+  "stream",
+  "stream_options",
+]);
+
+const ERROR_TYPES: Record<AgentErrorKind, string> = {
+  invalid_request: "invalid_request_error",
+  conflict: "invalid_request_error",
+  upstream_error: "upstream_error",
+  upstream_unavailable: "upstream_error",
+  upstream_malformed: "upstream_error",
+  turn_limit: "invalid_request_error",
+  aborted: "invalid_request_error",
+  internal: "server_error",
+};
+
+/** An error as OpenAI's API shapes it, so clients raise their usual error types. */
+export function openAiErrorBody(error: AgentError): unknown {
+  return { error: { message: error.message, type: ERROR_TYPES[error.kind], param: null, code: error.kind } };
+}
+
+function invalid(message: string): AgentError {
+  return new AgentError("invalid_request", message);
+}
+
+/**
+ * OpenAI Chat Completions in front of the agent loop. Requests the loop does not take over (code mode
+ * off, no tools, `tool_choice: "none"`) go upstream byte for byte and come back as the upstream sent
+ * them; the rest are translated to the loop's terms and its result back to a completion (or chunks).
+ */
+export class ChatCompletionsFront {
+  readonly #options: ChatCompletionsFrontOptions;
+
+  constructor(options: ChatCompletionsFrontOptions) {
+    this.#options = options;
+  }
+
+  async handle(body: unknown, context: ChatCompletionsContext, sink: ResponseSink): Promise<void> {
+    let streaming = false;
+    try {
+      if (typeof body !== "object" || body === null || Array.isArray(body)) {
+        throw invalid("The request body must be a JSON object with model and messages (Chat Completions).");
+      }
+      const request = body as Record<string, unknown>;
+      const tools = request.tools;
+      const passThrough =
+        !this.#options.loop.codeModeEnabled ||
+        tools === undefined ||
+        (Array.isArray(tools) && tools.length === 0) ||
+        request.tool_choice === "none";
+      if (passThrough) {
+        await this.#passThrough(request, context, sink);
+        return;
+      }
+      const turn = this.#toTurn(request);
+      const stream = request.stream === true;
+      const includeUsage =
+        (request.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
+      const chunks = stream ? new ChunkWriter(sink, includeUsage, turn.model) : null;
+      const result = await this.#options.loop.drive({
+        ...turn,
+        principal: context.principal,
+        ...(context.conversation !== undefined ? { conversation: context.conversation } : {}),
+        signal: context.signal,
+        ...(chunks
+          ? {
+              onTextDelta: (text: string) => {
+                streaming = true;
+                chunks.text(text);
+              },
+            }
+          : {}),
+      });
+      const headers = { "codecell-thread": result.threadId };
+      if (chunks) {
+        streaming = true;
+        chunks.finish(result, headers);
+      } else {
+        sink.json(200, completionBody(result), headers);
+      }
+    } catch (error) {
+      const failure = AgentError.is(error)
+        ? error
+        : new AgentError("internal", `Internal error: ${(error as Error)?.message ?? String(error)}`);
+      if (context.signal.aborted) return;
+      if (streaming) {
+        // The status went out with the first chunk: the error is the stream's last event.
+        sink.write(`data: ${JSON.stringify(openAiErrorBody(failure))}\n\n`);
+        sink.end();
+        return;
+      }
+      sink.json(failure.status, openAiErrorBody(failure));
+    }
+  }
+
+  async #passThrough(
+    request: Record<string, unknown>,
+    context: ChatCompletionsContext,
+    sink: ResponseSink,
+  ): Promise<void> {
+    const { upstream, defaultModel } = this.#options;
+    // The body as the client sent it; only a missing model gets the configured default.
+    const body = request.model === undefined && defaultModel ? { ...request, model: defaultModel } : request;
+    const response = await upstream.forward(body, context.signal);
+    const type = response.headers.get("content-type") ?? "application/json";
+    if (type.includes("text/event-stream") && response.body) {
+      sink.startStream({ "content-type": type });
+      const decoder = new TextDecoder();
+      for await (const piece of response.body as unknown as AsyncIterable<Uint8Array>) {
+        sink.write(decoder.decode(piece, { stream: true }));
+      }
+      sink.end();
+      return;
+    }
+    const text = await response.text();
+    let parsed: unknown = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = { error: { message: text, type: "upstream_error", param: null, code: "upstream_malformed" } };
+    }
+    sink.json(response.status, parsed);
+  }
+
+  #toTurn(request: Record<string, unknown>) {
+    const model =
+      typeof request.model === "string" && request.model ? request.model : this.#options.defaultModel;
+    if (!model) {
+      throw invalid(
+        'The request names no model: set "model", or agent.upstream.model in the gateway config.',
+      );
+    }
+    if (request.n !== undefined && request.n !== 1) {
+      throw invalid("Code mode answers one choice per request: leave out n, or set it to 1.");
+    }
+    if (!Array.isArray(request.messages) || request.messages.length === 0) {
+      throw invalid('"messages" must be a non-empty array of Chat Completions messages.');
+    }
+    const params: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(request)) if (!LOOP_FIELDS.has(key)) params[key] = value;
+    return {
+      model,
+      messages: request.messages.map(toTurnMessage),
+      clientTools: toTurnTools(request.tools),
+      params,
+    };
+  }
+}
+
+function toTurnTools(tools: unknown): TurnTool[] {
+  if (!Array.isArray(tools))
+    throw invalid('"tools" must be an array of { type: "function", function: {...} }.');
+  const names = new Set<string>();
+  return tools.map((tool, index) => {
+    const fn = (tool as { type?: unknown; function?: Record<string, unknown> } | null)?.function;
+    if (
+      (tool as { type?: unknown } | null)?.type !== "function" ||
+      typeof fn?.name !== "string" ||
+      !fn.name
+    ) {
+      throw invalid(
+        `tools[${index}] must be { type: "function", function: { name, description, parameters } }.`,
+      );
+    }
+    if (names.has(fn.name)) throw invalid(`tools[${index}]: the name "${fn.name}" is given twice.`);
+    names.add(fn.name);
+    return {
+      name: fn.name,
+      description: typeof fn.description === "string" ? fn.description : "",
+      parameters: fn.parameters ?? { type: "object", properties: {} },
+    };
+  });
+}
+
+/**
+ * A client's tool result counts as a failure (a catchable error in the cell) when its content is a
+ * JSON object whose only key is `error`, such as `{"error": "no such file"}`.
+ */
+function toolFailure(content: string): string | null {
+  try {
+    const parsed = JSON.parse(content) as unknown;
+    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) {
+      const keys = Object.keys(parsed);
+      if (keys.length === 1 && keys[0] === "error") {
+        const error = (parsed as { error: unknown }).error;
+        return typeof error === "string" ? error : JSON.stringify(error);
+      }
+    }
+  } catch {}
+  return null;
+}
+
+function toTurnMessage(message: unknown, index: number): TurnMessage {
+  const fields = (typeof message === "object" && message !== null ? message : {}) as Record<string, unknown>;
+  const content = fields.content;
+  switch (fields.role) {
+    case "system":
+    case "developer":
+      return {
+        role: "system",
+        content: typeof content === "string" || Array.isArray(content) ? content : "",
+      };
+    case "user":
+      if (typeof content !== "string" && !Array.isArray(content)) {
+        throw invalid(`messages[${index}]: a user message needs content (a string or content parts).`);
+      }
+      return { role: "user", content };
+    case "assistant": {
+      const calls = Array.isArray(fields.tool_calls) ? fields.tool_calls : [];
+      const toolCalls: TurnToolCall[] = calls.map((call, callIndex) => {
+        const { id, function: fn } = (call ?? {}) as {
+          id?: unknown;
+          function?: { name?: unknown; arguments?: unknown };
+        };
+        if (typeof id !== "string" || typeof fn?.name !== "string") {
+          throw invalid(`messages[${index}].tool_calls[${callIndex}] needs an id and function.name.`);
+        }
+        return {
+          id,
+          name: fn.name,
+          arguments: typeof fn.arguments === "string" ? fn.arguments : JSON.stringify(fn.arguments ?? {}),
+        };
+      });
+      const text = content === null || content === undefined ? null : contentText(content);
+      return { role: "assistant", content: text || null, ...(toolCalls.length ? { toolCalls } : {}) };
+    }
+    case "tool": {
+      if (typeof fields.tool_call_id !== "string")
+        throw invalid(`messages[${index}]: a tool message needs tool_call_id.`);
+      const text = contentText(content);
+      const failure = toolFailure(text);
+      return {
+        role: "tool",
+        toolCallId: fields.tool_call_id,
+        content: failure ?? text,
+        ...(failure !== null ? { isError: true } : {}),
+      };
+    }
+    default:
+      throw invalid(
+        `messages[${index}] has role ${JSON.stringify(fields.role)}; use system, developer, user, assistant or tool.`,
+      );
+  }
+}
+
+function completionId(): string {
+  return `chatcmpl-${randomBytes(12).toString("base64url")}`;
+}
+
+function completionBody(result: AgentTurnResult): unknown {
+  return {
+    id: completionId(),
+    object: "chat.completion",
+    created: Math.floor(Date.now() / 1000),
+    model: result.model,
+    choices: [
+      {
+        index: 0,
+        message: {
+          role: "assistant",
+          content: result.content,
+          refusal: null,
+          ...(result.toolCalls.length ? { tool_calls: result.toolCalls.map(toOpenAiToolCall) } : {}),
+        },
+        logprobs: null,
+        finish_reason: result.kind === "client_tools" ? "tool_calls" : "stop",
+      },
+    ],
+    usage: toOpenAiUsage(result.usage),
+  };
+}
+
+/** Chat Completions chunks on a sink: the stream starts with the first text (or at the end). */
+class ChunkWriter {
+  readonly #id = completionId();
+  readonly #created = Math.floor(Date.now() / 1000);
+  #started = false;
+  #model: string;
+
+  constructor(
+    readonly sink: ResponseSink,
+    readonly includeUsage: boolean,
+    model: string,
+  ) {
+    this.#model = model;
+  }
+
+  #chunk(delta: Record<string, unknown>, finishReason: string | null): void {
+    this.#send({
+      id: this.#id,
+      object: "chat.completion.chunk",
+      created: this.#created,
+      model: this.#model,
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
+      ...(this.includeUsage ? { usage: null } : {}),
+    });
+  }
+
+  #send(value: unknown): void {
+    this.sink.write(`data: ${JSON.stringify(value)}\n\n`);
+  }
+
+  #start(headers?: Record<string, string>): void {
+    if (this.#started) return;
+    this.#started = true;
+    this.sink.startStream(headers);
+    this.#chunk({ role: "assistant", content: "" }, null);
+  }
+
+  text(text: string): void {
+    this.#start();
+    this.#chunk({ content: text }, null);
+  }
+
+  finish(result: AgentTurnResult, headers: Record<string, string>): void {
+    this.#model = result.model;
+    this.#start(headers);
+    if (result.toolCalls.length) {
+      this.#chunk(
+        {
+          tool_calls: result.toolCalls.map((call, index) => ({ index, ...toOpenAiToolCall(call) })),
+        },
+        null,
+      );
+    }
+    this.#chunk({}, result.kind === "client_tools" ? "tool_calls" : "stop");
+    if (this.includeUsage) {
+      this.#send({
+        id: this.#id,
+        object: "chat.completion.chunk",
+        created: this.#created,
+        model: this.#model,
+        choices: [],
+        usage: toOpenAiUsage(result.usage),
+      });
+    }
+    this.sink.write("data: [DONE]\n\n");
+    this.sink.end();
+  }
+}

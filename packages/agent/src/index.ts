@@ -1,0 +1,35 @@
+export { AgentError, type AgentErrorKind } from "./agent-error.js";
+export {
+  AgentLoop,
+  type AgentLoopOptions,
+  type AgentTurnRequest,
+  type AgentTurnResult,
+  type HostRunTools,
+} from "./agent-loop.js";
+export {
+  type ChatCompletionsContext,
+  ChatCompletionsFront,
+  type ChatCompletionsFrontOptions,
+  openAiErrorBody,
+  type ResponseSink,
+} from "./chat-completions-front.js";
+export { conversationHash } from "./conversation-key.js";
+export {
+  type ConversationRecord,
+  type ConversationStore,
+  type HandedOutCall,
+  snapshotStoreConversations,
+} from "./conversation-store.js";
+export { OpenAiUpstream, type OpenAiUpstreamOptions } from "./openai-upstream.js";
+export type {
+  ModelCallOptions,
+  ModelReply,
+  ModelRequest,
+  ModelUpstream,
+  TurnContent,
+  TurnMessage,
+  TurnTool,
+  TurnToolCall,
+  TurnUsage,
+} from "./turn.js";
+export type { UpstreamDebug } from "./upstream-debug.js";

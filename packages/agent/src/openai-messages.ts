@@ -1,0 +1,74 @@
+import type { TurnMessage, TurnToolCall, TurnUsage } from "./turn.js";
+
+/**
+ * The Chat Completions message shapes the loop reads and writes (the fields it needs; anything else a
+ * client sends on a message is not carried into the hidden transcript).
+ */
+export type OpenAiToolCall = {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+};
+
+export type OpenAiMessage =
+  | { role: "system" | "developer"; content: string | unknown[] }
+  | { role: "user"; content: string | unknown[] }
+  | { role: "assistant"; content: string | null; tool_calls?: OpenAiToolCall[] }
+  | { role: "tool"; tool_call_id: string; content: string };
+
+export type OpenAiUsage = { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+
+export function toOpenAiToolCall(call: TurnToolCall): OpenAiToolCall {
+  return { id: call.id, type: "function", function: { name: call.name, arguments: call.arguments } };
+}
+
+/** The loop's messages as a Chat Completions `messages` array. */
+export function toOpenAiMessages(messages: readonly TurnMessage[]): OpenAiMessage[] {
+  return messages.map((message): OpenAiMessage => {
+    switch (message.role) {
+      case "system":
+      case "user":
+        return { role: message.role, content: message.content as string | unknown[] };
+      case "assistant":
+        return {
+          role: "assistant",
+          content: message.content,
+          ...(message.toolCalls?.length ? { tool_calls: message.toolCalls.map(toOpenAiToolCall) } : {}),
+        };
+      default:
+        return { role: "tool", tool_call_id: message.toolCallId, content: message.content };
+    }
+  });
+}
+
+export function fromOpenAiUsage(usage: unknown): TurnUsage | null {
+  if (typeof usage !== "object" || usage === null) return null;
+  const { prompt_tokens, completion_tokens, total_tokens } = usage as Record<string, unknown>;
+  const count = (value: unknown) => (typeof value === "number" && Number.isFinite(value) ? value : 0);
+  return {
+    promptTokens: count(prompt_tokens),
+    completionTokens: count(completion_tokens),
+    totalTokens: count(total_tokens) || count(prompt_tokens) + count(completion_tokens),
+  };
+}
+
+export function toOpenAiUsage(usage: TurnUsage): OpenAiUsage {
+  return {
+    prompt_tokens: usage.promptTokens,
+    completion_tokens: usage.completionTokens,
+    total_tokens: usage.totalTokens,
+  };
+}
+
+/** Text of a content value: a string, or the text parts of a parts array. */
+export function contentText(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content
+    .map((part) =>
+      typeof part === "object" && part !== null && (part as { type?: unknown }).type === "text"
+        ? String((part as { text?: unknown }).text ?? "")
+        : "",
+    )
+    .join("");
+}

@@ -1,0 +1,179 @@
+// A test double for hosts and for this repository: an OpenAI-compatible server that answers from a
+// script (see startScriptedUpstream). Exported as `@codecell/agent/testing`; the loop never imports it.
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+
+/**
+ * The one fake of the agent endpoint's tests: an OpenAI-compatible Chat Completions server on
+ * loopback that answers from a script and records every body it receives. A step sees the body and
+ * says what to answer; `stream: true` requests get the answer as SSE chunks.
+ */
+export type ScriptedReply =
+  | { text: string; usage?: { prompt: number; completion: number } }
+  | {
+      toolCalls: Array<{ name: string; arguments: unknown; id?: string }>;
+      text?: string;
+      usage?: { prompt: number; completion: number };
+    }
+  | { status: number; body: unknown }
+  | { raw: string; contentType?: string }
+  /** Never answers (for timeouts and aborts); the socket stays open until the client goes. */
+  | { hang: true }
+  /** Drops the connection without an answer, as a server that died mid-request. */
+  | { destroy: true };
+
+export type ScriptStep = ScriptedReply | ((body: Record<string, unknown>) => ScriptedReply);
+
+export type ScriptedUpstream = {
+  baseUrl: string;
+  bodies: Array<Record<string, unknown>>;
+  /** How many hung requests the client has given up on (their connection closed). */
+  abandoned(): number;
+  /** Steps left; every request takes the next one. */
+  script(...steps: ScriptStep[]): void;
+  close(): Promise<void>;
+};
+
+let callNumber = 0;
+
+function completion(
+  reply: Exclude<ScriptedReply, { status: number } | { raw: string } | { hang: true } | { destroy: true }>,
+  model: string,
+) {
+  const usage = reply.usage ?? { prompt: 10, completion: 5 };
+  const toolCalls =
+    "toolCalls" in reply
+      ? reply.toolCalls.map((call) => ({
+          id: call.id ?? `up_${++callNumber}`,
+          type: "function",
+          function: {
+            name: call.name,
+            arguments: typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments),
+          },
+        }))
+      : [];
+  return {
+    message: {
+      role: "assistant",
+      content: reply.text ?? null,
+      ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
+    },
+    finish_reason: toolCalls.length ? "tool_calls" : "stop",
+    usage: {
+      prompt_tokens: usage.prompt,
+      completion_tokens: usage.completion,
+      total_tokens: usage.prompt + usage.completion,
+    },
+    model,
+  };
+}
+
+export async function startScriptedUpstream(): Promise<ScriptedUpstream> {
+  const steps: ScriptStep[] = [];
+  const bodies: Array<Record<string, unknown>> = [];
+  const hung: import("node:http").ServerResponse[] = [];
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => {
+      let body: Record<string, unknown>;
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+      } catch {
+        res.writeHead(400).end("not json");
+        return;
+      }
+      bodies.push(body);
+      const step = steps.shift();
+      if (!step) {
+        res
+          .writeHead(500, { "content-type": "application/json" })
+          .end(JSON.stringify({ error: { message: "script exhausted" } }));
+        return;
+      }
+      const reply = typeof step === "function" ? step(body) : step;
+      if ("hang" in reply) {
+        hung.push(res);
+        return;
+      }
+      if ("destroy" in reply) {
+        res.socket?.destroy();
+        return;
+      }
+      if ("status" in reply) {
+        res.writeHead(reply.status, { "content-type": "application/json" }).end(JSON.stringify(reply.body));
+        return;
+      }
+      if ("raw" in reply) {
+        res.writeHead(200, { "content-type": reply.contentType ?? "application/json" }).end(reply.raw);
+        return;
+      }
+      const model = typeof body.model === "string" ? body.model : "scripted";
+      const answer = completion(reply, model);
+      const id = `up-${bodies.length}`;
+      if (body.stream !== true) {
+        res.writeHead(200, { "content-type": "application/json" }).end(
+          JSON.stringify({
+            id,
+            object: "chat.completion",
+            created: 1,
+            model,
+            choices: [
+              { index: 0, message: answer.message, finish_reason: answer.finish_reason, logprobs: null },
+            ],
+            usage: answer.usage,
+          }),
+        );
+        return;
+      }
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      const send = (delta: Record<string, unknown>, finish: string | null) =>
+        res.write(
+          `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 1, model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`,
+        );
+      send({ role: "assistant", content: "" }, null);
+      const text = answer.message.content ?? "";
+      // The text in pieces of a few characters, as a model streams it.
+      for (let at = 0; at < text.length; at += 4) send({ content: text.slice(at, at + 4) }, null);
+      const calls = (answer.message as { tool_calls?: Array<Record<string, unknown>> }).tool_calls ?? [];
+      calls.forEach((call, index) => {
+        const fn = call.function as { name: string; arguments: string };
+        const half = Math.floor(fn.arguments.length / 2);
+        send(
+          {
+            tool_calls: [
+              {
+                index,
+                id: call.id,
+                type: "function",
+                function: { name: fn.name, arguments: fn.arguments.slice(0, half) },
+              },
+            ],
+          },
+          null,
+        );
+        send({ tool_calls: [{ index, function: { arguments: fn.arguments.slice(half) } }] }, null);
+      });
+      send({}, answer.finish_reason);
+      res.write(
+        `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 1, model, choices: [], usage: answer.usage })}\n\n`,
+      );
+      res.end("data: [DONE]\n\n");
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    baseUrl: `http://127.0.0.1:${port}/v1`,
+    bodies,
+    abandoned: () =>
+      hung.filter((res) => res.destroyed || res.socket === null || res.socket.destroyed).length,
+    script: (...more) => {
+      steps.splice(0, steps.length, ...more);
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,70 @@
+/**
+ * The loop's own representation of a conversation, independent of any wire format: a front (OpenAI
+ * Chat Completions today) translates its requests into it, and an upstream kind translates it into the
+ * body its model takes. Tool calls and their results are separate messages (as in Chat Completions);
+ * a format that nests them in content blocks (the Messages API) maps one block to one message here.
+ */
+
+/** A tool call a model (or the loop, for a client tool) made; `arguments` is JSON text. */
+export type TurnToolCall = { id: string; name: string; arguments: string };
+
+/**
+ * Content of system and user messages. A string, or the front's own content parts (images, files),
+ * which the loop never reads and only an upstream of the same family sends on.
+ */
+export type TurnContent = string | readonly unknown[];
+
+export type TurnMessage =
+  | { role: "system"; content: TurnContent }
+  | { role: "user"; content: TurnContent }
+  | { role: "assistant"; content: string | null; toolCalls?: TurnToolCall[] }
+  /** A tool's result; `isError` when the caller reported a failure rather than a value. */
+  | { role: "tool"; toolCallId: string; content: string; isError?: boolean };
+
+/** A tool as a model is offered it: its JSON Schema parameters. */
+export type TurnTool = { name: string; description: string; parameters: unknown };
+
+export type TurnUsage = { promptTokens: number; completionTokens: number; totalTokens: number };
+
+export function addUsage(total: TurnUsage, more: TurnUsage | null): void {
+  if (!more) return;
+  total.promptTokens += more.promptTokens;
+  total.completionTokens += more.completionTokens;
+  total.totalTokens += more.totalTokens;
+}
+
+/** One request to the upstream model. */
+export type ModelRequest = {
+  model: string;
+  messages: readonly TurnMessage[];
+  tools: readonly TurnTool[];
+  /**
+   * Names the model may be offered besides exec and wait when code mode drives the request; the
+   * upstream refuses to send a body whose tools are anything else (fail closed). Null: no check
+   * (a request the loop passes through).
+   */
+  codeModeDirectOnly: readonly string[] | null;
+  /** Sampling and other parameters of the client's request, sent on as they are (temperature, ...). */
+  params: Readonly<Record<string, unknown>>;
+};
+
+/** The upstream model's answer to one request. */
+export type ModelReply = {
+  content: string | null;
+  toolCalls: TurnToolCall[];
+  finishReason: string;
+  usage: TurnUsage | null;
+  /** The model that answered, as the upstream names it. */
+  model: string;
+};
+
+export type ModelCallOptions = {
+  signal: AbortSignal;
+  /** Present: the upstream streams, and each piece of answer text is reported as it arrives. */
+  onTextDelta?: (text: string) => void;
+};
+
+/** Where the loop's model calls go: an OpenAI-compatible server today, another API kind later. */
+export interface ModelUpstream {
+  complete(request: ModelRequest, options: ModelCallOptions): Promise<ModelReply>;
+}

@@ -1,0 +1,136 @@
+import type { HostTool } from "@codecell/contract";
+import { afterAll, describe, expect, it } from "vitest";
+import { type CodeModeEngine, createCodeModeEngine, type NestedToolCall } from "../src/index.js";
+import { context } from "./support.js";
+
+const engines: CodeModeEngine[] = [];
+afterAll(async () => {
+  for (const engine of engines) await engine.close();
+});
+
+const clientTool = (name: string): HostTool => ({
+  name,
+  description: `The client's ${name}.`,
+  parameters: { type: "object", properties: { path: { type: "string" } } },
+  source: "client",
+  owner: "app",
+});
+
+const tools: HostTool[] = [
+  clientTool("select_file"),
+  clientTool("open_file"),
+  {
+    name: "slow_echo",
+    description: "Echo after a delay.",
+    parameters: { type: "object", properties: { ms: { type: "number" } } },
+    source: "core",
+    owner: "host",
+  },
+];
+
+/** Hands client tools out (the way an agent endpoint does) and runs the one host tool. */
+function handingExecutor() {
+  const handedOut: NestedToolCall[] = [];
+  return {
+    handedOut,
+    executor: {
+      callTool(call: NestedToolCall) {
+        if (call.tool.source === "client") {
+          call.handOut();
+          handedOut.push(call);
+          return new Promise(() => {});
+        }
+        const { ms } = call.input as { ms: number };
+        return new Promise((resolve) => setTimeout(() => resolve({ slept: ms }), ms));
+      },
+    },
+  };
+}
+
+function setup(timeoutMs = 5_000) {
+  const engine = createCodeModeEngine({ config: { enabled: true, timeoutMs } });
+  engines.push(engine);
+  const { executor, handedOut } = handingExecutor();
+  const run = engine.prepareRun({ tools, context: context(), executor });
+  return { engine, run, handedOut };
+}
+
+describe("handing a nested call out of the host", () => {
+  it("suspends at once, not at the exec deadline, and resumes with the outcome given later", async () => {
+    const { engine, run, handedOut } = setup(5_000);
+    const started = Date.now();
+    const first = await run.exec(
+      { code: `const picked = await tools.select_file({ path: "a" }); return { picked };` },
+      { toolCallId: "exec-1" },
+    );
+    // Far below the 5 s deadline: the suspension did not wait for it.
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(first).toMatchObject({
+      status: "waiting",
+      reason: "pending_tools",
+      pendingToolCalls: [{ toolId: "client:app:select_file" }],
+    });
+    if (first.status !== "waiting") throw new Error("not waiting");
+    expect(handedOut.map((call) => call.callId)).toEqual([first.pendingToolCalls?.[0]?.callId]);
+    // Nothing of the handed-out call stays in flight here.
+    expect(engine.callsInFlight()).toEqual({ runs: 0, calls: 0 });
+    const settled = await engine.settleHandedOutCall(first.runId, handedOut[0]!.callId, {
+      ok: true,
+      value: "a.txt",
+    });
+    expect(settled).toBe("recorded");
+    const second = await run.wait({ runId: first.runId }, { toolCallId: "wait-1" });
+    expect(second).toMatchObject({ status: "completed", value: { picked: "a.txt" } });
+    const entries = engine.exportTrajectory().entries;
+    const nested = entries.find((entry) => entry.tool === "client:app:select_file");
+    expect(nested).toMatchObject({ parentToolCallId: "exec-1", status: "waiting" });
+  });
+
+  it("hands out parallel calls together and delivers a client's error as a catchable error", async () => {
+    const { engine, run, handedOut } = setup();
+    const first = await run.exec(
+      {
+        code: `
+          const [a, b] = await Promise.allSettled([
+            tools.select_file({ path: "x" }),
+            tools.open_file({ path: "y" }),
+          ]);
+          return { a: a.status === "fulfilled" ? a.value : "rejected", b: b.status === "rejected" ? b.reason.message : "ok" };
+        `,
+      },
+      { toolCallId: "exec-2" },
+    );
+    if (first.status !== "waiting") throw new Error(`not waiting: ${JSON.stringify(first)}`);
+    expect(first.pendingToolCalls?.map((call) => call.toolId).sort()).toEqual([
+      "client:app:open_file",
+      "client:app:select_file",
+    ]);
+    expect(handedOut).toHaveLength(2);
+    const [select, open] = handedOut;
+    await engine.settleHandedOutCall(first.runId, select!.callId, { ok: true, value: "x!" });
+    await engine.settleHandedOutCall(first.runId, open!.callId, { ok: false, message: "no such file" });
+    const second = await run.wait({ runId: first.runId }, { toolCallId: "wait-2" });
+    expect(second).toMatchObject({
+      status: "completed",
+      value: { a: "x!", b: expect.stringContaining("no such file") },
+    });
+  });
+
+  it("keeps a host call that runs beside a handed-out one running while suspended", async () => {
+    const { engine, run, handedOut } = setup();
+    const first = await run.exec(
+      {
+        code: `const [slept, picked] = await Promise.all([tools.slow_echo({ ms: 150 }), tools.select_file({})]); return { slept, picked };`,
+      },
+      { toolCallId: "exec-3" },
+    );
+    if (first.status !== "waiting") throw new Error("not waiting");
+    expect(first.pendingToolCalls).toHaveLength(2);
+    expect(engine.callsInFlight().calls).toBe(1);
+    await engine.settleHandedOutCall(first.runId, handedOut[0]!.callId, { ok: true, value: "z" });
+    let result = await run.wait({ runId: first.runId }, { toolCallId: "wait-3" });
+    while (result.status === "waiting")
+      result = await run.wait({ runId: result.runId }, { toolCallId: "wait-4" });
+    expect(result).toMatchObject({ status: "completed", value: { slept: { slept: 150 }, picked: "z" } });
+  });
+});

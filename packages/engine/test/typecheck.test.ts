@@ -1,0 +1,189 @@
+import type { McpConnector } from "@codecell/mcp-connector";
+import { clearCodeModeNamespacesForTest } from "@codecell/namespaces";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type CodeModeEngine, createCodeModeEngine } from "../src/index.js";
+import { context, hostTools, registerNotesNamespace, startMemoryServer, TestExecutor } from "./support.js";
+
+let memory: Awaited<ReturnType<typeof startMemoryServer>>;
+let mcp: McpConnector;
+const engines = {
+  off: createCodeModeEngine({ config: { enabled: true } }),
+  warn: createCodeModeEngine({ config: { enabled: true, typecheck: "warn" } }),
+  strict: createCodeModeEngine({ config: { enabled: true, typecheck: "strict" } }),
+};
+
+beforeAll(async () => {
+  memory = await startMemoryServer();
+  mcp = memory.mcp;
+  registerNotesNamespace();
+});
+
+afterAll(async () => {
+  clearCodeModeNamespacesForTest();
+  for (const engine of Object.values(engines)) await engine.close();
+  await memory?.close();
+});
+
+function setup(engine: CodeModeEngine) {
+  const executor = new TestExecutor();
+  executor.mcp = mcp;
+  const run = engine.prepareRun({
+    tools: [...hostTools, ...mcp.hostTools()],
+    mcpServers: mcp.describeServers(),
+    context: context(),
+    executor,
+  });
+  return { run, executor };
+}
+
+// Side effects first, then the mistake: without the check the first call is made before the cell fails.
+const misspelt = `const file = await tools.read_file({ path: "README.md" });
+await MCP.memory.createEntities({
+  entities: [{ name: "codecell", entityType: "project", observation: [file.content] }],
+});
+return "done";`;
+
+const everything = `const hits = await tools.search("read a file", { limit: 2 });
+const described = await tools.describe(hits[0].id);
+const file = await tools.read_file({ path: "notes.txt" });
+const echoed = await tools.call(ALL_TOOLS.find((tool) => tool.name === "slow_echo").id, { ms: 1, value: 7 });
+await MCP.memory.create_entities({
+  entities: [{ name: "checked", entityType: "test", observations: [file.content] }],
+});
+const found = await MCP.memory.searchNodes({ query: "checked" });
+const entities = found.structuredContent?.entities ?? [];
+const index = await API.read("mcp/index.d.ts");
+const notes = await Notes.list("home");
+await namespaces.Notes.add("typed", "work");
+const count = await Notes.nested.count();
+text(\`\${entities.length} entities, \${index.length > 0}\`);
+json({ schema: described.inputSchema, echoed });
+console.info(notes.length, count.length);
+return { names: entities.map((entity) => entity.name), hits: hits.length };`;
+
+describe("typecheck strict", () => {
+  it("refuses a cell with a misspelt MCP argument before any nested call", async () => {
+    const { run, executor } = setup(engines.strict);
+    const result = await run.exec({ code: misspelt }, { toolCallId: "s1" });
+    expect(result).toMatchObject({ status: "failed", code: "invalid_input" });
+    if (result.status !== "failed") return;
+    expect(result.error).toMatch(/1 type error .*did not run.*cell\.ts:3:57 TS2561 .*'observations'/);
+    expect(result.diagnostics).toEqual([
+      expect.objectContaining({
+        file: "cell.ts",
+        line: 3,
+        column: 57,
+        code: "TS2561",
+        accepts: ["name", "entityType", "observations"],
+      }),
+    ]);
+    expect(executor.calls).toEqual([]);
+    expect(result.telemetry.nested.calls).toBe(0);
+  });
+
+  it("runs a correct cell that uses every guest global, with no diagnostics", async () => {
+    const { run } = setup(engines.strict);
+    const result = await run.exec({ code: everything }, { toolCallId: "s2" });
+    expect(result).toMatchObject({ status: "completed", value: { names: ["checked"] } });
+    expect(result).not.toHaveProperty("diagnostics");
+  });
+
+  it("checks TypeScript cells, also one sent without the language", async () => {
+    const { run, executor } = setup(engines.strict);
+    const typed = await run.exec(
+      {
+        code: 'const file: { path: string } = await tools.read_file({ path: "a" });\nconst size: number = file.path;\nreturn size;',
+        language: "typescript",
+      },
+      { toolCallId: "s3" },
+    );
+    expect(typed).toMatchObject({
+      status: "failed",
+      code: "invalid_input",
+      diagnostics: [{ line: 2, column: 7, code: "TS2322" }],
+    });
+    const detected = await run.exec(
+      { code: "const n: number = await tools.read_file({ path: 1 });\nreturn n;" },
+      { toolCallId: "s4" },
+    );
+    expect(detected).toMatchObject({ status: "failed", code: "invalid_input" });
+    expect(detected.telemetry.detectedLanguage).toBe("typescript");
+    expect(executor.calls).toEqual([]);
+  });
+
+  it("leaves a cell that fails its own checks to them", async () => {
+    const { run } = setup(engines.strict);
+    const result = await run.exec({ code: 'import fs from "node:fs";' }, { toolCallId: "s5" });
+    expect(result).toMatchObject({ status: "failed", code: "module_access_denied" });
+    expect(result).not.toHaveProperty("diagnostics");
+  });
+
+  it("says so in the exec description, and only in strict mode", () => {
+    const description = (engine: CodeModeEngine) =>
+      setup(engine).run.modelTools.find((tool) => tool.name === "exec")!.description;
+    expect(description(engines.strict)).toMatch(/type-checked .* before they run/);
+    expect(description(engines.warn)).not.toMatch(/type-checked/);
+    expect(description(engines.off)).not.toMatch(/type-checked/);
+  });
+});
+
+describe("typecheck warn", () => {
+  it("runs the cell and returns the diagnostics with its result", async () => {
+    const { run, executor } = setup(engines.warn);
+    const result = await run.exec(
+      { code: 'const file = await tools.read_file({ pth: "a.txt" });\nreturn file.content;' },
+      { toolCallId: "w1" },
+    );
+    expect(result).toMatchObject({ status: "completed", value: "content of undefined" });
+    expect(result.diagnostics).toEqual([
+      expect.objectContaining({ line: 1, column: 38, code: "TS2561", accepts: ["path"] }),
+    ]);
+    expect(executor.calls.map((call) => call.toolId)).toEqual(["core:host:read_file"]);
+  });
+
+  it("keeps the diagnostics on a cell that then fails", async () => {
+    const { run } = setup(engines.warn);
+    const result = await run.exec(
+      { code: "const found = await MCP.memory.searchNodes({});\nreturn found;" },
+      { toolCallId: "w4" },
+    );
+    expect(result.status).toBe("failed");
+    expect(result.diagnostics).toEqual([
+      expect.objectContaining({
+        line: 1,
+        column: 44,
+        code: "TS2345",
+        accepts: ["query"],
+        message: expect.stringContaining("'query' is missing"),
+      }),
+    ]);
+  });
+
+  it("keeps the diagnostics of a cell whose misspelt field the server silently dropped", async () => {
+    const { run, executor } = setup(engines.warn);
+    const result = await run.exec({ code: misspelt }, { toolCallId: "w2" });
+    expect(result).toMatchObject({ status: "completed", value: "done" });
+    expect(result.diagnostics?.[0]).toMatchObject({ line: 3, code: "TS2561" });
+    // The side effect the strict mode prevents.
+    expect(executor.calls.map((call) => call.toolId)).toContain("core:host:read_file");
+  });
+
+  it("adds nothing to a correct cell", async () => {
+    const { run } = setup(engines.warn);
+    const result = await run.exec({ code: everything }, { toolCallId: "w3" });
+    expect(result.status).toBe("completed");
+    expect(result).not.toHaveProperty("diagnostics");
+  });
+});
+
+describe("typecheck off", () => {
+  it("runs a wrong cell as before, without diagnostics", async () => {
+    const { run } = setup(engines.off);
+    const result = await run.exec(
+      { code: 'const file = await tools.read_file({ pth: "a" });\nreturn file.content;' },
+      { toolCallId: "o1" },
+    );
+    expect(result).toMatchObject({ status: "completed", value: "content of undefined" });
+    expect(result).not.toHaveProperty("diagnostics");
+  });
+});

@@ -1,0 +1,180 @@
+import { createHash } from "node:crypto";
+import { Worker } from "node:worker_threads";
+import type { CodeModeDiagnostic, CodeModeLanguage } from "@codecell/contract";
+
+/** A run's declaration text with the key its warm language service is kept under. */
+export type GuestDeclarations = { readonly key: string; readonly text: string };
+
+/** Declarations with their key (a hash of the text, so runs with the same guest share one service). */
+export function guestDeclarations(text: string): GuestDeclarations {
+  return { key: createHash("sha256").update(text).digest("base64url").slice(0, 24), text };
+}
+
+export type CellCheckRequest = {
+  declarations: GuestDeclarations;
+  code: string;
+  language: CodeModeLanguage;
+};
+
+export type CellCheckResult =
+  | {
+      status: "checked";
+      /** At most `maxDiagnostics`, in the cell's order. */
+      diagnostics: CodeModeDiagnostic[];
+      /** Every error found, also those past `maxDiagnostics`. */
+      total: number;
+      durationMs: number;
+    }
+  /** Not checked (it fails its transpile checks, the compiler failed or took too long): run it as is. */
+  | { status: "skipped"; reason: string; durationMs: number };
+
+export type CellCheckerOptions = {
+  /** How long one check may take before it is given up and the checker restarted. Default 15000. */
+  timeoutMs?: number;
+  /** Diagnostics kept per cell. Default 10. */
+  maxDiagnostics?: number;
+};
+
+type WorkerReply =
+  | { id: number; outcome: WorkerOutcome; durationMs: number }
+  | { id: number; warmed: true }
+  | { id: number; error: string };
+type WorkerOutcome =
+  | { status: "checked"; diagnostics: CodeModeDiagnostic[]; total: number }
+  | { status: "skipped"; reason: string }
+  | { status: "missing" };
+
+const WORKER_URL = new URL("./worker/checker-worker.js", import.meta.url);
+let workersStarted = 0;
+
+/** How many checker threads this process has started: 0 means the compiler was never loaded. */
+export function typecheckWorkersStarted(): number {
+  return workersStarted;
+}
+
+/**
+ * Type-checks cells off the main thread. The worker, and TypeScript in it, start with the first check;
+ * it keeps a warm language service per declaration key (the last few), so a run's later cells, and
+ * other runs with the same guest, reuse the parsed declarations. Checks are answered in order.
+ */
+export class CellChecker {
+  readonly #timeoutMs: number;
+  readonly #maxDiagnostics: number;
+  #worker: Worker | null = null;
+  /** Keys whose declarations the current worker has been sent. */
+  #sentKeys = new Set<string>();
+  #nextId = 1;
+  readonly #pending = new Map<number, (reply: WorkerReply | { id: number; error: string }) => void>();
+
+  constructor(options: CellCheckerOptions = {}) {
+    this.#timeoutMs = options.timeoutMs ?? 15_000;
+    this.#maxDiagnostics = options.maxDiagnostics ?? 10;
+  }
+
+  /** True once a check started the worker. */
+  get started(): boolean {
+    return this.#worker !== null;
+  }
+
+  async check(request: CellCheckRequest): Promise<CellCheckResult> {
+    const startedAt = performance.now();
+    const skipped = (reason: string): CellCheckResult => ({
+      status: "skipped",
+      reason,
+      durationMs: performance.now() - startedAt,
+    });
+    const { key, text } = request.declarations;
+    let reply = await this.#send(request, this.#sentKeys.has(key) ? undefined : text);
+    // The worker keeps a few services; one it dropped is sent again.
+    if ("outcome" in reply && reply.outcome.status === "missing") reply = await this.#send(request, text);
+    if ("error" in reply) return skipped(reply.error);
+    if (!("outcome" in reply)) return skipped("the checker answered a check with something else");
+    const { outcome } = reply;
+    if (outcome.status === "missing") return skipped("the checker lost the run's declarations");
+    if (outcome.status === "skipped") return skipped(outcome.reason);
+    return { ...outcome, durationMs: performance.now() - startedAt };
+  }
+
+  /**
+   * Starts the worker now and has it load the compiler and parse the language's library, for a host
+   * that knows cells are coming: the first check then costs what a warm one does plus the run's own
+   * declarations. Resolves when the worker is ready; never rejects.
+   */
+  async warmUp(): Promise<void> {
+    const worker = this.#start();
+    const id = this.#nextId++;
+    await new Promise<void>((resolve) => {
+      this.#pending.set(id, () => {
+        this.#pending.delete(id);
+        if (this.#pending.size === 0) this.#worker?.unref();
+        resolve();
+      });
+      worker.ref();
+      worker.postMessage({ id, warm: true });
+    });
+  }
+
+  /** Stops the worker; a later check starts a new one. */
+  async close(): Promise<void> {
+    const worker = this.#worker;
+    this.#reset("the checker was closed");
+    await worker?.terminate();
+  }
+
+  #send(request: CellCheckRequest, declarations: string | undefined): Promise<WorkerReply> {
+    const worker = this.#start();
+    const id = this.#nextId++;
+    const { key } = request.declarations;
+    if (declarations !== undefined) this.#sentKeys.add(key);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.#pending.delete(id);
+        resolve({ id, error: `the type check took longer than ${this.#timeoutMs} ms` });
+        // A check that runs away holds the thread: a fresh worker serves the next one.
+        if (this.#worker === worker) {
+          this.#reset("a check timed out");
+          void worker.terminate();
+        }
+      }, this.#timeoutMs);
+      this.#pending.set(id, (reply) => {
+        clearTimeout(timer);
+        this.#pending.delete(id);
+        if (this.#pending.size === 0) this.#worker?.unref();
+        resolve(reply);
+      });
+      worker.ref();
+      worker.postMessage({
+        id,
+        key,
+        ...(declarations !== undefined ? { declarations } : {}),
+        code: request.code,
+        language: request.language,
+        maxDiagnostics: this.#maxDiagnostics,
+      });
+    });
+  }
+
+  #start(): Worker {
+    if (this.#worker) return this.#worker;
+    workersStarted++;
+    // A clean execArgv: the worker resolves packages to their built files whatever flags the host runs
+    // with (a test runner's source conditions would point it at TypeScript it cannot load).
+    const worker = new Worker(WORKER_URL, { execArgv: [] });
+    worker.on("message", (reply: WorkerReply) => this.#pending.get(reply.id)?.(reply));
+    const fail = (why: string) => {
+      if (this.#worker === worker) this.#reset(why);
+    };
+    worker.on("error", (error) => fail(`the checker failed: ${String(error)}`));
+    worker.on("exit", (code) => fail(`the checker stopped (exit code ${code})`));
+    worker.unref();
+    this.#worker = worker;
+    return worker;
+  }
+
+  #reset(why: string): void {
+    this.#worker = null;
+    this.#sentKeys = new Set();
+    for (const [id, settle] of [...this.#pending]) settle({ id, error: why });
+    this.#pending.clear();
+  }
+}

@@ -1,0 +1,15 @@
+export {
+  CellChecker,
+  type CellCheckerOptions,
+  type CellCheckRequest,
+  type CellCheckResult,
+  type GuestDeclarations,
+  guestDeclarations,
+  typecheckWorkersStarted,
+} from "./cell-checker.js";
+export {
+  type GuestCatalogTool,
+  type GuestDeclarationInput,
+  renderGuestDeclarations,
+} from "./guest-declarations.js";
+export { strictFailureMessage } from "./strict-failure.js";

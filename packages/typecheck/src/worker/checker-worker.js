@@ -1,0 +1,37 @@
+// @ts-check
+// The checker's thread: it holds TypeScript and the warm language services, so a check (the first one
+// loads the compiler, hundreds of milliseconds) never blocks the host's event loop.
+import { parentPort } from "node:worker_threads";
+import { createCheckerCore } from "./checker-core.js";
+
+/** @type {ReturnType<typeof createCheckerCore> | undefined} */
+let core;
+// Checks run one at a time, in the order they came.
+let queue = Promise.resolve();
+
+parentPort?.on(
+  "message",
+  (/** @type {{ id: number; warm?: true } & import("./checker-core.js").CheckRequest} */ message) => {
+    queue = queue.then(async () => {
+      try {
+        core ??= createCheckerCore();
+        if (message.warm) {
+          await core.warm();
+          parentPort?.postMessage({ id: message.id, warmed: true });
+          core.saveCodeCache();
+          return;
+        }
+        const startedAt = performance.now();
+        const outcome = await core.check(message);
+        parentPort?.postMessage({ id: message.id, outcome, durationMs: performance.now() - startedAt });
+        // After the answer, so the first check never waits for it.
+        core.saveCodeCache();
+      } catch (error) {
+        parentPort?.postMessage({
+          id: message.id,
+          error: String(error instanceof Error ? error.stack : error),
+        });
+      }
+    });
+  },
+);
