@@ -23,4 +23,20 @@ export type RunningRedis = {
 export declare function startRedisServer(options?: {
   /** "aof": an append-only file fsynced on every write; default none. */
   persistence?: "none" | "aof";
+  /** More server arguments, e.g. ["--replicaof", "127.0.0.1", "6380"]. */
+  args?: string[];
 }): Promise<RunningRedis>;
+export type RunningSentinel = {
+  port: number;
+  /** What the sentinel has logged so far. */
+  log(): string;
+  /** The port of the master the sentinel names now. */
+  masterPort(): Promise<number>;
+  stop(): Promise<void>;
+};
+export declare function startRedisSentinel(options: {
+  masterPort: number;
+  name: string;
+  downAfterMs?: number;
+  failoverTimeoutMs?: number;
+}): Promise<RunningSentinel>;

@@ -2,7 +2,7 @@
 // persistence, its own temporary folder; never the system service and never a fixed port.
 // CODECELL_REQUIRE_REDIS=1 (set by .ci/run) turns a missing binary into a failure instead of a skip.
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -98,6 +98,8 @@ export async function startRedisServer(options = {}) {
         // DEBUG SLEEP lets a test make the server slow; only from loopback.
         "--enable-debug-command",
         "local",
+        // e.g. ["--replicaof", "127.0.0.1", "6380"] for a replica.
+        ...(options.args ?? []),
       ],
       { stdio: ["ignore", "pipe", "pipe"] },
     );
@@ -149,6 +151,84 @@ export async function startRedisServer(options = {}) {
     pid: () => child?.pid ?? null,
     async stop() {
       await halt();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Starts redis-server in Sentinel mode on a free loopback port, monitoring the master at `masterPort`
+ * under `name` with quorum 1: it takes the master for down after `downAfterMs` and fails over to a
+ * replica. The config file lives in its own temporary folder (a sentinel rewrites it as it learns).
+ */
+export async function startRedisSentinel({ masterPort, name, downAfterMs = 1000, failoverTimeoutMs = 3000 }) {
+  if (!hasRedis) {
+    throw new Error(
+      `CODECELL_REQUIRE_REDIS=1 but redis-server was not found at ${REDIS_SERVER}; install Debian's redis-server package`,
+    );
+  }
+  const dir = mkdtempSync(join(tmpdir(), "codecell-sentinel-"));
+  const port = await freePort();
+  const conf = join(dir, "sentinel.conf");
+  writeFileSync(
+    conf,
+    [
+      `port ${port}`,
+      "bind 127.0.0.1",
+      `dir ${dir}`,
+      `sentinel monitor ${name} 127.0.0.1 ${masterPort} 1`,
+      `sentinel down-after-milliseconds ${name} ${downAfterMs}`,
+      `sentinel failover-timeout ${name} ${failoverTimeoutMs}`,
+      `sentinel parallel-syncs ${name} 1`,
+      "",
+    ].join("\n"),
+  );
+  let log = "";
+  const child = spawn(REDIS_SERVER, [conf, "--sentinel"], { stdio: ["ignore", "pipe", "pipe"] });
+  const keep = (chunk) => {
+    log = (log + chunk.toString()).slice(-8000);
+  };
+  child.stdout.on("data", keep);
+  child.stderr.on("data", keep);
+  // Bounded: 200 tries of 25 ms.
+  let up = false;
+  for (let attempt = 0; attempt < 200 && !up; attempt += 1) {
+    if (child.exitCode !== null) break;
+    up = await answersPing(port);
+    if (!up) await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  if (!up) {
+    child.kill("SIGKILL");
+    throw new Error(`redis-server --sentinel did not start on port ${port}:\n${log}`);
+  }
+  return {
+    port,
+    /** What the sentinel has logged (e.g. "+switch-master"), for waiting on a failover and for failures. */
+    log: () => log,
+    /** The port of the master the sentinel names now. */
+    async masterPort() {
+      const reply = await new Promise((resolve, reject) => {
+        const socket = connect(port, "127.0.0.1");
+        let data = "";
+        socket.on("connect", () => socket.write(`SENTINEL GET-MASTER-ADDR-BY-NAME ${name}\r\n`));
+        socket.on("data", (chunk) => {
+          data += chunk.toString();
+          const lines = data.split("\r\n");
+          if (lines.length >= 5) {
+            socket.destroy();
+            resolve(Number(lines[4]));
+          }
+        });
+        socket.on("error", reject);
+      });
+      return reply;
+    },
+    async stop() {
+      if (child.exitCode === null) {
+        const exited = new Promise((resolve) => child.once("exit", resolve));
+        child.kill("SIGKILL");
+        await exited;
+      }
       rmSync(dir, { recursive: true, force: true });
     },
   };

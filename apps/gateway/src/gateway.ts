@@ -59,7 +59,16 @@ function snapshotBackend(spec: GatewayConfig["snapshotStore"], snapshotSecret: s
       return new SqliteSnapshotBackend({ path: spec.path, secret: snapshotSecret });
     case "redis":
       return new RedisSnapshotBackend({
-        url: spec.url,
+        ...("url" in spec
+          ? { url: spec.url }
+          : {
+              sentinels: spec.sentinels,
+              name: spec.name,
+              ...(spec.username !== undefined ? { username: spec.username } : {}),
+              ...(spec.password !== undefined ? { password: spec.password } : {}),
+              ...(spec.db !== undefined ? { db: spec.db } : {}),
+              ...(spec.tls !== undefined ? { tls: spec.tls } : {}),
+            }),
         secret: spec.secret,
         ...(spec.keyPrefix !== undefined ? { keyPrefix: spec.keyPrefix } : {}),
         ...(spec.replicaLeaseMs !== undefined ? { replicaLeaseMs: spec.replicaLeaseMs } : {}),

@@ -13,7 +13,11 @@ export type {
   SnapshotBackend,
 } from "./backend.js";
 export { MemorySnapshotBackend } from "./memory-backend.js";
-export { RedisSnapshotBackend, type RedisSnapshotBackendOptions } from "./redis-backend.js";
+export {
+  type RedisSentinelAddress,
+  RedisSnapshotBackend,
+  type RedisSnapshotBackendOptions,
+} from "./redis-backend.js";
 export { newRunId, RUN_ID_RANDOM_BYTES } from "./run-id.js";
 export { callerMatches, selectorMatches } from "./scope.js";
 export {

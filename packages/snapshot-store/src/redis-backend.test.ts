@@ -1,7 +1,13 @@
 import { CodeModeError } from "@codecell/contract";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { type RunningRedis, redisSkipReason, startRedisServer } from "../../../scripts/redis-server.mjs";
+import {
+  type RunningRedis,
+  type RunningSentinel,
+  redisSkipReason,
+  startRedisSentinel,
+  startRedisServer,
+} from "../../../scripts/redis-server.mjs";
 import { RedisSnapshotBackend, type RedisSnapshotBackendOptions } from "./redis-backend.js";
 import { openSnapshotStore, type SnapshotStore } from "./snapshot-store.js";
 import { scopeFor, suspendInput, TEST_SECRET } from "./testing/fixtures.js";
@@ -314,6 +320,113 @@ describe.skipIf(redisSkipReason !== null)("Redis backend: several replicas on on
     redis = quietClient(server.url);
   });
 });
+
+describe("Redis backend: where the server is", () => {
+  it("takes exactly one of url and sentinels, and a master name with sentinels", () => {
+    const cases: Array<[Partial<RedisSnapshotBackendOptions>, string]> = [
+      [{}, "give url"],
+      [
+        { url: "redis://127.0.0.1:6379", sentinels: [{ host: "127.0.0.1", port: 26379 }], name: "m" },
+        "not both",
+      ],
+      [{ sentinels: [{ host: "127.0.0.1", port: 26379 }] }, "name (the master group name"],
+      [{ sentinels: [], name: "m" }, "non-empty array of { host, port }"],
+      [{ sentinels: [{ host: "127.0.0.1", port: 0 }], name: "m" }, "non-empty array of { host, port }"],
+      [{ sentinels: [{ host: "127.0.0.1", port: 26379 }], name: "m", db: -1 }, "db must be"],
+    ];
+    for (const [options, message] of cases) {
+      expect(() => new RedisSnapshotBackend({ secret: TEST_SECRET, ...options })).toThrow(
+        expect.objectContaining({ code: "invalid_config", message: expect.stringContaining(message) }),
+      );
+    }
+    const backend = new RedisSnapshotBackend({
+      secret: TEST_SECRET,
+      sentinels: [{ host: "10.0.0.5", port: 26379 }],
+      name: "codecell",
+      password: "pw",
+    });
+    expect(backend.where).toBe('sentinel master "codecell" via 10.0.0.5:26379');
+  });
+});
+
+// A master, one replica and a sentinel (quorum 1): what a store on a Sentinel deployment keeps when the
+// master dies and the replica is promoted.
+describe.skipIf(redisSkipReason !== null)("Redis backend: a Sentinel failover", () => {
+  let master: RunningRedis;
+  let replicaServer: RunningRedis;
+  let sentinel: RunningSentinel;
+
+  beforeAll(async () => {
+    master = await startRedisServer();
+    replicaServer = await startRedisServer({ args: ["--replicaof", "127.0.0.1", String(master.port)] });
+    // Bounded: the replica syncs within a second or so.
+    for (let attempt = 0; attempt < 100; attempt += 1) {
+      if ((await quietInfo(replicaServer.url)).includes("master_link_status:up")) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    sentinel = await startRedisSentinel({
+      masterPort: master.port,
+      name: "cc",
+      downAfterMs: 500,
+      failoverTimeoutMs: 2000,
+    });
+    for (let attempt = 0; attempt < 100 && !sentinel.log().includes("+slave"); attempt += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  });
+  afterAll(async () => {
+    await sentinel?.stop();
+    await replicaServer?.stop();
+    await master?.stop();
+  });
+
+  it("resumes a run that reached the replica after the master is killed and the replica promoted", async () => {
+    const store = await openSnapshotStore({
+      backend: new RedisSnapshotBackend({
+        sentinels: [{ host: "127.0.0.1", port: sentinel.port }],
+        name: "cc",
+        secret: TEST_SECRET,
+        keyPrefix: "sentinel:",
+        commandTimeoutMs: 1_000,
+      }),
+      sweepIntervalMs: 0,
+    });
+    try {
+      const { runId } = await store.suspend(suspendInput());
+      const direct = quietClient(master.url);
+      expect(await direct.call("WAIT", "1", "2000")).toBe(1);
+      direct.disconnect();
+      await master.halt();
+      // Bounded: the sentinel sees the master down after 500 ms and promotes the replica in a second or two.
+      let claim: Awaited<ReturnType<SnapshotStore["claim"]>> | null = null;
+      let unavailable = 0;
+      for (let attempt = 0; attempt < 100 && claim === null; attempt += 1) {
+        claim = await store.claim(runId, scopeFor()).catch((error: CodeModeError) => {
+          expect(error.code).toBe("runtime_unavailable");
+          unavailable += 1;
+          return null;
+        });
+        if (claim === null) await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(unavailable).toBeGreaterThan(0);
+      expect(await sentinel.masterPort()).toBe(replicaServer.port);
+      expect(Buffer.from(claim!.snapshot).equals(Buffer.from(suspendInput().snapshot))).toBe(true);
+      await store.finish(claim!, "completed");
+      await expect(store.claim(runId, scopeFor())).rejects.toMatchObject({ code: "invalid_input" });
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+async function quietInfo(url: string): Promise<string> {
+  const client = quietClient(url);
+  try {
+    return await client.info("replication");
+  } finally {
+    client.disconnect();
+  }
+}
 
 /** A client for looking into Redis; its reconnect errors during the restart test are expected. */
 function quietClient(url: string): Redis {

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { createRequire } from "node:module";
 import { CodeModeError } from "@codecell/contract";
-import type { Redis } from "ioredis";
+import type { Redis, RedisOptions } from "ioredis";
 import type {
   BackendClaimAnswer,
   BackendClaimedAnswer,
@@ -21,12 +21,27 @@ import * as scripts from "./redis-scripts.js";
 import { MIN_SNAPSHOT_KEY_BYTES as MIN_SECRET_BYTES } from "./snapshot-key.js";
 import type { RecoveryReport, RunScope, RunSelector, RunState, StoreStats } from "./types.js";
 
+/** One Redis Sentinel to ask where the master is. */
+export type RedisSentinelAddress = { host: string; port: number };
+
 export type RedisSnapshotBackendOptions = {
   /**
-   * `redis://[user:password@]host:port[/db]`, or `rediss://` for TLS. Every replica of a deployment
-   * uses the same server and prefix.
+   * `redis://[user:password@]host:port[/db]`, or `rediss://` for TLS: a standalone server. Every
+   * replica of a deployment uses the same server and prefix. Exactly one of `url` and `sentinels`.
    */
-  url: string;
+  url?: string;
+  /**
+   * The Sentinels of a Sentinel deployment (any that answer will do): the client asks them for the
+   * current master, and again after a failover. Exactly one of `url` and `sentinels`; needs `name`.
+   */
+  sentinels?: RedisSentinelAddress[];
+  /** The master group name the Sentinels monitor (`sentinel monitor <name> ...`). */
+  name?: string;
+  /** With `sentinels`: the master's and replicas' ACL user and password, database, and TLS. */
+  username?: string;
+  password?: string;
+  db?: number;
+  tls?: boolean;
   /** Prefix of every key this store writes. Default "codecell:". */
   keyPrefix?: string;
   /**
@@ -98,6 +113,76 @@ function describeUrl(url: string): string {
   }
 }
 
+type ConnectionTarget = {
+  where: string;
+  url?: string;
+  sentinel?: RedisOptions;
+};
+
+function configError(message: string): CodeModeError {
+  return new CodeModeError("invalid_config", `Redis snapshot backend: ${message}`);
+}
+
+/** A standalone server's URL, or a Sentinel deployment's sentinels and master name: exactly one. */
+function connectionTarget(options: RedisSnapshotBackendOptions): ConnectionTarget {
+  const hasUrl = options?.url !== undefined;
+  const hasSentinels = options?.sentinels !== undefined;
+  if (hasUrl === hasSentinels) {
+    throw configError(
+      hasUrl
+        ? "give either url (a standalone server) or sentinels with name (a Sentinel deployment), not both; for Sentinel drop url and set username, password, db and tls as fields"
+        : 'give url ("redis://host:6379") for a standalone server, or sentinels ([{ host, port }]) with name for a Sentinel deployment',
+    );
+  }
+  if (hasUrl) {
+    if (typeof options.url !== "string" || !/^rediss?:\/\//.test(options.url)) {
+      throw configError(
+        `url must start with redis:// or rediss:// (got ${typeof options.url === "string" ? JSON.stringify(describeUrl(options.url)) : String(options.url)})`,
+      );
+    }
+    return { where: describeUrl(options.url), url: options.url };
+  }
+  const sentinels = options.sentinels;
+  if (
+    !Array.isArray(sentinels) ||
+    sentinels.length === 0 ||
+    !sentinels.every(
+      (sentinel) =>
+        typeof sentinel?.host === "string" &&
+        sentinel.host.length > 0 &&
+        Number.isInteger(sentinel.port) &&
+        sentinel.port > 0 &&
+        sentinel.port < 65_536,
+    )
+  ) {
+    throw configError(
+      'sentinels must be a non-empty array of { host, port }, e.g. [{ "host": "10.0.0.5", "port": 26379 }]',
+    );
+  }
+  if (typeof options.name !== "string" || options.name.length === 0) {
+    throw configError(
+      'name (the master group name the sentinels monitor, e.g. "mymaster") is required with sentinels',
+    );
+  }
+  if (options.db !== undefined && (!Number.isInteger(options.db) || options.db < 0)) {
+    throw configError(`db must be a whole number of at least 0 (got ${String(options.db)})`);
+  }
+  const list = sentinels.map(({ host, port }) => `${host}:${port}`).join(",");
+  return {
+    where: `sentinel master "${options.name}" via ${list}`,
+    sentinel: {
+      sentinels: sentinels.map(({ host, port }) => ({ host, port })),
+      name: options.name,
+      // Each reconnection asks the sentinels for the master again, which finds a promoted replica.
+      // ioredis's failoverDetector is left off: with it the client ended for good after a failover here.
+      ...(options.username !== undefined ? { username: options.username } : {}),
+      ...(options.password !== undefined ? { password: options.password } : {}),
+      ...(options.db !== undefined ? { db: options.db } : {}),
+      ...(options.tls === true ? { tls: {} } : {}),
+    },
+  };
+}
+
 function secretBytes(secret: unknown): Buffer {
   const bytes =
     typeof secret === "string"
@@ -141,13 +226,8 @@ export class RedisSnapshotBackend implements SnapshotBackend {
   #closed = false;
 
   constructor(options: RedisSnapshotBackendOptions) {
-    if (typeof options?.url !== "string" || !/^rediss?:\/\//.test(options.url)) {
-      throw new CodeModeError(
-        "invalid_config",
-        `Redis snapshot backend: url must start with redis:// or rediss:// (got ${typeof options?.url === "string" ? JSON.stringify(describeUrl(options.url)) : String(options?.url)})`,
-      );
-    }
-    this.where = describeUrl(options.url);
+    const target = connectionTarget(options);
+    this.where = target.where;
     // A key of its own, derived from the shared secret: the sandbox signs snapshots with the secret
     // itself, and one key should not serve two purposes.
     this.#secret = deriveRecordKey(secretBytes(options.secret), "codecell redis records 1");
@@ -166,15 +246,21 @@ export class RedisSnapshotBackend implements SnapshotBackend {
       );
     }
     const timeout = options.commandTimeoutMs ?? 5_000;
-    this.#client = new (loadRedis())(options.url, {
+    const clientOptions = {
       lazyConnect: true,
       connectTimeout: timeout,
       commandTimeout: timeout,
       // Fail a command quickly while Redis is away instead of queueing it for minutes; the caller gets
       // runtime_unavailable and the model can try again.
       maxRetriesPerRequest: 1,
-      retryStrategy: (attempt) => Math.min(attempt * 100, 1_000),
-    }) as ScriptClient;
+      retryStrategy: (attempt: number) => Math.min(attempt * 100, 1_000),
+    };
+    const Client = loadRedis();
+    this.#client = (
+      target.url !== undefined
+        ? new Client(target.url, clientOptions)
+        : new Client({ ...clientOptions, ...target.sentinel })
+    ) as ScriptClient;
     // Errors reach the caller through the failed command; the connection's own event would only crash.
     this.#client.on("error", () => {});
     // A Redis that restarted (even from a persisted dataset) may have lost this replica's lease: renew it

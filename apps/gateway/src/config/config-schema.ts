@@ -75,7 +75,16 @@ export const snapshotStoreSchema = once(() =>
     z.strictObject({
       kind: z.literal("redis"),
       maxLiveRuns: maxLiveRuns(),
-      url: z.url({ protocol: /^rediss?$/ }),
+      url: z.url({ protocol: /^rediss?$/ }).optional(),
+      sentinels: z
+        .array(z.strictObject({ host: z.string().min(1), port: z.number().int().min(1).max(65_535) }))
+        .min(1)
+        .optional(),
+      name: z.string().min(1).optional(),
+      username: z.string().min(1).optional(),
+      password: z.string().min(1).optional(),
+      db: z.number().int().min(0).optional(),
+      tls: z.boolean().optional(),
       keyPrefix: z.string().min(1).max(200).optional(),
       secret: z.string().min(32),
       replicaLeaseMs: z.number().int().min(300).max(600_000).optional(),
@@ -199,12 +208,23 @@ export const FIELD_HINTS: Record<string, string> = {
     "milliseconds (100 to 600000, default 30000) the server has to answer initialize and list its tools before it is stopped and reported",
   plugins: 'an array of module paths or package names, or { "module": "...", "options": {...} }',
   snapshotStore:
-    '{ "kind": "memory" }, { "kind": "sqlite", "path": "runs.db" } or { "kind": "redis", "url": "redis://...", "secret": "${CODECELL_SNAPSHOT_SECRET}" }',
+    '{ "kind": "memory" }, { "kind": "sqlite", "path": "runs.db" } or { "kind": "redis", "url": "redis://...", "secret": "${CODECELL_SNAPSHOT_SECRET}" } (or "sentinels" and "name" instead of "url")',
   "snapshotStore.kind": '"memory", "sqlite" or "redis"',
   "snapshotStore.path": "a file path for the SQLite database, relative to the config file",
   "snapshotStore.maxLiveRuns":
     "how many runs may wait at once in the store (1 to 1000000, default 64; on Redis per live replica)",
-  "snapshotStore.url": 'a Redis URL, "redis://[user:password@]host:port[/db]" or "rediss://..." for TLS',
+  "snapshotStore.url":
+    'a Redis URL, "redis://[user:password@]host:port[/db]" or "rediss://..." for TLS (a standalone server; for Sentinel use "sentinels" and "name" instead)',
+  "snapshotStore.sentinels":
+    'the Sentinels of a Sentinel deployment, e.g. [{ "host": "10.0.0.5", "port": 26379 }], with "name"; instead of "url"',
+  "snapshotStore.sentinels.host": 'a Sentinel\'s host name or address, e.g. "10.0.0.5"',
+  "snapshotStore.sentinels.port": "a Sentinel's port, 1 to 65535 (usually 26379)",
+  "snapshotStore.name":
+    'the master group name the Sentinels monitor (sentinel monitor <name> ...), e.g. "mymaster"',
+  "snapshotStore.username": "with sentinels: the Redis ACL user of the master and replicas",
+  "snapshotStore.password": "with sentinels: the master's and replicas' password, best \"${REDIS_PASSWORD}\"",
+  "snapshotStore.db": "with sentinels: the database number (default 0)",
+  "snapshotStore.tls": "with sentinels: true to reach the master and replicas over TLS (default false)",
   "snapshotStore.keyPrefix": 'a prefix for every Redis key, the same on every replica (default "codecell:")',
   "snapshotStore.secret":
     'the key that signs snapshots (on Redis also every record), at least 32 bytes, e.g. "${CODECELL_SNAPSHOT_SECRET}"; required and the same on every replica for redis; for sqlite, absent, a 0600 key file is generated beside the database',

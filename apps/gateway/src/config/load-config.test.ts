@@ -121,6 +121,57 @@ describe("resolveGatewayConfig", () => {
       /^got a secret of 25 characters: that is not a valid URL\. Expected a Redis URL.*rediss:\/\//,
     ],
     [
+      "a redis store with neither url nor sentinels",
+      { snapshotStore: { kind: "redis", secret: "s".repeat(40) } },
+      "snapshotStore",
+      /^a redis store needs "url" .* or "sentinels" with "name"/,
+    ],
+    [
+      "a redis store with both url and sentinels",
+      {
+        snapshotStore: {
+          kind: "redis",
+          url: "redis://127.0.0.1:6379",
+          sentinels: [{ host: "127.0.0.1", port: 26379 }],
+          name: "mymaster",
+          secret: "s".repeat(40),
+        },
+      },
+      "snapshotStore",
+      /^has both "url" and "sentinels": keep "url" for a standalone server, or drop it/,
+    ],
+    [
+      "sentinels without a master name",
+      {
+        snapshotStore: {
+          kind: "redis",
+          sentinels: [{ host: "10.0.0.5", port: 26379 }],
+          secret: "s".repeat(40),
+        },
+      },
+      "snapshotStore.name",
+      /^is missing: with "sentinels", give the master group name/,
+    ],
+    [
+      "a sentinel without a port",
+      {
+        snapshotStore: {
+          kind: "redis",
+          sentinels: [{ host: "10.0.0.5" }],
+          name: "m",
+          secret: "s".repeat(40),
+        },
+      },
+      "snapshotStore.sentinels.0.port",
+      /Expected a Sentinel's port, 1 to 65535/,
+    ],
+    [
+      "a Sentinel-only field beside url",
+      { snapshotStore: { kind: "redis", url: "redis://127.0.0.1:6379", db: 2, secret: "s".repeat(40) } },
+      "snapshotStore.db",
+      /^applies only with "sentinels"; with "url" put it in the URL/,
+    ],
+    [
       "an unset env reference",
       { workspace: "${CODECELL_NOPE}" },
       "workspace",
@@ -158,6 +209,39 @@ describe("resolveGatewayConfig", () => {
       keyPrefix: "prod:",
       replicaLeaseMs: 10_000,
       maxLiveRuns: 5_000,
+    });
+  });
+
+  it("resolves a redis store on Sentinel, with the master's password from the environment", () => {
+    const { config, problems } = resolve(
+      {
+        snapshotStore: {
+          kind: "redis",
+          sentinels: [
+            { host: "10.0.0.5", port: 26379 },
+            { host: "10.0.0.6", port: 26379 },
+          ],
+          name: "codecell",
+          password: "${REDIS_PASSWORD}",
+          db: 1,
+          tls: true,
+          secret: "${CODECELL_SNAPSHOT_SECRET}",
+        },
+      },
+      { REDIS_PASSWORD: "pw", CODECELL_SNAPSHOT_SECRET: "x".repeat(48) },
+    );
+    expect(problems).toEqual([]);
+    expect(config?.snapshotStore).toEqual({
+      kind: "redis",
+      sentinels: [
+        { host: "10.0.0.5", port: 26379 },
+        { host: "10.0.0.6", port: 26379 },
+      ],
+      name: "codecell",
+      password: "pw",
+      db: 1,
+      tls: true,
+      secret: "x".repeat(48),
     });
   });
 

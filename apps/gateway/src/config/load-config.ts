@@ -39,7 +39,18 @@ export type SnapshotStoreSpec = (
   /** `secret` signs snapshots; absent, a key file is generated beside the database (`<path>.key`). */
   | { kind: "sqlite"; path: string; secret?: string }
   /** `secret` signs snapshots and records, and must be the same on every replica. */
-  | { kind: "redis"; url: string; secret: string; keyPrefix?: string; replicaLeaseMs?: number }
+  | ({ kind: "redis"; secret: string; keyPrefix?: string; replicaLeaseMs?: number } & (
+      | { url: string }
+      /** A Sentinel deployment: the sentinels, the master's name, and how to log in to the master. */
+      | {
+          sentinels: Array<{ host: string; port: number }>;
+          name: string;
+          username?: string;
+          password?: string;
+          db?: number;
+          tls?: boolean;
+        }
+    ))
 ) & { maxLiveRuns?: number };
 
 /** `codecell serve --http` settings: who may call, from which host names, and how sessions are kept. */
@@ -115,7 +126,8 @@ function hintFor(path: string): string | undefined {
   const key = path
     .replace(/^mcpServers\.[^.]+\./, "")
     .replace(/^plugins\.\d+\./, "")
-    .replace(/^http\.tokens\.\d+\./, "http.tokens.");
+    .replace(/^http\.tokens\.\d+\./, "http.tokens.")
+    .replace(/^snapshotStore\.sentinels\.\d+\./, "snapshotStore.sentinels.");
   return FIELD_HINTS[path] ?? FIELD_HINTS[key] ?? FIELD_HINTS[key.replace(/\.\d+$/, "")];
 }
 
@@ -157,8 +169,9 @@ function zodProblems(
     // A secret (a token, the store secret, a Redis URL with its password) is never echoed into an error
     // message (and so into logs): only its length is.
     const shown =
-      /^(http\.tokens\.\d+\.token|snapshotStore\.secret|snapshotStore\.url)$/.test(path) &&
-      typeof raw === "string"
+      /^(http\.tokens\.\d+\.token|snapshotStore\.secret|snapshotStore\.url|snapshotStore\.password)$/.test(
+        path,
+      ) && typeof raw === "string"
         ? `a secret of ${raw.length} characters`
         : undefined;
     problems.push({
@@ -478,10 +491,49 @@ export function resolveGatewayConfig(
   }
   if (parsed.success && parsed.data.snapshotStore?.kind === "memory") snapshotStore = { kind: "memory" };
   if (parsed.success && parsed.data.snapshotStore?.kind === "redis") {
-    const { url, keyPrefix, secret, replicaLeaseMs } = parsed.data.snapshotStore;
+    const { url, sentinels, name, username, password, db, tls, keyPrefix, secret, replicaLeaseMs } =
+      parsed.data.snapshotStore;
+    const sentinelOnly = { name, username, password, db, tls };
+    if ((url === undefined) === (sentinels === undefined)) {
+      problems.push({
+        file,
+        path: "snapshotStore",
+        message:
+          url === undefined
+            ? 'a redis store needs "url" (a standalone server, "redis://host:6379") or "sentinels" with "name" (a Sentinel deployment, e.g. "sentinels": [{ "host": "10.0.0.5", "port": 26379 }], "name": "mymaster").'
+            : 'has both "url" and "sentinels": keep "url" for a standalone server, or drop it for a Sentinel deployment (and give the password, db and tls it held as "password", "db" and "tls").',
+      });
+    } else if (sentinels !== undefined && name === undefined) {
+      problems.push({
+        file,
+        path: "snapshotStore.name",
+        message:
+          'is missing: with "sentinels", give the master group name the Sentinels monitor (sentinel monitor <name> ...), e.g. "name": "mymaster".',
+      });
+    } else if (url !== undefined) {
+      for (const [field, value] of Object.entries(sentinelOnly)) {
+        if (value === undefined) continue;
+        problems.push({
+          file,
+          path: `snapshotStore.${field}`,
+          message: `applies only with "sentinels"; with "url" put it in the URL (redis://user:password@host:port/db, rediss:// for TLS) or drop it.`,
+        });
+      }
+    }
+    const target =
+      sentinels !== undefined
+        ? {
+            sentinels,
+            name: name ?? "",
+            ...(username !== undefined ? { username } : {}),
+            ...(password !== undefined ? { password } : {}),
+            ...(db !== undefined ? { db } : {}),
+            ...(tls !== undefined ? { tls } : {}),
+          }
+        : { url: url ?? "" };
     snapshotStore = {
       kind: "redis",
-      url,
+      ...target,
       secret,
       ...(keyPrefix !== undefined ? { keyPrefix } : {}),
       ...(replicaLeaseMs !== undefined ? { replicaLeaseMs } : {}),
