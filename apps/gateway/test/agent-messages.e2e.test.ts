@@ -282,6 +282,83 @@ describe("the agent endpoint: POST /v1/messages on a Chat Completions upstream",
     });
   });
 
+  describe("streaming", () => {
+    it("streams the Messages events: the client's stream helper reads the text, the tool_use blocks and the summed usage", async () => {
+      const anthropic = client(gateway);
+      upstream.script(
+        {
+          text: "Looking now.",
+          toolCalls: [
+            {
+              name: "exec",
+              arguments: { code: 'const p = await tools.select_file({ pattern: "*.ts" }); return p.path;' },
+            },
+          ],
+          usage: { prompt: 6, completion: 4 },
+        },
+        (body) => ({ text: `Got ${lastToolResult(body).value}.`, usage: { prompt: 9, completion: 2 } }),
+      );
+      const messages: MessageParam[] = [{ role: "user", content: "pick a ts file" }];
+      const stream = anthropic.messages.stream({
+        model: "m",
+        max_tokens: 100,
+        messages,
+        tools: CLIENT_TOOLS,
+      });
+      const pieces: string[] = [];
+      stream.on("text", (text) => pieces.push(text));
+      const first = await stream.finalMessage();
+      expect(upstream.bodies[0]).toMatchObject({ stream: true });
+      expect(pieces.length).toBeGreaterThan(1);
+      expect(pieces.join("")).toBe("Looking now.");
+      expect(first.stop_reason).toBe("tool_use");
+      expect(first.content.map((block) => block.type)).toEqual(["text", "tool_use"]);
+      const use = first.content[1]!;
+      if (use.type !== "tool_use") throw new Error("not a tool_use block");
+      expect(use).toMatchObject({ name: "select_file", input: { pattern: "*.ts" } });
+      expect(first.usage).toMatchObject({ input_tokens: 6, output_tokens: 4 });
+
+      messages.push(
+        { role: "assistant", content: first.content },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: use.id, content: '{"path":"b.ts"}' }] },
+      );
+      const second = await anthropic.messages
+        .stream({ model: "m", max_tokens: 100, messages, tools: CLIENT_TOOLS })
+        .finalMessage();
+      expect(second.stop_reason).toBe("end_turn");
+      expect(second.content).toEqual([{ type: "text", text: "Got b.ts." }]);
+      expect(second.usage).toMatchObject({ input_tokens: 9, output_tokens: 2 });
+    });
+
+    it("streams a translated pass-through answer, and a failure after the start as an error event", async () => {
+      upstream.script({ text: "plain streamed text" });
+      const stream = client(gateway).messages.stream({
+        model: "m",
+        max_tokens: 10,
+        messages: [{ role: "user", content: "hi" }],
+      });
+      expect(await stream.finalText()).toBe("plain streamed text");
+
+      // The first model turn streams text, the second fails: the status went out, the error is an event.
+      upstream.script(
+        { text: "Working on it.", toolCalls: [{ name: "exec", arguments: { code: "return 1" } }] },
+        { status: 500, body: { error: { message: "upstream fell over" } } },
+      );
+      const failing = client(gateway).messages.stream({
+        model: "m",
+        max_tokens: 10,
+        messages: [{ role: "user", content: "fail later" }],
+        tools: CLIENT_TOOLS,
+      });
+      const error = await failing.finalMessage().then(
+        () => null,
+        (failure: unknown) => failure,
+      );
+      expect(error).toBeInstanceOf(Anthropic.APIError);
+      expect(String((error as Error).message)).toContain("upstream fell over");
+    });
+  });
+
   describe("pass-through, translated", () => {
     it("with code mode off, sends the client's tools and parameters as Chat Completions and answers in Messages terms", async () => {
       upstream.script({

@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import { AgentError } from "./agent-error.js";
 import type { AgentLoop, AgentTurnResult } from "./agent-loop.js";
 import {
@@ -11,6 +10,7 @@ import {
   type UpstreamApi,
 } from "./anthropic-messages.js";
 import type { ChatCompletionsContext, ResponseSink } from "./chat-completions-front.js";
+import { MessagesStreamWriter, messageId } from "./messages-stream.js";
 import type { ModelReply, ModelUpstream, TurnTool } from "./turn.js";
 
 export type MessagesFrontOptions = {
@@ -90,10 +90,6 @@ function chatToolChoice(choice: unknown): Record<string, unknown> {
   throw invalid('"tool_choice" must be { type: "auto" | "any" | "none" } or { type: "tool", name }.');
 }
 
-function messageId(): string {
-  return `msg_${randomBytes(12).toString("base64url")}`;
-}
-
 /** One answer in the front's terms: what the loop or a passed-through model call gave. */
 type Answer = {
   content: string | null;
@@ -131,6 +127,7 @@ export class MessagesFront {
   }
 
   async handle(body: unknown, context: ChatCompletionsContext, sink: ResponseSink): Promise<void> {
+    let writer: MessagesStreamWriter | null = null;
     try {
       if (typeof body !== "object" || body === null || Array.isArray(body)) {
         throw invalid(
@@ -138,9 +135,6 @@ export class MessagesFront {
         );
       }
       const request = body as Record<string, unknown>;
-      if (request.stream === true) {
-        throw invalid('Streaming ("stream": true) is not served on /v1/messages yet: leave it out.');
-      }
       const { loop, upstreamApi } = this.#options;
       const tools = request.tools;
       const passThrough =
@@ -158,12 +152,24 @@ export class MessagesFront {
       const messages = fromMessagesRequest(request, upstreamApi);
       const params = messagesParams(request, upstreamApi);
       const clientTools = tools === undefined ? [] : fromMessagesTools(tools);
+      writer = request.stream === true ? new MessagesStreamWriter(sink, model) : null;
+      const onTextDelta = writer ? { onTextDelta: (text: string) => writer?.text(text) } : {};
       if (passThrough) {
-        const answer = await this.#passThrough(request, model, messages, clientTools, params, context);
-        sink.json(200, messageBody(answer));
+        const answer = await this.#passThrough(
+          request,
+          model,
+          messages,
+          clientTools,
+          params,
+          context,
+          onTextDelta,
+        );
+        if (writer) writer.finish(answer);
+        else sink.json(200, messageBody(answer));
         return;
       }
       const result = await loop.drive({
+        ...onTextDelta,
         principal: context.principal,
         ...(context.conversation !== undefined ? { conversation: context.conversation } : {}),
         model,
@@ -172,23 +178,23 @@ export class MessagesFront {
         params,
         signal: context.signal,
       });
-      sink.json(
-        200,
-        messageBody({
-          content: result.content,
-          toolCalls: result.toolCalls,
-          stopReason: result.kind === "client_tools" ? "tool_use" : "end_turn",
-          usage: result.usage,
-          model: result.model,
-        }),
-        { "codecell-thread": result.threadId },
-      );
+      const answer: Answer = {
+        content: result.content,
+        toolCalls: result.toolCalls,
+        stopReason: result.kind === "client_tools" ? "tool_use" : "end_turn",
+        usage: result.usage,
+        model: result.model,
+      };
+      const headers = { "codecell-thread": result.threadId };
+      if (writer) writer.finish(answer, headers);
+      else sink.json(200, messageBody(answer), headers);
     } catch (error) {
       const failure = AgentError.is(error)
         ? error
         : new AgentError("internal", `Internal error: ${(error as Error)?.message ?? String(error)}`);
       if (context.signal.aborted) return;
-      sink.json(failure.status, messagesErrorBody(failure));
+      if (writer?.started) writer.fail(failure);
+      else sink.json(failure.status, messagesErrorBody(failure));
     }
   }
 
@@ -200,6 +206,7 @@ export class MessagesFront {
     tools: TurnTool[],
     params: Record<string, unknown>,
     context: ChatCompletionsContext,
+    stream: { onTextDelta?: (text: string) => void },
   ): Promise<Answer> {
     const choice =
       this.#options.upstreamApi === "messages"
@@ -209,7 +216,7 @@ export class MessagesFront {
         : chatToolChoice(request.tool_choice);
     const reply: ModelReply = await this.#options.upstream.complete(
       { model, messages, tools, codeModeDirectOnly: null, params: { ...params, ...choice } },
-      { signal: context.signal },
+      { signal: context.signal, ...stream },
     );
     return {
       content: reply.content,
