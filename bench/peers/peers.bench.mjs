@@ -1,4 +1,4 @@
-// Side by side: codecell's performance cells (issue 18: C1-C5, cold start, peak RSS) on the bare
+// Side by side: codecell's performance cells (C1-C5, cold start, peak RSS) on the bare
 // quickjs-wasi floor, the embedded codecell engine and two other code-mode runtimes, in one run on one
 // machine. The cells, host tools, floor and the cold/RSS child are the very files of codecell's own
 // bench (apps/gateway/bench), so both runs measure the same programs the same way.

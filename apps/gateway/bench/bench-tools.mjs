@@ -67,7 +67,7 @@ export function prepareBenchRun(engine, beforeCall) {
 }
 
 /**
- * The cells of issue 18, run by every subject of performance.bench.mjs and by the side-by-side run
+ * The performance cells, run by every subject of performance.bench.mjs and by the side-by-side run
  * against other code-mode runtimes (bench/peers), so all measure the same programs. `repeat` is how many
  * samples a round takes of the cell.
  */

@@ -1,4 +1,4 @@
-// What one hostile client costs everyone else (issue 16): the built CLI serves Streamable HTTP on
+// What one hostile client costs everyone else: the built CLI serves Streamable HTTP on
 // 127.0.0.1; a polite client session times `return 1` quietly, then while a hostile session keeps
 // spinning cells running; then the gateway's RSS is sampled over a hostile batch (deep values, huge
 // strings, spinning loops, big outputs). Run `pnpm --filter @codecell/gateway bench` (it builds first

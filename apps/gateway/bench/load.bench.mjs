@@ -1,4 +1,4 @@
-// Many clients at once (issue 18 asks for no regression on its "adversarial load" figures, 20 HTTP
+// Many clients at once (a regression guard for the "adversarial load" figures, 20 HTTP
 // clients): the built CLI serves Streamable HTTP on 127.0.0.1, and 20 MCP client sessions (the SDK's
 // client, all in this process) each run their cells back to back, all at once.
 // Throughput is all cells over the time from the first start to the last end; latency is each cell's

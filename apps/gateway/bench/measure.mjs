@@ -114,7 +114,7 @@ for (;;) {
  * What one thread hop costs on this machine: round trips between this thread and a worker thread
  * through shared words and nothing else, with both threads asleep in Atomics.wait between messages (how
  * a thread waits when it does not spin) and with both spinning. Median µs per round trip of `batches`
- * batches of `trips`. The issue's goal for C2, the floor plus one thread hop per call, was set with a
+ * batches of `trips`. The goal for C2, the floor plus one thread hop per call, was set with a
  * hop of 13-14 µs measured on this kind of machine; a hop between two sleeping threads costs what
  * waking a CPU costs where the bench runs, so the bench reports it beside C2.
  */

@@ -1,4 +1,4 @@
-// Where the peak RSS of 100 sequential `return 1 + 1` cells goes (issue 18's memory target), floor
+// Where the peak RSS of 100 sequential `return 1 + 1` cells goes (the memory target), floor
 // against the embedded engine, each in fresh processes (performance-child.mjs rss), alternated:
 //   default           as `pnpm bench` measures it;
 //   liftoff-only      `--liftoff-only`: V8 never compiles QuickJS's wasm with TurboFan, so what is left

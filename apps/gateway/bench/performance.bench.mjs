@@ -213,7 +213,7 @@ for (const subject of ["floor", "floor-json", "engine"]) {
 }
 await client.close();
 await engine.close();
-// What a thread hop costs here, in this run: the issue's goal for C2 (the floor plus one hop per call)
+// What a thread hop costs here, in this run: the goal for C2 (the floor plus one hop per call)
 // assumed the 13-14 µs measured when it was set.
 const hop = await threadHopMicros();
 
@@ -551,7 +551,7 @@ console.table(targets);
   hop.goalModelMs = fixed(model);
   hop.goalModelRatio = ratio(model, rowOf.C2.floor);
   console.log(
-    `One thread hop here (a round trip through shared memory, nothing else): ${fixed(hop.sleeping, 1)} µs with both threads asleep between messages, ${fixed(hop.spinning, 2)} µs with both spinning. The issue's goal model for C2, the floor plus one hop per call: ${hop.goalModelMs} ms here (${hop.goalModelRatio}x the floor).`,
+    `One thread hop here (a round trip through shared memory, nothing else): ${fixed(hop.sleeping, 1)} µs with both threads asleep between messages, ${fixed(hop.spinning, 2)} µs with both spinning. The goal model for C2, the floor plus one hop per call: ${hop.goalModelMs} ms here (${hop.goalModelRatio}x the floor).`,
   );
 }
 // The engine's C2 cells split by where its two threads ran at their PROBE_AT_CALL-th call.

@@ -1,8 +1,8 @@
 // Where the kernel puts the engine's two busy threads, and what it costs a loop of nested calls:
 // `pnpm --filter @codecell/gateway bench:placement` (also part of `pnpm bench`). Run after a build.
 //
-// A real cell follows the model's think time, so it starts on an idle machine. In round 2's fourteenth
-// session, C2 (100 sequential awaited calls) through a warm engine took about twice as long after a 50 ms
+// A real cell follows the model's think time, so it starts on an idle machine. Measured on the
+// development machines, C2 (100 sequential awaited calls) through a warm engine took about twice as long after a 50 ms
 // pause as back to back, while the floor (one thread) did not change; the main thread and the sandbox
 // worker had been placed on one CPU for most of those calls, and pinning the whole process to one CPU
 // (`taskset -c 0`) made back-to-back cells exactly as slow. This bench keeps that measured: in a fresh

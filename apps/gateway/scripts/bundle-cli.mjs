@@ -1,4 +1,4 @@
-// Builds the `codecell` command (issue 18: the time from process start to the first tools/list):
+// Builds the `codecell` command (the time from process start to the first tools/list):
 //
 // - dist/cli-bundle.cjs: src/cli.ts with the `@codecell/*` packages it uses and its third-party
 //   dependencies (the MCP SDK with zod, json5) in one file, so a cold start reads one file with
@@ -189,9 +189,9 @@ const englishZod = {
  * synchronous parse instead of their first. zod compiles one per object schema the first time it parses
  * with it, and V8's code cache cannot keep such code. At start-up almost every schema parses once (each
  * config field), and the protocol's message schemas a few times each: every incoming message is parsed
- * by several of them. Compiled at the second parse (round 2's sixth session), nine were still compiled
+ * by several of them. Compiled at the second parse, nine were still compiled
  * before the first exec result, six of them before `tools/list`; from the tenth, none (the protocol's
- * busiest schema is at its eighth parse by then; round 2's eighth session: the main thread's instructions
+ * busiest schema is at its eighth parse by then; the main thread's instructions
  * through `tools/list` 764-768 → 755 M under callgrind). Until
  * then a parse takes zod's own general path, the one its `jitless` setting selects (same result, same
  * issues); every later parse is as fast as before.

@@ -2,7 +2,7 @@
 // The `codecell` command's start-up file: scripts/bundle-cli.mjs builds it into dist/cli.js, beside the
 // bundled CLI itself (dist/cli-bundle.cjs: src/cli.ts, the `@codecell/*` packages and the third-party
 // dependencies). It exists for
-// the time from process start to the first `tools/list` and the first exec result (issue 18):
+// the time from process start to the first `tools/list` and the first exec result:
 //
 // 1. The sandbox starts booting its first worker and compiling QuickJS before anything else loads, so
 //    the worker's start overlaps the main thread's own loading instead of following it.

@@ -10,7 +10,7 @@ import {
   startHttpGateway,
 } from "./harness.js";
 
-// Issue 15 item 3: "Logging: the logging capability; logging/setLevel; run events, cell output (optional)
+// The promise tested here: "Logging: the logging capability; logging/setLevel; run events, cell output (optional)
 // and downstream servers' log messages as notifications/message with a logger name per source."
 
 const CELL = `console.log("plain"); console.warn("careful"); console.debug("detail"); text("said"); json({ n: 1 }); return 7;`;

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { APP_DIR, CLI } from "./harness.js";
 
-// Issue 18 (cold start): the way to a first result loads only what it needs. These tests protect that
+// Cold start: the way to a first result loads only what it needs. These tests protect that
 // without timing anything: a fresh process records every module it loads (ES modules through a loader
 // hook, CommonJS through the require cache), and the list must not hold the libraries that only some
 // paths need. A positive control makes sure the trace would see them if they were loaded.

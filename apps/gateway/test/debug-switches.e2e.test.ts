@@ -14,7 +14,7 @@ import {
   startHttpGateway,
 } from "./harness.js";
 
-// Issue 14 item 15 (the spec's debug switches, mapped to codecell): "CODECELL_DEBUG_CODE_MODE=1 (activation,
+// The spec's debug switches, mapped to codecell: "CODECELL_DEBUG_CODE_MODE=1 (activation,
 // per-call lines), CODECELL_DEBUG_MODEL_PAYLOAD=tools|full-redacted (the tool list a client receives / a
 // bounded, redacted snapshot of results sent back), CODECELL_DEBUG_MODEL_TRANSPORT=1 (MCP messages in and
 // out, one line each), CODECELL_DEBUG_SSE=events|peek (HTTP stream events; peek: the first five,

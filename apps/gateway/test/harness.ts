@@ -145,7 +145,7 @@ export async function connectHttp(
   };
 }
 
-/** The fields the text item of an exec/wait result may hold (issue 13 item 8). */
+/** The fields the text item of an exec/wait result may hold. */
 const MODEL_TEXT_FIELDS = [
   "status",
   "value",

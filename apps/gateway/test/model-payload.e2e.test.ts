@@ -4,7 +4,7 @@ import { encode } from "gpt-tokenizer/encoding/o200k_base";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { assertModelText, CLI } from "./harness.js";
 
-// Issue 13 item 8, over real stdio with the SDK client against the embedded default config (what
+// Over real stdio with the SDK client against the embedded default config (what
 // `codecell serve` runs without --config): the model-facing payload stays small.
 describe("the model-facing payload of the embedded default", () => {
   let client: Client;

@@ -8,7 +8,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { describe, expect, it } from "vitest";
 import { APP_DIR } from "./harness.js";
 
-// Issue 15 item 9: "a test packs every package, installs the tarballs into an empty folder with npm, and
+// The promise tested here: "a test packs every package, installs the tarballs into an empty folder with npm, and
 // runs `npx codecell exec` and `npx codecell serve` from there." The packages are packed with pnpm, which
 // rewrites `workspace:` ranges to versions as `pnpm publish` does. npm installs the third-party
 // dependencies from the registry (from its cache when warm). Install scripts are skipped: the one that

@@ -11,7 +11,7 @@ import {
   startHttpGateway,
 } from "./harness.js";
 
-// Issue 15 item 7: "Stream resumability (Last-Event-ID, through the SDK's event store interface) so a
+// The promise tested here: "Stream resumability (Last-Event-ID, through the SDK's event store interface) so a
 // client that reconnects misses no result."
 
 /** A TCP relay in front of the gateway that can cut every connection at once, like a dropped network. */

@@ -16,7 +16,7 @@ import {
   startHttpGateway,
 } from "./harness.js";
 
-// Issue 16 item 10: "A downstream server that never answers initialize blocks start-up 30 s and its child
+// The promise tested here: "A downstream server that never answers initialize blocks start-up 30 s and its child
 // process is left orphaned (parent pid 1). Connect servers in parallel with a per-server deadline; serve as
 // soon as the gateway is ready and add late servers with tools/list_changed; always kill what was spawned,
 // on every path (failed start, shutdown, crash)."

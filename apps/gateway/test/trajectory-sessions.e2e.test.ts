@@ -4,7 +4,7 @@ import { loadGatewayConfig } from "../src/config/load-config.js";
 import { Gateway } from "../src/gateway.js";
 import { makeSetup } from "./harness.js";
 
-// Issue 16 item 6: the trajectory is kept per session, read per session, and freed with the session.
+// The promise tested here: the trajectory is kept per session, read per session, and freed with the session.
 describe("the gateway's trajectory per session", () => {
   let gateway: Gateway;
   beforeAll(async () => {

@@ -184,7 +184,7 @@ const PLAIN_DATA_DEPTH = 64;
  * Whether an object is plain JSON data all the way down: arrays, and objects whose prototype is
  * `Object.prototype` or null, holding only strings, numbers, booleans, null and undefined. For such a
  * value the replacer changes nothing, and JSON.stringify without one stays on V8's fast path: a tool
- * result of 10,000 small objects is written in about half the time (issue 18's C4). Anything else (a
+ * result of 10,000 small objects is written in about half the time (C4). Anything else (a
  * function, a `toJSON` among them; a bigint; another prototype; deeper nesting, a cycle) answers false
  * and the replacer's pass decides, as before. A getter or proxy trap that throws makes the caller's
  * catch take the full conversion.

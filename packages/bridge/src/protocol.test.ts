@@ -50,7 +50,7 @@ describe("host request bodies", () => {
 });
 
 describe("maxPendingToolCalls slots", () => {
-  // Issue 14 item 8: searches, describes and yields take no slot; tool, namespace and MCP server work do.
+  // The promise tested here: searches, describes and yields take no slot; tool, namespace and MCP server work do.
   it.each([
     [{ kind: "call", target: "read_file", input: {} }, true],
     [{ kind: "namespace", namespaceId: "notes", path: "list", args: [] }, true],

@@ -41,7 +41,7 @@ describe("result union", () => {
 });
 
 describe("the model's view of a result", () => {
-  // Issue 13 item 8: the text holds status, value or error and code, output, runId, reason and pending
+  // The promise tested here: the text holds status, value or error and code, output, runId, reason and pending
   // calls, and nothing else; telemetry stays in the full result.
   const telemetry = { ...emptyTelemetry(), durationMs: 1433, visibleToolNames: ["exec", "wait"] };
 

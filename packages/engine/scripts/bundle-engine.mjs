@@ -1,4 +1,4 @@
-// Run by `build` after tsc (issue 18, cold start): the package's published entry, dist/bundle/, is the
+// Run by `build` after tsc (cold start): the package's published entry, dist/bundle/, is the
 // engine with the `@codecell/*` packages it uses inlined. Node's ES module loader resolves, reads,
 // compiles and links each file on its own; importing the engine from dist/index.js meant some 80 of
 // them (about 410 KB), most of the main thread's time to a first result. The bundle is two files:

@@ -4,7 +4,7 @@ import { createCodeModeEngine } from "../src/index.js";
 import { context, hostTools, TestExecutor } from "./support.js";
 
 /**
- * Issue 16 item 8, end to end: the engine passes the session as the sandbox run's owner, so two
+ * End to end: the engine passes the session as the sandbox run's owner, so two
  * spinning cells of one session (which hold their workers' threads until their deadline) never make
  * another session's `return 1` wait for them. Deadlines are long on purpose: the polite cell is
  * answered long before the spinners could end on their own, which is what the test checks (an order,

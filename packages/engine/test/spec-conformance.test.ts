@@ -332,7 +332,7 @@ describe('spec "Nested tool execution": the trajectory shows nested calls under 
     expect(waits.map((entry) => entry.toolCallId)).toContain(nested[2]!.parentToolCallId);
   });
 
-  // Issue 14 item 5: the exec control entry records the cell, so a transcript can be replayed.
+  // The promise tested here: the exec control entry records the cell, so a transcript can be replayed.
   it("records the cell's code on the exec entry, through the same redaction hook as inputs", async () => {
     const seen: string[] = [];
     const engine = newEngine(
@@ -353,7 +353,7 @@ describe('spec "Nested tool execution": the trajectory shows nested calls under 
   });
 });
 
-describe("trajectory bounds (issue 16 item 6): per session, capped in bytes, freed with the session", () => {
+describe("trajectory bounds: per session, capped in bytes, freed with the session", () => {
   it("keeps many large inputs under the session's byte cap, each truncated with a marker", async () => {
     const engine = newEngine(
       { timeoutMs: 30_000 },

@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { type CodeModeEngine, createCodeModeEngine, type NestedToolCall } from "../src/index.js";
 import { context, hostTools, TestExecutor } from "./support.js";
 
-// Issue 13 item 7 / issue 14 item 8. Spec, "Limits": `maxPendingToolCalls` bounds the nested tool calls
+// Spec, "Limits": `maxPendingToolCalls` bounds the nested tool calls
 // in flight at once. codecell keeps that bound and lets further calls wait their turn in order, up to
 // `maxQueuedToolCalls`; searches, describes and yields take no slot.
 
@@ -148,7 +148,7 @@ describe("calls beyond maxPendingToolCalls wait their turn", () => {
 });
 
 describe("searches, describes and yields take no maxPendingToolCalls slot", () => {
-  // Issue 14 item 8: "maxPendingToolCalls counts nested tool calls; searches, describes and yields do
+  // The promise tested here: "maxPendingToolCalls counts nested tool calls; searches, describes and yields do
   // not take its slots." One slot and no queue: only a second tool call could be refused.
   const strict = { maxPendingToolCalls: 1, maxQueuedToolCalls: 0 };
 

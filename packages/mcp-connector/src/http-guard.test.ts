@@ -4,7 +4,7 @@ import { CodeModeError } from "@codecell/contract";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createMcpConnector, type McpConnector } from "./index.js";
 
-// Issue 16 item 11: "A downstream result nested 5,000 deep is dropped silently and reported 60 s later as
+// The promise tested here: "A downstream result nested 5,000 deep is dropped silently and reported 60 s later as
 // 'no answer'. Report oversized or too-deep results at once as nested_tool_failed naming the limit." Here
 // for servers reached over HTTP (Streamable HTTP answering as JSON, and as an SSE stream).
 

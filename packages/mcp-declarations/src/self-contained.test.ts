@@ -7,7 +7,7 @@ import { renderMcpDeclarations } from "./render-declarations.js";
 import { compileDeclarations } from "./testing/compile-declarations.js";
 import type { McpServerDescription } from "./types.js";
 
-// Spec (issue 14, item 11): `mcp/<server>.d.ts` and `$api()` are self-contained: `McpToolResult` and
+// Spec: `mcp/<server>.d.ts` and `$api()` are self-contained: `McpToolResult` and
 // anything else they use are defined where they are used, so each file type-checks alone.
 
 const catalogDir = resolve(dirname(fileURLToPath(import.meta.url)), "../../../fixtures/mcp-catalogs");

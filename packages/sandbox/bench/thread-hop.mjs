@@ -4,8 +4,8 @@
 // distorts far less than wall time), wall µs and sleeps per round trip, medians of interleaved rounds.
 // Writes bench-results/thread-hop.json. HOP_ROUNDS and HOP_TRIPS set the rounds and the round trips.
 //
-//   shared slots      what the pool does since round 2's sixth session: each side spins up to 0.1 ms
-//                     for the other's message in @codecell/bridge's SharedChannel before it sleeps
+//   shared slots      what the pool does: each side spins up to 0.1 ms for the other's message
+//                     in @codecell/bridge's SharedChannel before it sleeps
 //                     (the worker on the doorbell, the host back in its event loop, answered by port)
 //   port + doorbell   what the pool did before: the host posts and rings a shared doorbell; the worker
 //                     sleeps on it (Atomics.wait), takes the message with receiveMessageOnPort, posts back

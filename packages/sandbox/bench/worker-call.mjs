@@ -29,9 +29,11 @@ const standIn = `
   };
   export function receiveMessageOnPort() { return undefined; }
   export const isMainThread = false;`;
+// Every module of the worker (dist/worker/) gets the stand-in.
+const workerDir = pathToFileURL(`${dist}/worker/`).href;
 const hook = `
   export async function resolve(specifier, context, next) {
-    if (specifier === "node:worker_threads" && context.parentURL?.includes("/worker/sandbox-worker")) {
+    if (specifier === "node:worker_threads" && context.parentURL?.startsWith(${JSON.stringify(workerDir)})) {
       return { url: ${JSON.stringify(`data:text/javascript,${encodeURIComponent(standIn)}`)}, shortCircuit: true };
     }
     return next(specifier, context);

@@ -1,4 +1,4 @@
-// Run by `build` after tsc and scripts/build-prelude-bytecode.mjs (issue 18, cold start): bundles the
+// Run by `build` after tsc and scripts/build-prelude-bytecode.mjs (for the worker's cold start): bundles the
 // worker thread's script and everything it loads as it boots (@codecell/bridge, @codecell/contract/errors,
 // @codecell/transpile/plain-cell, quickjs-wasi, the guest prelude) into one CommonJS file,
 // dist/worker/sandbox-worker.bundle.cjs, which src/worker-start.ts starts. A worker thread is a fresh

@@ -47,8 +47,8 @@ function sha256(data: string | Uint8Array): string {
  * The export section of quickjs.wasm as the sandbox compiles it (only the functions quickjs-wasi calls;
  * see keepFunctionExports in wasm-module.ts), worked out by the build for exactly the wasm the manifest
  * names: the bytes to write at `offset` over the file as read. Filtering the section at every start
- * cost the host's thread ~3 ms and ~200 page faults on the way to `codecell serve`'s `tools/list`
- * (round 2's eighth session); writing these bytes costs microseconds.
+ * cost the host's thread ~3 ms and ~200 page faults on the way to `codecell serve`'s `tools/list`;
+ * writing these bytes costs microseconds.
  */
 export type ShippedExportFilter = { offset: number; bytes: Uint8Array };
 

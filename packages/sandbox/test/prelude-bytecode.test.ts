@@ -6,7 +6,7 @@ import { loadShippedForWasm, verifyShippedForWasm } from "../src/prelude-bytecod
 import { defaultWasmPath, loadQuickJsModule } from "../src/wasm-module.js";
 import { limits, surface, workerMessages } from "./helpers.js";
 
-// The build compiles the guest prelude to bytecode once and ships it in dist (issue 18, cold start).
+// The build compiles the guest prelude to bytecode once and ships it in dist (for a worker's cold start).
 // These tests check what the file holds, that the host refuses it whenever it might not be ours or not
 // fit, and that the built worker takes it only when it was compiled from its own prelude source.
 

@@ -10,7 +10,7 @@ import { defaultWasmPath, loadQuickJsModule } from "../src/wasm-module.js";
 import { runVmOptions, shippedImageOf, VmImage } from "../src/worker/vm-image.js";
 import { limits, surface, workerMessages } from "./helpers.js";
 
-// The build ships the image of a fresh VM beside the prelude's bytecode (issue 18, cold start): a worker
+// The build ships the image of a fresh VM beside the prelude's bytecode (for a worker's cold start): a worker
 // makes its VMs of the default memory limit from it, its first one included, instead of running
 // QuickJS's start-up and the bytecode in wasm V8 has not compiled yet. These tests check that the host
 // hands it over only when its bytes are the build's, that the worker refuses one whose layout does not

@@ -5,7 +5,7 @@ import { runCellText, runTrivialCellText } from "./helpers.js";
 
 /**
  * A dropped VM's linear memory is freed only by a full collection of its worker's heap, and the worker
- * lets V8 know it holds such memory (dropVm in sandbox-worker.js), so a loop of cells does not pile up
+ * lets V8 know it holds such memory (dropVm in vm-pool.js), so a loop of cells does not pile up
  * dead VMs' memory. Before, 100 sequential trivial cells left 50-60 of them alive at once (15-19 MB
  * resident), now about 20 at most.
  *
@@ -21,9 +21,9 @@ const CELLS = 100;
 /**
  * A dropped VM's memory grows to 4 MB, so V8's external-memory accounting starts a collection every 10-11
  * dropped VMs; without the growth one comes every 43-45. Counted per cell over 100 cells in 40 fresh
- * processes each (round 2, ninth session): with the growth 6-9 collections and at most 20-26 memories
- * mapped at once, but in 3 of 40 processes V8 let a step pass and the most reached 36-50; without it 2
- * collections and at most 46-50. So the test counts collections (a fall in the count of mapped memories),
+ * processes each: with the growth 6-9 collections and at most 20-26 memories mapped at once, but in 3
+ * of 40 processes V8 let a step pass and the most reached 36-50; without it 2 collections and at most
+ * 46-50. So the test counts collections (a fall in the count of mapped memories),
  * which one skipped step moves by one or two, not the most mapped at once, which it moves past any bound
  * that still tells the two apart.
  */

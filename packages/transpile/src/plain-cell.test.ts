@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { checkModuleAccess } from "./index.js";
 import { isPlainJavaScriptCell } from "./plain-cell.js";
 
-/** How the sandbox wraps a cell (sandbox-worker.js: CELL_PREFIX and the closing line). */
+/** How the sandbox wraps a cell (its worker's CELL_PREFIX in cell-text.js, and the closing line). */
 const wrapped = (cell: string) => `(async function () {${cell}\n})`;
 
 /**

@@ -1,63 +1,20 @@
-import { createRequire } from "node:module";
 import { CodeModeError } from "@codecell/contract/errors";
 import { type ModuleAccessFinding, moduleAccessError } from "./module-access.js";
 import { locationAt, type SourceLocation, withoutLocationSuffix } from "./source-location.js";
+import {
+  requireSucraseInternals,
+  type SucraseInternals,
+  type SucraseOptions,
+  type SucraseToken,
+} from "./sucrase-internals.js";
 
 /**
  * TypeScript support is type stripping with sucrase (chosen by measurement, see the README): it loads in
  * tens of milliseconds, transforms a cell in well under a millisecond and keeps every line where it was.
- * Sucrase is loaded on the first TypeScript cell and never for JavaScript cells.
+ * Sucrase is loaded on the first TypeScript cell and never for JavaScript cells. It is driven through
+ * its own parser and transformer classes (see sucrase-internals.ts): the token scan below and the
+ * transform share one parse.
  */
-
-// Sucrase is driven through its own parser and transformer classes rather than its `transform()`
-// entry: that parses once (the token scan below and the transform share one token list) and skips
-// loading option validation, source maps and the CommonJS import machinery. These deep paths ship no
-// typings for Node's resolution, so their shapes are declared here against the exact pinned version.
-type SucraseToken = { type: number; contextualKeyword: number; start: number; end: number; isType: boolean };
-type SucraseFile = { tokens: SucraseToken[]; scopes: unknown[] };
-type SucraseOptions = { transforms: string[]; disableESTransforms: boolean; keepUnusedImports: boolean };
-type SucraseInternals = {
-  parse(input: string, jsx: boolean, typescript: boolean, flow: boolean): SucraseFile;
-  NameManager: new (code: string, tokens: SucraseToken[]) => unknown;
-  HelperManager: new (nameManager: unknown) => unknown;
-  TokenProcessor: new (
-    code: string,
-    tokens: SucraseToken[],
-    isFlowEnabled: boolean,
-    disableESTransforms: boolean,
-    helperManager: unknown,
-  ) => unknown;
-  RootTransformer: new (
-    context: Record<string, unknown>,
-    transforms: string[],
-    enableLegacyBabel5ModuleInterop: boolean,
-    options: SucraseOptions,
-  ) => { transform(): { code: string } };
-  tokenType: TokenTypeTable;
-  keyword: ContextualKeywordTable;
-};
-type TokenTypeTable = {
-  _import: number;
-  _export: number;
-  _function: number;
-  at: number;
-  parenL: number;
-  bracketL: number;
-  backQuote: number;
-  colon: number;
-  semi: number;
-  braceL: number;
-};
-type ContextualKeywordTable = {
-  _namespace: number;
-  _module: number;
-  _declare: number;
-  _type: number;
-  _interface: number;
-  _abstract: number;
-  _as: number;
-  _satisfies: number;
-};
 
 export type TypeScriptTransformer = {
   /** Type-stripped JavaScript with the same line numbers. Throws `typescript_transform_failed` or `module_access_denied`. */
@@ -87,18 +44,7 @@ export function loadTypeScriptTransformer(): Promise<TypeScriptTransformer> {
 }
 
 async function importTransformer(): Promise<TypeScriptTransformer> {
-  // Sucrase is CommonJS; createRequire gives its exports exactly as Node defines them, whatever ESM
-  // interop the caller's loader applies. Nothing is required before this first TypeScript cell.
-  const require = createRequire(import.meta.url);
-  return createTransformer({
-    parse: require("sucrase/dist/parser/index.js").parse,
-    NameManager: require("sucrase/dist/NameManager.js").default,
-    HelperManager: require("sucrase/dist/HelperManager.js").HelperManager,
-    TokenProcessor: require("sucrase/dist/TokenProcessor.js").default,
-    RootTransformer: require("sucrase/dist/transformers/RootTransformer.js").default,
-    tokenType: require("sucrase/dist/parser/tokenizer/types.js").TokenType,
-    keyword: require("sucrase/dist/parser/tokenizer/keywords.js").ContextualKeyword,
-  });
+  return createTransformer(requireSucraseInternals());
 }
 
 function createTransformer(sucrase: SucraseInternals): TypeScriptTransformer {

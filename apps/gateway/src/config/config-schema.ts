@@ -110,7 +110,7 @@ export const httpSettingsSchema = once(() =>
 /**
  * The config file's top-level fields, each schema built on first use: building the whole file's schema
  * (some eighty zod schemas) was a large part of `codecell serve`'s start-up, and a config usually has a
- * few of its fields (issue 18). Every field is optional.
+ * few of its fields. Every field is optional.
  */
 const gatewayConfigFields = {
   $schema: () => z.string().optional(),

@@ -1,11 +1,12 @@
 // @ts-check
 import { JSValueHandle, QuickJS } from "quickjs-wasi";
+import { libraryOf, wasmExportsOf } from "./quickjs-wasi-internals.js";
 
 /**
  * A fresh VM's image, to make a used VM fresh again in place instead of making a new one, and to make a
  * new VM without QuickJS's start-up (instantiate; the build ships one image, see serialize).
  *
- * Why: making a VM is most of a trivial cell's cost (round 2's tenth session, in the worker per back-to-back
+ * Why: making a VM is most of a trivial cell's cost (measured in the worker per back-to-back
  * `return 1 + 1`: instantiation 0.26 ms, QuickJS's allocator touching fresh pages 0.27 ms, QuickJS's
  * runtime and context and the prelude's bytecode, and the collections that free dropped VMs, about
  * 0.45 ms more on V8's helper threads). Writing a 1.9 MB image back into a used VM's memory (0.06-0.1 ms:
@@ -32,10 +33,9 @@ import { JSValueHandle, QuickJS } from "quickjs-wasi";
  *   exception handle still owned, a promise awaited from the host, an asynchronous failure) is not
  *   reset.
  *
- * This uses members of quickjs-wasi 3.7.0 that its types mark internal (its wasm exports and those
- * fields); the version is pinned, capture checks that each one is there, and the tests run cells on
- * reset VMs and list every field of the library's VM object, so an upgrade that adds state fails until
- * this reset accounts for it (test/vm-image.test.ts).
+ * This uses members of quickjs-wasi that its types mark internal (its wasm exports and those fields),
+ * reached only through quickjs-wasi-internals.js, which names the version they hold for (pinned in
+ * package.json) and the tests that guard them; capture also checks that each field is there.
  */
 
 /** QuickJS stack guard: without it deep recursion corrupts the VM instead of throwing RangeError. */
@@ -158,21 +158,6 @@ function bitsOf(value) {
   return view.getBigUint64(0, true);
 }
 
-/**
- * quickjs-wasi's VM object with its internal fields reachable.
- * @param {import("quickjs-wasi").QuickJS} vm @returns {Record<string, any>}
- */
-function internals(vm) {
-  return /** @type {Record<string, any>} */ (/** @type {unknown} */ (vm));
-}
-
-/** @param {import("quickjs-wasi").QuickJS} vm */
-function exportsOf(vm) {
-  return /** @type {{ memory: { buffer: ArrayBuffer, grow(pages: number): number }, __stack_pointer: { value: number } }} */ (
-    /** @type {unknown} */ (vm._getExports())
-  );
-}
-
 /** Zeros to compare pages with (Buffer.compare is a memcmp): one page, and a run of them. */
 const ZERO_PAGE = new Uint8Array(IMAGE_PAGE_BYTES);
 const ZERO_RUN_PAGES = 16;
@@ -234,16 +219,14 @@ export class VmImage {
    * @returns {VmImage | null}
    */
   static capture(vm, randomFill) {
-    const library = internals(vm);
+    const library = libraryOf(vm);
     for (const field of [...CACHED_HANDLES, "hostCallbacks", "_ownedHandles", "promiseWaiters"]) {
       if (!(field in library)) return null;
     }
     // Room for a run to allocate without growing the memory (a surface of a few dozen tools and a
     // small cell grow a bare VM's by a page or two): the allocator extends its heap by HEADROOM_BYTES
     // and takes it back as free space, which the image then includes. No guest code runs.
-    const exports = /** @type {{ wasm_malloc(size: number): number, wasm_free(pointer: number): void }} */ (
-      /** @type {unknown} */ (vm._getExports())
-    );
+    const exports = wasmExportsOf(vm);
     const room = exports.wasm_malloc(HEADROOM_BYTES);
     if (room === 0) return null;
     exports.wasm_free(room);
@@ -286,12 +269,12 @@ export class VmImage {
    * @param {import("quickjs-wasi").QuickJS} vm
    */
   fits(vm) {
-    const library = internals(vm);
+    const library = libraryOf(vm);
     try {
       if (library.disposed !== false || library.asyncFailure !== undefined) return false;
       if (library.hostSettlementDepth !== 0 || library.promiseWaiters?.size !== 0) return false;
       if (library._ownedHandles?.size !== 0 || library._activeScope != null) return false;
-      return exportsOf(vm).memory.buffer.byteLength === this.memory.byteLength;
+      return wasmExportsOf(vm).memory.buffer.byteLength === this.memory.byteLength;
     } catch {
       return false;
     }
@@ -303,7 +286,7 @@ export class VmImage {
    * @param {import("quickjs-wasi").QuickJS} vm @param {{ seed: bigint, timeOrigin: number }} [fixed]
    */
   reset(vm, fixed) {
-    this.#writeInto(new Uint8Array(exportsOf(vm).memory.buffer));
+    this.#writeInto(new Uint8Array(wasmExportsOf(vm).memory.buffer));
     this.#freshen(vm, fixed);
   }
 
@@ -347,8 +330,8 @@ export class VmImage {
    * @param {import("quickjs-wasi").QuickJS} vm @param {{ seed: bigint, timeOrigin: number }} [fixed]
    */
   #freshen(vm, fixed) {
-    const library = internals(vm);
-    const exports = exportsOf(vm);
+    const library = libraryOf(vm);
+    const exports = wasmExportsOf(vm);
     exports.__stack_pointer.value = this.stackPointer;
     const view = new DataView(exports.memory.buffer);
     const { seedAt, originAt, timeOriginAt, timeOriginAddend } = this.places;
@@ -391,7 +374,7 @@ export class VmImage {
       options,
     );
     try {
-      const memory = exportsOf(vm).memory;
+      const memory = wasmExportsOf(vm).memory;
       const missing = this.memory.byteLength - memory.buffer.byteLength;
       if (missing < 0 || missing % WASM_PAGE_BYTES !== 0)
         throw new Error("the image does not fit a new instance");

@@ -1,0 +1,45 @@
+// @ts-check
+import { parentPort } from "node:worker_threads";
+
+if (parentPort === null) throw new Error("sandbox-worker.js must run as a worker thread");
+/** The worker's port to the host. */
+export const port = parentPort;
+
+/**
+ * What the worker's modules share, in one object: what `init` hands over, the runs and how many of
+ * their operations are in progress. Each field is set here, in this order, so the object keeps one
+ * hidden class for the worker's life (the serve loop and every host call read it). State that only one
+ * module reads (the VM pool's spares, the serve loop's spin, the entropy pool) stays in that module.
+ * @type {{
+ *   wasmModule: import("quickjs-wasi").QuickJSOptions["wasm"] | null,
+ *   snapshotSecret: string | null,
+ *   doorbell: Int32Array | null,
+ *   channel: import("@codecell/bridge").SharedChannel | null,
+ *   preludeBytecode: Uint8Array | null,
+ *   runs: Map<string, import("./guest-run.js").GuestRun>,
+ *   operationsInFlight: number,
+ * }}
+ */
+export const state = {
+  /** The compiled quickjs.wasm (init). */
+  wasmModule: null,
+  /** The pool's snapshot secret (the latest init's). */
+  snapshotSecret: null,
+  /** The host's doorbell (init): its count goes up after every message the host posts. */
+  doorbell: null,
+  /** The host's shared channel of this worker (init; see @codecell/bridge shared-channel). */
+  channel: null,
+  /**
+   * The prelude's bytecode, evaluated into every VM (evaluating bytecode skips parsing the prelude for
+   * each VM). Only our own bytes reach QuickJS's bytecode reader: either the bytecode our build compiled
+   * and this package ships, which the host hands over in `init` after checking its hashes against the
+   * wasm it runs and which is taken only when it was compiled from exactly this worker's prelude source
+   * (see src/prelude-bytecode.ts), or, failing that, bytecode this worker compiles itself from that
+   * source, in the throwaway VM of `init` that no guest code ever touches (see worker-init.js).
+   */
+  preludeBytecode: null,
+  /** The runs on this worker, by run id. */
+  runs: new Map(),
+  /** Run operations (start, settle, restore, suspend) in progress on this worker. */
+  operationsInFlight: 0,
+};
