@@ -3,6 +3,8 @@ import {
   AgentError,
   AgentLoop,
   ChatCompletionsFront,
+  MessagesFront,
+  messagesErrorBody,
   OpenAiUpstream,
   openAiErrorBody,
   type ResponseSink,
@@ -18,6 +20,8 @@ import { bearerChallenge } from "./http-auth.js";
 export const AGENT_PATH_PREFIX = "/v1/";
 /** OpenAI Chat Completions, code mode in front of the upstream model. */
 export const CHAT_COMPLETIONS_PATH = "/v1/chat/completions";
+/** The Anthropic Messages API, code mode in front of the same upstream. */
+export const MESSAGES_PATH = "/v1/messages";
 /** `GET /v1/codecell/threads/<thread>/trajectory`: a thread's exec and wait calls with their nested calls. */
 const TRAJECTORY_PATH = /^\/v1\/codecell\/threads\/([^/]+)\/trajectory$/;
 
@@ -80,13 +84,14 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
 export function createAgentRoutes(
   gateway: Gateway,
 ): (req: IncomingMessage, res: ServerResponse, auth: AuthOutcome, pathname: string) => Promise<void> {
-  let built: { front: ChatCompletionsFront; loop: AgentLoop } | null = null;
+  type Built = { front: ChatCompletionsFront; messages: MessagesFront; loop: AgentLoop };
+  let built: Built | null = null;
   let hostTools: {
     version: number;
     tools: ReturnType<Gateway["effectiveTools"]>;
     mcpServers: ReturnType<Gateway["connector"]["describeServers"]>;
   } | null = null;
-  const frontFor = (): { front: ChatCompletionsFront; loop: AgentLoop } | null => {
+  const frontFor = (): Built | null => {
     const settings = gateway.config.agent;
     if (!settings) return null;
     if (built) return built;
@@ -136,30 +141,41 @@ export function createAgentRoutes(
       upstream,
       ...(settings.upstream.model ? { defaultModel: settings.upstream.model } : {}),
     });
-    built = { front, loop };
+    const messages = new MessagesFront({
+      loop,
+      upstream,
+      upstreamApi: "chat-completions",
+      ...(settings.upstream.model ? { defaultModel: settings.upstream.model } : {}),
+    });
+    built = { front, messages, loop };
     return built;
   };
 
   return async (req, res, auth, pathname) => {
+    // Each API's clients read errors in its own shape: the Messages API's on its path.
+    const errorBody: (error: AgentError, status?: number) => unknown =
+      pathname === MESSAGES_PATH ? messagesErrorBody : openAiErrorBody;
     if (!auth.ok) {
       const error = new AgentError(
         "invalid_request",
         auth.reason === "missing"
-          ? "This gateway needs a bearer token: send Authorization: Bearer <token> (the openai client's apiKey)."
+          ? pathname === MESSAGES_PATH
+            ? "This gateway needs a token: send it as x-api-key (the Anthropic client's apiKey) or Authorization: Bearer <token>."
+            : "This gateway needs a bearer token: send Authorization: Bearer <token> (the openai client's apiKey)."
           : "The bearer token is not valid.",
       );
-      sendJson(res, 401, openAiErrorBody(error), { "www-authenticate": bearerChallenge(auth.reason) });
+      sendJson(res, 401, errorBody(error, 401), { "www-authenticate": bearerChallenge(auth.reason) });
       return;
     }
     const trajectory = TRAJECTORY_PATH.exec(pathname);
-    if (pathname !== CHAT_COMPLETIONS_PATH && !trajectory) {
+    if (pathname !== CHAT_COMPLETIONS_PATH && pathname !== MESSAGES_PATH && !trajectory) {
       sendJson(
         res,
         404,
-        openAiErrorBody(
+        errorBody(
           new AgentError(
             "invalid_request",
-            `Nothing at ${pathname}. The agent endpoint serves POST ${CHAT_COMPLETIONS_PATH} and GET /v1/codecell/threads/<thread>/trajectory.`,
+            `Nothing at ${pathname}. The agent endpoint serves POST ${CHAT_COMPLETIONS_PATH}, POST ${MESSAGES_PATH} and GET /v1/codecell/threads/<thread>/trajectory.`,
           ),
         ),
       );
@@ -171,7 +187,7 @@ export function createAgentRoutes(
         sendJson(
           res,
           agent ? 405 : 404,
-          openAiErrorBody(
+          errorBody(
             new AgentError(
               "invalid_request",
               "Only GET is served here, with an agent section in the config.",
@@ -189,24 +205,23 @@ export function createAgentRoutes(
       sendJson(
         res,
         405,
-        openAiErrorBody(
-          new AgentError("invalid_request", `Only POST is served at ${CHAT_COMPLETIONS_PATH}.`),
-        ),
+        errorBody(new AgentError("invalid_request", `Only POST is served at ${pathname}.`)),
         {
           allow: "POST",
         },
       );
       return;
     }
-    const chat = frontFor()?.front;
+    const agent = frontFor();
+    const chat = agent ? (pathname === MESSAGES_PATH ? agent.messages : agent.front) : null;
     if (!chat) {
       sendJson(
         res,
         404,
-        openAiErrorBody(
+        errorBody(
           new AgentError(
             "invalid_request",
-            `The agent endpoint is off: the config has no agent section. Add "agent": { "upstream": { "baseUrl": "https://.../v1", "apiKey": "\${OPENAI_API_KEY}" } } to serve ${CHAT_COMPLETIONS_PATH}.`,
+            `The agent endpoint is off: the config has no agent section. Add "agent": { "upstream": { "baseUrl": "https://.../v1", "apiKey": "\${OPENAI_API_KEY}" } } to serve ${pathname}.`,
           ),
         ),
       );
@@ -221,7 +236,7 @@ export function createAgentRoutes(
       sendJson(
         res,
         400,
-        openAiErrorBody(
+        errorBody(
           new AgentError(
             "invalid_request",
             `The ${CONVERSATION_HEADER} header must be 1 to ${MAX_CONVERSATION_LENGTH} characters.`,
@@ -234,7 +249,7 @@ export function createAgentRoutes(
     try {
       body = await readJson(req);
     } catch (error) {
-      sendJson(res, 400, openAiErrorBody(error as AgentError));
+      sendJson(res, 400, errorBody(error as AgentError));
       return;
     }
     // The client going away cancels its request: the upstream call, the cell and its nested calls.

@@ -23,13 +23,23 @@ export class BearerTokens {
     return this.#entries.length > 0;
   }
 
-  /** The principal a request speaks for: a token's name, or the local principal when none are set. */
-  authenticate(req: IncomingMessage): AuthOutcome {
+  /**
+   * The principal a request speaks for: a token's name, or the local principal when none are set.
+   * With `apiKeyHeader`, a request without an Authorization header may send the token as `x-api-key`
+   * (how Anthropic's clients send their key).
+   */
+  authenticate(req: IncomingMessage, options: { apiKeyHeader?: boolean } = {}): AuthOutcome {
     if (!this.required) return { ok: true, principal: LOCAL_PRINCIPAL };
     const header = req.headers.authorization;
     const match = typeof header === "string" ? /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header) : null;
-    if (!match) return { ok: false, reason: "missing" };
-    const given = digest(match[1]!);
+    const apiKey = req.headers["x-api-key"];
+    const token =
+      match?.[1] ??
+      (options.apiKeyHeader && header === undefined && typeof apiKey === "string" && apiKey.trim()
+        ? apiKey.trim()
+        : null);
+    if (!token) return { ok: false, reason: "missing" };
+    const given = digest(token);
     let principal: string | null = null;
     for (const entry of this.#entries) {
       if (timingSafeEqual(given, entry.digest) && principal === null) principal = entry.name;

@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { CodeModeError } from "@codecell/contract";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
-import { AGENT_PATH_PREFIX, createAgentRoutes } from "./agent-http.js";
+import { AGENT_PATH_PREFIX, createAgentRoutes, MESSAGES_PATH } from "./agent-http.js";
 import { DEFAULT_HTTP_SETTINGS, type HttpSettings } from "./config/load-config.js";
 import { traceSse, traceTransport } from "./debug-switches.js";
 import { BoundedEventStore } from "./event-store.js";
@@ -315,7 +315,7 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
         json(res, 403, { error: `Origin ${req.headers.origin} is not allowed to use this gateway.` });
         return;
       }
-      const auth = tokens.authenticate(req);
+      const auth = tokens.authenticate(req, { apiKeyHeader: url.pathname === MESSAGES_PATH });
       if (url.pathname === "/mcp") {
         if (!auth.ok) {
           json(

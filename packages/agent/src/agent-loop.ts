@@ -18,6 +18,7 @@ import type { McpServerDescription } from "@codecell/mcp-declarations";
 import { AgentError } from "./agent-error.js";
 import { conversationHash } from "./conversation-key.js";
 import type { ConversationRecord, ConversationStore, HandedOutCall } from "./conversation-store.js";
+import { completeTraced } from "./model-call-span.js";
 import { flattenForeignToolHistory, matchToolResults } from "./pending-calls.js";
 import {
   addUsage,
@@ -495,7 +496,8 @@ class Turn {
       .filter((name) => name !== EXEC && name !== WAIT);
     const onTextDelta = request.onTextDelta;
     let streamedSegment = false;
-    const reply = await options.upstream.complete(
+    const reply = await completeTraced(
+      options.upstream,
       {
         model: this.model,
         messages: this.upstream,

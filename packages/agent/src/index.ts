@@ -7,6 +7,12 @@ export {
   type HostRunTools,
 } from "./agent-loop.js";
 export {
+  fromMessagesUsage,
+  messagesErrorBody,
+  toStopReason,
+  type UpstreamApi,
+} from "./anthropic-messages.js";
+export {
   type ChatCompletionsContext,
   ChatCompletionsFront,
   type ChatCompletionsFrontOptions,
@@ -20,6 +26,7 @@ export {
   type HandedOutCall,
   snapshotStoreConversations,
 } from "./conversation-store.js";
+export { MessagesFront, type MessagesFrontOptions, messagesParams } from "./messages-front.js";
 export { OpenAiUpstream, type OpenAiUpstreamOptions } from "./openai-upstream.js";
 export type {
   ModelCallOptions,

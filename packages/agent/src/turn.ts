@@ -66,5 +66,9 @@ export type ModelCallOptions = {
 
 /** Where the loop's model calls go: an OpenAI-compatible server today, another API kind later. */
 export interface ModelUpstream {
+  /** `gen_ai.provider.name` of its model-call spans (default "openai"). */
+  readonly providerName?: string;
+  /** Where it sends requests, for the spans' `server.address` and `server.port`. */
+  readonly baseUrl?: string;
   complete(request: ModelRequest, options: ModelCallOptions): Promise<ModelReply>;
 }

@@ -4,10 +4,12 @@ import { createCodeModeNamespaceRuntime } from "@codecell/namespaces";
 import { createSandboxPool, type SandboxPool } from "@codecell/sandbox";
 import { openSnapshotStore, type SettleResult, type SnapshotStore } from "@codecell/snapshot-store";
 import { EngineTypecheck } from "./cell-typecheck.js";
+import type { EngineShared } from "./engine-shared.js";
 import { renderVisibleDeclarations } from "./guest-surface.js";
+import { inactiveRun } from "./inactive-run.js";
 import type { InflightCalls } from "./inflight-calls.js";
 import { codeModeModelTools } from "./model-surface.js";
-import { ActiveRun, type EngineShared, inactiveRun } from "./prepared-run.js";
+import { ActiveRun } from "./prepared-run.js";
 import type { TracingOptions } from "./tracing.js";
 import { type TrajectoryExport, TrajectoryRecorder } from "./trajectory.js";
 import type {

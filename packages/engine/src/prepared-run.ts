@@ -1,112 +1,37 @@
+// The active run: exec and wait as a state machine of segments (start or restore a VM, drive it, settle it), with their control records and spans.
 import { setMaxListeners } from "node:events";
 import type { GuestSurface, HostRequest } from "@codecell/bridge";
 import type { CatalogTool, ToolCatalog } from "@codecell/catalog";
 import {
   CodeModeError,
-  type CodeModeErrorCode,
-  type CodeModeOutput,
   type CodeModeResult,
   type CodeModeTelemetry,
-  type JsonValue,
   parseExecInput,
   parseWaitInput,
-  type ResolvedCodeModeConfig,
 } from "@codecell/contract";
 import { type ApiFileTable, createApiFileTable, type McpDeclarations } from "@codecell/mcp-declarations";
 import { createCodeModeNamespaceRuntime, type NamespaceRuntime } from "@codecell/namespaces";
-import type { SandboxPool, SandboxRun, SettleOutcome } from "@codecell/sandbox";
-import { type ClaimedRun, newRunId, type RunScope, type SnapshotStore } from "@codecell/snapshot-store";
-import { type CellTypecheck, type EngineTypecheck, RunTypecheck, withDiagnostics } from "./cell-typecheck.js";
-import { driveSegment, ReadyQueue, type SegmentEnd } from "./drive-segment.js";
+import type { SandboxRun, SettleOutcome } from "@codecell/sandbox";
+import { type ClaimedRun, newRunId, type RunScope } from "@codecell/snapshot-store";
+import { type CellTypecheck, RunTypecheck, withDiagnostics } from "./cell-typecheck.js";
+import { cellOf, hookMetadataOf } from "./control-input.js";
+import { controlSpan, finishControl } from "./control-record.js";
+import { driveSegment, ReadyQueue } from "./drive-segment.js";
+import { type EngineShared, observe } from "./engine-shared.js";
 import { explainGuestFailure } from "./guest-failure-hints.js";
 import { buildGuestSurface } from "./guest-surface.js";
-import { InflightCall, InflightCalls, type OutcomeSink } from "./inflight-calls.js";
+import { InflightCalls } from "./inflight-calls.js";
 import { EXEC_TOOL_NAME, WAIT_TOOL_NAME } from "./model-surface.js";
-import { type RequestParent, type RequestScope, requestParent, startHostRequest } from "./nested-calls.js";
+import { dispatchHostRequest, type SegmentRequests } from "./nested-call-dispatch.js";
+import { type RequestScope, requestParent } from "./nested-calls.js";
 import { ResultShapes } from "./result-shapes.js";
-import { countLimitFailure, newRunTelemetry } from "./run-telemetry.js";
-import { spanJson, startSpan, type TracedSpan, type TracingOptions } from "./tracing.js";
-import type { TrajectoryHandle, TrajectoryRecorder } from "./trajectory.js";
-import type {
-  ControlCall,
-  EngineObserver,
-  EngineStats,
-  ExecHookMetadata,
-  ModelTool,
-  PreparedRun,
-  PrepareRunOptions,
-  RunProgress,
-} from "./types.js";
-
-/** Engine-owned JSON kept with a suspended run in the store. */
-type RunHostState = { runKey: string; yieldRequestIds: string[] };
-
-/** The engine state a prepared run uses: config, counters, store, pool, trajectory and in-flight calls. */
-export type EngineShared = {
-  readonly config: ResolvedCodeModeConfig;
-  readonly stats: EngineStats;
-  readonly store: Promise<SnapshotStore>;
-  readonly pool: SandboxPool;
-  readonly trajectory: TrajectoryRecorder;
-  readonly redactInput: (toolId: string, input: JsonValue) => JsonValue;
-  readonly debug: ((line: string) => void) | null;
-  readonly inflight: Map<string, InflightCalls>;
-  readonly observer: EngineObserver | null;
-  readonly tracing: TracingOptions;
-  /** The engine's type checker of cells (typecheck "warn" or "strict"); it loads nothing until used. */
-  readonly typecheck: EngineTypecheck;
-  abort(selector: { sessionId: string; runId?: string }): Promise<number>;
-  countResult(result: CodeModeResult): void;
-};
-
-export function inactiveRun(reason: "disabled" | "no_tools", modelTools: ModelTool[]): PreparedRun {
-  const refuse = async (): Promise<CodeModeResult> => {
-    throw new CodeModeError(
-      "invalid_input",
-      reason === "disabled"
-        ? "Code mode is disabled for this run (tools.codeMode.enabled is not true)."
-        : "Code mode is not active for a run without tools.",
-    );
-  };
-  return { active: false, reason, modelTools, exec: refuse, wait: refuse, hookMetadata: hookMetadataOf };
-}
-
-function hookMetadataOf(input: unknown): ExecHookMetadata {
-  const language = (input as { language?: unknown } | null)?.language;
-  if (language === "typescript") return { toolKind: "code_mode_exec", toolInputKind: "typescript" };
-  if (language === undefined || language === "javascript") {
-    return { toolKind: "code_mode_exec", toolInputKind: "javascript" };
-  }
-  return { toolKind: "code_mode_exec" };
-}
-
-/** What the exec control entry records of the model's input: the cell and its language. */
-function cellOf(input: unknown): JsonValue {
-  const fields = (typeof input === "object" && input !== null ? input : {}) as Record<string, unknown>;
-  const code =
-    typeof fields.code === "string"
-      ? fields.code
-      : typeof fields.command === "string"
-        ? fields.command
-        : null;
-  const language = typeof fields.language === "string" ? fields.language : "javascript";
-  return code === null ? { language } : { language, code };
-}
-/**
- * One exec or wait segment: its abort signal, the nested calls it started that are still running, and
- * its progress sink with the counts it reports.
- */
-type Segment = {
-  signal: AbortSignal;
-  /** Set just before `signal` aborts (see SegmentAbort): the hot path reads this, not the signal. */
-  aborted: boolean;
-  /** A nested call of this segment was handed out of the host: suspend once idle (see SegmentAbort). */
-  handedOut: boolean;
-  release(): void;
-  /** Present or not, the field is there: every segment has the same shape. */
-  progress: ((event: RunProgress) => void) | undefined;
-  counts: { started: number; settled: number };
-};
+import { failedResult, failureResult } from "./run-results.js";
+import { openSegment, segmentSink } from "./run-segment.js";
+import { newRunTelemetry } from "./run-telemetry.js";
+import { type RunHostState, settleSegment } from "./suspend-segment.js";
+import { startSpan, type TracedSpan } from "./tracing.js";
+import type { TrajectoryHandle } from "./trajectory.js";
+import type { ControlCall, ExecHookMetadata, ModelTool, PreparedRun, PrepareRunOptions } from "./types.js";
 
 export class ActiveRun implements PreparedRun {
   readonly active = true;
@@ -140,6 +65,8 @@ export class ActiveRun implements PreparedRun {
     if (signal) {
       const onAbort = () => {
         this.#abort.abort();
+        // Dropping the run's stored records is best effort: the abort above already ends the live run,
+        // and a record left behind expires with its deadline.
         void engine.abort({ sessionId, runId }).catch(() => {});
       };
       if (signal.aborted) onAbort();
@@ -215,24 +142,6 @@ export class ActiveRun implements PreparedRun {
     );
   }
 
-  #failed(
-    code: CodeModeErrorCode | undefined,
-    error: string,
-    telemetry: CodeModeTelemetry,
-    output: CodeModeOutput[] = [],
-    startedAt = Date.now(),
-  ): CodeModeResult {
-    countLimitFailure(telemetry, code);
-    telemetry.durationMs = Date.now() - startedAt;
-    return {
-      status: "failed",
-      error,
-      ...(code ? { code } : {}),
-      ...(output.length ? { output } : {}),
-      telemetry,
-    };
-  }
-
   async exec(input: unknown, call: ControlCall): Promise<CodeModeResult> {
     const startedAt = Date.now();
     const { engine } = this;
@@ -250,7 +159,7 @@ export class ActiveRun implements PreparedRun {
       // The cell itself, through the same redaction hook as nested inputs, so a transcript can be replayed.
       input: engine.redactInput(EXEC_TOOL_NAME, cellOf(input)),
     });
-    const span = this.#controlSpan(EXEC_TOOL_NAME, call, runId, input);
+    const span = controlSpan(engine, this.options.context, EXEC_TOOL_NAME, call, runId, input);
     let result: CodeModeResult;
     try {
       const request = parseExecInput(input, engine.config.languages, engine.config.maxCodeBytes);
@@ -281,9 +190,14 @@ export class ActiveRun implements PreparedRun {
         );
       }
     } catch (error) {
-      result = this.#failure(error, telemetry, startedAt);
+      result = failureResult(error, telemetry, startedAt);
     }
-    return this.#finishControl(control, EXEC_TOOL_NAME, call.toolCallId, result, span, startedAt, runId);
+    return finishControl(
+      engine,
+      this.options.context.sessionId,
+      { control, tool: EXEC_TOOL_NAME, toolCallId: call.toolCallId, span, startedAt, knownRunId: runId },
+      result,
+    );
   }
 
   async wait(input: unknown, call: ControlCall): Promise<CodeModeResult> {
@@ -297,7 +211,7 @@ export class ActiveRun implements PreparedRun {
       toolCallId: call.toolCallId,
       tool: WAIT_TOOL_NAME,
     });
-    const span = this.#controlSpan(WAIT_TOOL_NAME, call, undefined, input);
+    const span = controlSpan(engine, this.options.context, WAIT_TOOL_NAME, call, undefined, input);
     let result: CodeModeResult;
     let waitedRunId: string | undefined;
     try {
@@ -319,22 +233,26 @@ export class ActiveRun implements PreparedRun {
         "codecell.snapshot.bytes": claim.snapshot.byteLength,
         "codecell.pending_calls": claim.pendingCalls.length,
       });
-      this.#observe("snapshot", { kind: "restore", bytes: claim.snapshot.byteLength });
+      observe(this.engine, "snapshot", { kind: "restore", bytes: claim.snapshot.byteLength });
       telemetry = claim.telemetry;
       telemetry.waitCount++;
       telemetry.snapshotEvents.push({ event: "resumed", runId });
       result = await this.#resume(claim, call, telemetry, startedAt, span);
     } catch (error) {
-      result = this.#failure(error, telemetry, startedAt);
+      result = failureResult(error, telemetry, startedAt);
     }
-    return this.#finishControl(
-      control,
-      WAIT_TOOL_NAME,
-      call.toolCallId,
+    return finishControl(
+      engine,
+      this.options.context.sessionId,
+      {
+        control,
+        tool: WAIT_TOOL_NAME,
+        toolCallId: call.toolCallId,
+        span,
+        startedAt,
+        knownRunId: waitedRunId,
+      },
       result,
-      span,
-      startedAt,
-      waitedRunId,
     );
   }
 
@@ -372,121 +290,6 @@ export class ActiveRun implements PreparedRun {
     return this.#runExec(code, "typescript", call, telemetry, startedAt, call.toolCallId, runId, span);
   }
 
-  #failure(error: unknown, telemetry: CodeModeTelemetry, startedAt: number): CodeModeResult {
-    if (CodeModeError.is(error)) return this.#failed(error.code, error.message, telemetry, [], startedAt);
-    return this.#failed("internal_error", `Internal error: ${String(error)}`, telemetry, [], startedAt);
-  }
-
-  /**
-   * The exec or wait call's span, after the GenAI conventions for a tool execution (`execute_tool exec`),
-   * under whatever context the host made active (its incoming request's, which may carry a client's
-   * trace). Null unless a tracer provider is registered and the sampler kept it.
-   */
-  #controlSpan(
-    tool: "exec" | "wait",
-    call: ControlCall,
-    runId: string | undefined,
-    input: unknown,
-  ): TracedSpan | null {
-    const { context } = this.options;
-    const span = startSpan(`execute_tool ${tool}`, {
-      attributes: {
-        "gen_ai.operation.name": "execute_tool",
-        "gen_ai.tool.name": tool,
-        "gen_ai.tool.call.id": call.toolCallId,
-        "gen_ai.tool.type": "function",
-        "gen_ai.conversation.id": context.sessionId,
-        "gen_ai.agent.id": context.agentId,
-        "codecell.agent_run.id": context.runId,
-        "codecell.run.id": runId,
-      },
-    });
-    if (span !== null && this.engine.tracing.recordInputs) {
-      span.set({
-        "gen_ai.tool.call.arguments": spanJson(
-          tool === EXEC_TOOL_NAME ? this.engine.redactInput(EXEC_TOOL_NAME, cellOf(input)) : input,
-        ),
-      });
-    }
-    return span;
-  }
-
-  #observe<K extends keyof EngineObserver>(
-    hook: K,
-    event: Parameters<NonNullable<EngineObserver[K]>>[0],
-  ): void {
-    const listener = this.engine.observer?.[hook] as ((event: unknown) => void) | undefined;
-    if (listener === undefined) return;
-    try {
-      listener.call(this.engine.observer, event);
-    } catch {}
-  }
-
-  #finishControl(
-    control: TrajectoryHandle,
-    tool: "exec" | "wait",
-    toolCallId: string,
-    result: CodeModeResult,
-    span: TracedSpan | null,
-    startedAt: number,
-    knownRunId: string | undefined,
-  ): CodeModeResult {
-    const { engine } = this;
-    engine.countResult(result);
-    const code = result.status === "failed" ? (result.code ?? "guest_error") : undefined;
-    if (engine.observer?.controlEnded !== undefined) {
-      const runId = result.status === "waiting" ? result.runId : knownRunId;
-      this.#observe("controlEnded", {
-        tool,
-        status: result.status,
-        ...(code !== undefined ? { code } : {}),
-        durationMs: Date.now() - startedAt,
-        nestedCalls: result.telemetry.nested.calls,
-        ...(runId !== undefined ? { runId } : {}),
-        sessionId: this.options.context.sessionId,
-        ...(span !== null ? { traceId: span.span.spanContext().traceId } : {}),
-      });
-    }
-    if (span !== null) {
-      const { nested } = result.telemetry;
-      span.end(
-        {
-          "codecell.status": result.status,
-          "codecell.run.id": result.status === "waiting" ? result.runId : undefined,
-          "codecell.waiting.reason": result.status === "waiting" ? result.reason : undefined,
-          "codecell.pending_calls":
-            result.status === "waiting" ? (result.pendingToolCalls?.length ?? 0) : undefined,
-          "codecell.nested.calls": nested.calls,
-          "codecell.nested.failed_calls": nested.failedCalls,
-          "codecell.nested.searches": nested.searches,
-          "codecell.nested.describes": nested.describes,
-          "codecell.output.entries": result.output?.length ?? 0,
-          "gen_ai.tool.call.result":
-            result.status === "completed" && engine.tracing.recordOutputs
-              ? spanJson(result.value)
-              : undefined,
-        },
-        code,
-        result.status === "failed" ? result.error.slice(0, 500) : undefined,
-      );
-    }
-    if (result.status === "waiting") {
-      engine.trajectory.annotate(control, {
-        codeModeRunId: result.runId,
-        ...(result.yieldReason !== undefined ? { yieldReason: result.yieldReason } : {}),
-      });
-    }
-    engine.trajectory.end(
-      control,
-      result.status,
-      result.status === "failed" ? { code: result.code, error: result.error } : undefined,
-    );
-    engine.debug?.(
-      `${tool} ${toolCallId}: ${result.status}${result.status === "failed" ? ` (${result.code ?? "guest error"}: ${result.error.slice(0, 200)})` : ""}; nested calls ${result.telemetry.nested.calls}, searches ${result.telemetry.nested.searches}, describes ${result.telemetry.nested.describes}`,
-    );
-    return result;
-  }
-
   async #runExec(
     code: string,
     language: "javascript" | "typescript",
@@ -503,8 +306,7 @@ export class ActiveRun implements PreparedRun {
     const inflight = new InflightCalls(this.options.context.sessionId, engine.config.maxPendingToolCalls);
     const ready = new ReadyQueue();
     const yieldIds = new Set<string>();
-    const segment = this.#segment(call, inflight);
-    const { signal } = segment;
+    const segment = openSegment(this.#abort.signal, call, inflight);
     const parent = requestParent(toolCallId, "exec", runId, segment.progress, span, () => {
       segment.handedOut = true;
       ready.wake();
@@ -519,30 +321,31 @@ export class ActiveRun implements PreparedRun {
     if (checked && checked.total > 0) {
       // Refused before the VM starts: nothing of the cell ran, no nested call was made.
       segment.release();
-      const failed = this.#failed("invalid_input", checked.strictMessage, telemetry, [], startedAt);
+      const failed = failedResult("invalid_input", checked.strictMessage, telemetry, [], startedAt);
       return withDiagnostics(failed, checked);
     }
     let run: SandboxRun;
     try {
       run = engine.pool.run({
-        // Fairness between sessions: one session's spinning cells never hold every worker.
-        owner: this.options.context.sessionId,
+        ...this.#poolOptions({
+          scope,
+          inflight,
+          ready,
+          yieldIds,
+          parent,
+          telemetry,
+          segment,
+          stats: engine.stats,
+        }),
         code,
         language,
         surface,
-        limits: this.#limits(),
-        // The cell's own wall-clock budget: the sandbox starts it when the VM is ready, so a
-        // worker's cold start does not count (it has its own bound, reported runtime_unavailable).
-        timeoutMs: engine.config.timeoutMs,
-        signal,
-        onRequest: (request) =>
-          this.#onRequest(request, scope, inflight, ready, yieldIds, parent, telemetry, segment),
       });
     } catch (error) {
       segment.release();
-      return this.#failure(error, telemetry, startedAt);
+      return failureResult(error, telemetry, startedAt);
     }
-    inflight.attach(this.#sinkFor(ready, segment, shapes));
+    inflight.attach(segmentSink(ready, segment, shapes));
     engine.inflight.set(runKey, inflight);
     const end = await driveSegment(run, ready, segment).finally(segment.release);
     // A bare QuickJS TypeError gets the expression it is about (the JavaScript cell is what ran as is,
@@ -566,7 +369,7 @@ export class ActiveRun implements PreparedRun {
         },
       }).catch(() => end.message);
     }
-    const result = await this.#settleSegment(end, {
+    const result = await settleSegment(this.engine, this.#runScope, end, {
       runKey,
       runId,
       inflight,
@@ -643,13 +446,13 @@ export class ActiveRun implements PreparedRun {
         );
       } catch (error) {
         inflight.detach();
+        // The watch's error is what the model hears; a claim not given back ends with its claim lease.
         await store.release(claim).catch(() => {});
-        return this.#failure(error, telemetry, startedAt);
+        return failureResult(error, telemetry, startedAt);
       }
     }
-    const segment = this.#segment(call, inflight);
-    inflight.attach(this.#sinkFor(ready, segment));
-    const { signal } = segment;
+    const segment = openSegment(this.#abort.signal, call, inflight);
+    inflight.attach(segmentSink(ready, segment));
     const parent = requestParent(call.toolCallId, "wait", claim.runId, segment.progress, span, () => {
       segment.handedOut = true;
       ready.wake();
@@ -658,27 +461,30 @@ export class ActiveRun implements PreparedRun {
     let run: SandboxRun;
     try {
       run = engine.pool.restore({
-        // Fairness between sessions: one session's spinning cells never hold every worker.
-        owner: this.options.context.sessionId,
+        ...this.#poolOptions({
+          scope,
+          inflight,
+          ready,
+          yieldIds,
+          parent,
+          telemetry,
+          segment,
+          stats: engine.stats,
+        }),
         snapshot: claim.snapshot,
-        limits: this.#limits(),
-        // The cell's own wall-clock budget: the sandbox starts it when the VM is ready, so a
-        // worker's cold start does not count (it has its own bound, reported runtime_unavailable).
-        timeoutMs: engine.config.timeoutMs,
-        signal,
-        onRequest: (request) =>
-          this.#onRequest(request, scope, inflight, ready, yieldIds, parent, telemetry, segment),
       });
     } catch (error) {
       segment.release();
       await stopWatching?.();
+      // The restore's error is what the model hears; a record not ended here is left to its claim
+      // lease and the sweep.
       await store.finish(claim, "failed").catch(() => {});
-      return this.#failure(error, telemetry, startedAt);
+      return failureResult(error, telemetry, startedAt);
     }
     const end = await driveSegment(run, ready, segment).finally(segment.release);
     // An outcome recorded after this stays in the store, and the next claim reads it from there.
     await stopWatching?.();
-    return this.#settleSegment(end, {
+    return settleSegment(this.engine, this.#runScope, end, {
       runKey,
       runId: claim.runId,
       inflight,
@@ -692,54 +498,18 @@ export class ActiveRun implements PreparedRun {
     });
   }
 
-  /**
-   * The abort of one exec or wait segment: the whole run's abort, or the control call's own cancellation,
-   * while the segment runs. Released when it ends, so calls still pending in a waiting run outlive the
-   * request that started them (they end with the run, through the in-flight table).
-   */
-  #segment(call: ControlCall, inflight: InflightCalls): Segment {
-    const controller = new AbortController();
-    // The driver and the run listen for it; with the control call's own signal there can be several.
-    setMaxListeners(0, controller.signal);
-    const sources = [this.#abort.signal, ...(call.signal ? [call.signal] : [])];
-    // The only way the segment's signal aborts, so `segment.aborted` reads as `signal.aborted` does.
-    const onAbort = () => {
-      segment.aborted = true;
-      controller.abort();
+  /** What a segment's sandbox run or restore is given besides the cell or the snapshot. */
+  #poolOptions(requests: SegmentRequests) {
+    return {
+      // Fairness between sessions: one session's spinning cells never hold every worker.
+      owner: this.options.context.sessionId,
+      limits: this.#limits(),
+      // The cell's own wall-clock budget: the sandbox starts it when the VM is ready, so a
+      // worker's cold start does not count (it has its own bound, reported runtime_unavailable).
+      timeoutMs: this.engine.config.timeoutMs,
+      signal: requests.segment.signal,
+      onRequest: (request: HostRequest) => dispatchHostRequest(request, requests),
     };
-    let open = true;
-    const listener = call.onProgress;
-    const segment: Segment = {
-      signal: controller.signal,
-      aborted: false,
-      handedOut: false,
-      counts: { started: 0, settled: 0 },
-      release: () => {
-        open = false;
-        for (const source of sources) source.removeEventListener("abort", onAbort);
-      },
-      // Progress reaches the host only while this call runs; a listener that throws cannot break the run.
-      progress: listener
-        ? (event: RunProgress) => {
-            if (!open) return;
-            try {
-              listener(event);
-            } catch {}
-          }
-        : undefined,
-    };
-    // One listener aborts every nested call the segment started and has not settled (a listener per
-    // call cost more than the call itself in a loop of quick calls).
-    controller.signal.addEventListener(
-      "abort",
-      () => inflight.abortOwnedBy(segment, "The code-mode run was aborted."),
-      { once: true },
-    );
-    for (const source of sources) {
-      if (source.aborted) onAbort();
-      else source.addEventListener("abort", onAbort, { once: true });
-    }
-    return segment;
   }
 
   #limits() {
@@ -750,195 +520,6 @@ export class ActiveRun implements PreparedRun {
       maxPendingToolCalls: config.maxPendingToolCalls,
       maxQueuedToolCalls: config.maxQueuedToolCalls,
       maxSnapshotBytes: config.maxSnapshotBytes,
-    };
-  }
-
-  #onRequest(
-    request: HostRequest,
-    scope: RequestScope,
-    inflight: InflightCalls,
-    ready: ReadyQueue,
-    yieldIds: Set<string>,
-    parent: RequestParent,
-    telemetry: CodeModeTelemetry,
-    segment: Segment,
-  ): void {
-    if (request.kind === "yield") {
-      yieldIds.add(request.requestId);
-      return;
-    }
-    const started = startHostRequest(request, scope, parent, telemetry);
-    const { stats } = this.engine;
-    if (request.kind === "search") stats.nestedSearches++;
-    else if (request.kind === "describe") stats.nestedDescribes++;
-    if (!(started instanceof InflightCall)) {
-      // Answered from the catalog; the driver delivers it (never from inside the sandbox's callback).
-      ready.push(request.requestId, started);
-      return;
-    }
-    if (request.kind !== "mcp" || request.op === "call") stats.nestedCalls++;
-    if (segment.aborted) started.abort(new Error("The code-mode run was aborted."));
-    if (segment.progress) {
-      const { counts } = segment;
-      counts.started++;
-      segment.progress({ kind: "calls", ...counts, pending: counts.started - counts.settled });
-    }
-    // Runs now, or waits in order for one of the run's maxPendingToolCalls slots; the outcome comes
-    // back through the sink, with this segment as the call's owner.
-    inflight.add(started, segment);
-  }
-
-  /**
-   * Where the in-flight table hands outcomes while this segment drives the run: into the ready queue,
-   * and into the books of the segment that made the call (its abort set, the shapes of results for
-   * failure hints, its progress counts). A call an earlier segment made is only delivered.
-   */
-  #sinkFor(ready: ReadyQueue, segment: Segment, shapes?: ResultShapes): OutcomeSink {
-    return (requestId, outcome, call) => {
-      ready.push(requestId, outcome, call.toolId);
-      if (call.owner !== segment) return;
-      if (shapes && outcome.ok) shapes.record(call.toolId, outcome.value);
-      if (segment.progress) {
-        const { counts } = segment;
-        counts.settled++;
-        segment.progress({ kind: "calls", ...counts, pending: counts.started - counts.settled });
-      }
-    };
-  }
-
-  async #settleSegment(
-    end: SegmentEnd,
-    state: {
-      runKey: string;
-      /** The run id the model has (or is about to get). */
-      runId: string;
-      inflight: InflightCalls;
-      ready: ReadyQueue;
-      yieldIds: Set<string>;
-      telemetry: CodeModeTelemetry;
-      startedAt: number;
-      claim: ClaimedRun | null;
-      call: ControlCall;
-      span: TracedSpan | null;
-    },
-  ): Promise<CodeModeResult> {
-    const { engine } = this;
-    const store = await engine.store;
-    const { telemetry, claim, inflight } = state;
-    state.inflight.detach();
-    if (end.type !== "waiting") {
-      engine.inflight.delete(state.runKey);
-      inflight.abortAll("The code-mode run ended.");
-      if (claim) {
-        await store.finish(claim, end.type).catch(() => {});
-        telemetry.snapshotEvents.push({ event: "deleted", runId: claim.runId });
-      }
-      telemetry.durationMs = Date.now() - state.startedAt;
-      if (end.type === "completed") {
-        return {
-          status: "completed",
-          value: end.value,
-          ...(end.output.length ? { output: end.output } : {}),
-          telemetry,
-        };
-      }
-      return this.#failed(end.code, end.message, telemetry, end.output, state.startedAt);
-    }
-
-    // Outcomes that reached the segment while the VM was being snapshotted were not delivered: they
-    // are stored with the run, or the next wait would report those calls as lost.
-    const undelivered = new Map(
-      state.ready.drain().map(([requestId, outcome, toolId]) => [requestId, { outcome, toolId }]),
-    );
-    const queuedIds = new Set<string>();
-    const pendingCalls = end.pending
-      .filter((request) => request.kind !== "yield")
-      .map((request) => {
-        const call = inflight.get(request.requestId);
-        const left = undelivered.get(request.requestId);
-        const outcome = call?.outcome ?? left?.outcome;
-        // Still owed by the process that ran it before (another replica): kept as the store had it.
-        const owed = claim?.pendingCalls.find((pending) => pending.callId === request.requestId);
-        if (call?.queued && !outcome) queuedIds.add(request.requestId);
-        return {
-          callId: request.requestId,
-          toolId: call?.toolId ?? left?.toolId ?? owed?.toolId ?? request.kind,
-          startedAt: call
-            ? new Date(call.startedAtMs).toISOString()
-            : (owed?.startedAt ?? new Date().toISOString()),
-          ...(outcome ? { outcome: outcome as never } : {}),
-        };
-      });
-    const yields = end.pending.filter((request) => request.kind === "yield");
-    const yieldRequestIds = yields.map((request) => request.requestId);
-    // The guest's own words for the pause; bounded, since guest code chooses them.
-    const yieldReason = yields.map((request) => request.reason).find((reason) => reason !== undefined);
-    const hostState: RunHostState = { runKey: state.runKey, yieldRequestIds };
-    telemetry.durationMs = Date.now() - state.startedAt;
-    const payload = {
-      snapshot: end.snapshot,
-      pendingCalls,
-      output: end.output,
-      telemetry,
-      hostState: hostState as unknown as JsonValue,
-    };
-    let runId: string;
-    const suspend = state.span
-      ? startSpan("codecell.snapshot.suspend", {
-          parent: state.span,
-          attributes: {
-            "codecell.pending_calls": pendingCalls.length,
-            "codecell.waiting.reason": end.reason,
-          },
-        })
-      : null;
-    try {
-      const stored = claim
-        ? await store.resuspend(claim, payload)
-        : await store.suspend({
-            ...payload,
-            runId: state.runId,
-            scope: { ...this.#runScope, toolCallId: state.call.toolCallId },
-          });
-      runId = stored.runId;
-      telemetry.snapshotEvents.push({ event: "stored", runId, bytes: stored.bytes });
-      suspend?.end({
-        "codecell.run.id": runId,
-        "codecell.snapshot.bytes": end.snapshot.byteLength,
-        "codecell.snapshot.stored_bytes": stored.bytes,
-      });
-      this.#observe("snapshot", { kind: "suspend", bytes: stored.bytes });
-    } catch (error) {
-      suspend?.end(undefined, CodeModeError.is(error) ? error.code : "internal_error");
-      engine.inflight.delete(state.runKey);
-      inflight.abortAll("The code-mode run could not be stored.");
-      if (claim) await store.finish(claim, "failed").catch(() => {});
-      return this.#failure(error, telemetry, state.startedAt);
-    }
-    // Handed-out calls are answered through the store (settleHandedOutCall); nothing here waits on them.
-    inflight.releaseHandedOut();
-    inflight.storedAs(store, runId, () => {
-      if (engine.inflight.get(state.runKey) === inflight) engine.inflight.delete(state.runKey);
-    });
-    return {
-      status: "waiting",
-      runId,
-      reason: end.reason,
-      ...(end.reason === "yield" && yieldReason !== undefined
-        ? { yieldReason: yieldReason.slice(0, 500) }
-        : {}),
-      ...(pendingCalls.length
-        ? {
-            pendingToolCalls: pendingCalls.map(({ callId, toolId, startedAt }) => ({
-              callId,
-              toolId,
-              startedAt,
-              ...(queuedIds.has(callId) ? { queued: true as const } : {}),
-            })),
-          }
-        : {}),
-      ...(end.output.length ? { output: end.output } : {}),
-      telemetry,
     };
   }
 }

@@ -15,7 +15,7 @@ const HOST = fileURLToPath(new URL("fixtures/bundle-host.mjs", import.meta.url))
 type Outcome = { status: string; value?: unknown; code?: string; error?: string };
 
 describe("the published bundle", () => {
-  it("is the package's export, two files that leave only the sandbox's worker start and the transpiler outside", async () => {
+  it("is the package's export, two files that leave only the sandbox's worker start outside, and the transpiler and type checker to load on demand", async () => {
     const manifest = JSON.parse(readFileSync(`${PACKAGE_DIR}/package.json`, "utf8")) as {
       exports: Record<string, Record<string, string>>;
     };
@@ -41,7 +41,11 @@ describe("the published bundle", () => {
       new Set(["import-statement @codecell/sandbox/worker-start", "dynamic-import ./engine-api.js"]),
     );
     expect(new Set(await importsOf("engine-api.js"))).toEqual(
-      new Set(["import-statement @codecell/sandbox/worker-start", "dynamic-import @codecell/transpile"]),
+      new Set([
+        "import-statement @codecell/sandbox/worker-start",
+        "dynamic-import @codecell/transpile",
+        "dynamic-import @codecell/typecheck",
+      ]),
     );
     expect(existsSync(`${PACKAGE_DIR}/dist/index.d.ts`)).toBe(true);
   });

@@ -1,0 +1,229 @@
+import { AgentError } from "./agent-error.js";
+import type { AgentLoop, AgentTurnResult } from "./agent-loop.js";
+import {
+  fromMessagesRequest,
+  fromMessagesTools,
+  messagesErrorBody,
+  toMessagesContent,
+  toMessagesUsage,
+  toStopReason,
+  type UpstreamApi,
+} from "./anthropic-messages.js";
+import type { ChatCompletionsContext, ResponseSink } from "./chat-completions-front.js";
+import { MessagesStreamWriter, messageId } from "./messages-stream.js";
+import type { ModelReply, ModelUpstream, TurnTool } from "./turn.js";
+
+export type MessagesFrontOptions = {
+  loop: AgentLoop;
+  /** The upstream of pass-through requests (translated to its format when it is not Messages). */
+  upstream: ModelUpstream;
+  /** The format the upstream speaks: sampling parameters and content parts are written for it. */
+  upstreamApi: UpstreamApi;
+  /** Used when a request names no model. */
+  defaultModel?: string;
+};
+
+/** Fields of a Messages request the front reads itself. */
+const LOOP_FIELDS = new Set(["model", "messages", "system", "tools", "tool_choice", "stream"]);
+
+function invalid(message: string): AgentError {
+  return new AgentError("invalid_request", message);
+}
+
+/**
+ * The Messages request's other parameters in the upstream's terms: as they are for a Messages
+ * upstream; for Chat Completions the ones with a counterpart there, and a clear refusal for the rest.
+ */
+export function messagesParams(request: Record<string, unknown>, api: UpstreamApi): Record<string, unknown> {
+  const params: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(request)) {
+    if (LOOP_FIELDS.has(key) || value === undefined) continue;
+    if (api === "messages") {
+      params[key] = value;
+      continue;
+    }
+    switch (key) {
+      case "max_tokens":
+      case "temperature":
+      case "top_p":
+        params[key] = value;
+        break;
+      case "stop_sequences":
+        params.stop = value;
+        break;
+      case "metadata": {
+        const user = (value as { user_id?: unknown } | null)?.user_id;
+        if (typeof user === "string") params.user = user;
+        break;
+      }
+      case "thinking":
+        if ((value as { type?: unknown } | null)?.type === "disabled") break;
+        throw invalid(
+          '"thinking" cannot be sent to this gateway\'s upstream, which speaks Chat Completions (agent.upstream.api): leave it out.',
+        );
+      default:
+        throw invalid(
+          `"${key}" has no counterpart in Chat Completions, which this gateway's upstream speaks (agent.upstream.api): leave it out.`,
+        );
+    }
+  }
+  return params;
+}
+
+/** A Messages `tool_choice` in Chat Completions terms, for a request passed through to such an upstream. */
+function chatToolChoice(choice: unknown): Record<string, unknown> {
+  if (choice === undefined) return {};
+  const fields = (typeof choice === "object" && choice !== null ? choice : {}) as Record<string, unknown>;
+  const parallel = fields.disable_parallel_tool_use === true ? { parallel_tool_calls: false } : {};
+  switch (fields.type) {
+    case "auto":
+      return { tool_choice: "auto", ...parallel };
+    case "any":
+      return { tool_choice: "required", ...parallel };
+    case "none":
+      return { tool_choice: "none" };
+    case "tool":
+      if (typeof fields.name === "string")
+        return { tool_choice: { type: "function", function: { name: fields.name } }, ...parallel };
+      break;
+  }
+  throw invalid('"tool_choice" must be { type: "auto" | "any" | "none" } or { type: "tool", name }.');
+}
+
+/** One answer in the front's terms: what the loop or a passed-through model call gave. */
+type Answer = {
+  content: string | null;
+  toolCalls: AgentTurnResult["toolCalls"];
+  stopReason: string;
+  usage: AgentTurnResult["usage"];
+  model: string;
+};
+
+function messageBody(answer: Answer): unknown {
+  return {
+    id: messageId(),
+    type: "message",
+    role: "assistant",
+    model: answer.model,
+    content: toMessagesContent(answer.content, answer.toolCalls),
+    stop_reason: answer.stopReason,
+    stop_sequence: null,
+    usage: toMessagesUsage(answer.usage),
+  };
+}
+
+/**
+ * The Anthropic Messages API (`POST /v1/messages`) in front of the agent loop. The request's tools
+ * become client tools, a client tool a cell calls comes back as `tool_use` blocks with
+ * `stop_reason: "tool_use"`, and the `tool_result` blocks of the next request resume the run. Requests
+ * the loop does not take over (code mode off, no tools, `tool_choice: { type: "none" }`) go to the
+ * upstream model as they are, translated when it speaks another format.
+ */
+export class MessagesFront {
+  readonly #options: MessagesFrontOptions;
+
+  constructor(options: MessagesFrontOptions) {
+    this.#options = options;
+  }
+
+  async handle(body: unknown, context: ChatCompletionsContext, sink: ResponseSink): Promise<void> {
+    let writer: MessagesStreamWriter | null = null;
+    try {
+      if (typeof body !== "object" || body === null || Array.isArray(body)) {
+        throw invalid(
+          "The request body must be a JSON object with model, max_tokens and messages (Messages API).",
+        );
+      }
+      const request = body as Record<string, unknown>;
+      const { loop, upstreamApi } = this.#options;
+      const tools = request.tools;
+      const passThrough =
+        !loop.codeModeEnabled ||
+        tools === undefined ||
+        (Array.isArray(tools) && tools.length === 0) ||
+        (request.tool_choice as { type?: unknown } | undefined)?.type === "none";
+      const model =
+        typeof request.model === "string" && request.model ? request.model : this.#options.defaultModel;
+      if (!model) {
+        throw invalid(
+          'The request names no model: set "model", or agent.upstream.model in the gateway config.',
+        );
+      }
+      const messages = fromMessagesRequest(request, upstreamApi);
+      const params = messagesParams(request, upstreamApi);
+      const clientTools = tools === undefined ? [] : fromMessagesTools(tools);
+      writer = request.stream === true ? new MessagesStreamWriter(sink, model) : null;
+      const onTextDelta = writer ? { onTextDelta: (text: string) => writer?.text(text) } : {};
+      if (passThrough) {
+        const answer = await this.#passThrough(
+          request,
+          model,
+          messages,
+          clientTools,
+          params,
+          context,
+          onTextDelta,
+        );
+        if (writer) writer.finish(answer);
+        else sink.json(200, messageBody(answer));
+        return;
+      }
+      const result = await loop.drive({
+        ...onTextDelta,
+        principal: context.principal,
+        ...(context.conversation !== undefined ? { conversation: context.conversation } : {}),
+        model,
+        messages,
+        clientTools,
+        params,
+        signal: context.signal,
+      });
+      const answer: Answer = {
+        content: result.content,
+        toolCalls: result.toolCalls,
+        stopReason: result.kind === "client_tools" ? "tool_use" : "end_turn",
+        usage: result.usage,
+        model: result.model,
+      };
+      const headers = { "codecell-thread": result.threadId };
+      if (writer) writer.finish(answer, headers);
+      else sink.json(200, messageBody(answer), headers);
+    } catch (error) {
+      const failure = AgentError.is(error)
+        ? error
+        : new AgentError("internal", `Internal error: ${(error as Error)?.message ?? String(error)}`);
+      if (context.signal.aborted) return;
+      if (writer?.started) writer.fail(failure);
+      else sink.json(failure.status, messagesErrorBody(failure));
+    }
+  }
+
+  /** One model call with the client's own tools, the client's conversation as it is. */
+  async #passThrough(
+    request: Record<string, unknown>,
+    model: string,
+    messages: ReturnType<typeof fromMessagesRequest>,
+    tools: TurnTool[],
+    params: Record<string, unknown>,
+    context: ChatCompletionsContext,
+    stream: { onTextDelta?: (text: string) => void },
+  ): Promise<Answer> {
+    const choice =
+      this.#options.upstreamApi === "messages"
+        ? request.tool_choice === undefined
+          ? {}
+          : { tool_choice: request.tool_choice }
+        : chatToolChoice(request.tool_choice);
+    const reply: ModelReply = await this.#options.upstream.complete(
+      { model, messages, tools, codeModeDirectOnly: null, params: { ...params, ...choice } },
+      { signal: context.signal, ...stream },
+    );
+    return {
+      content: reply.content,
+      toolCalls: reply.toolCalls,
+      stopReason: toStopReason(reply.finishReason),
+      usage: reply.usage ?? { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
+      model: reply.model || model,
+    };
+  }
+}

@@ -1,0 +1,48 @@
+// One upstream model call as an OpenTelemetry client span (`chat <model>`, the GenAI conventions), through
+// the engine's tracing: nothing is loaded or recorded unless the host registered a tracer provider.
+import { traceModelCall } from "@codecell/engine";
+import { AgentError } from "./agent-error.js";
+import type { ModelCallOptions, ModelReply, ModelRequest, ModelUpstream } from "./turn.js";
+
+/** `server.address` and `server.port` of an upstream's base URL, when it has one that parses. */
+function serverOf(baseUrl: string | undefined): { serverAddress?: string; serverPort?: number } {
+  if (!baseUrl) return {};
+  try {
+    const url = new URL(baseUrl);
+    const port = url.port ? Number(url.port) : url.protocol === "https:" ? 443 : 80;
+    return { serverAddress: url.hostname, serverPort: port };
+  } catch {
+    return {}; // An upstream without a URL of its own (an embedding host's): the span names no server.
+  }
+}
+
+/** Calls the upstream under a `chat` span that ends with the answer's model, usage and finish reason. */
+export async function completeTraced(
+  upstream: ModelUpstream,
+  request: ModelRequest,
+  options: ModelCallOptions,
+): Promise<ModelReply> {
+  const span = traceModelCall({
+    providerName: upstream.providerName ?? "openai",
+    requestModel: request.model,
+    ...serverOf(upstream.baseUrl),
+  });
+  if (!span) return upstream.complete(request, options);
+  try {
+    const reply = await span.run(() => upstream.complete(request, options));
+    span.end({
+      ...(reply.model ? { responseModel: reply.model } : {}),
+      ...(reply.usage
+        ? { inputTokens: reply.usage.promptTokens, outputTokens: reply.usage.completionTokens }
+        : {}),
+      finishReasons: [reply.finishReason],
+    });
+    return reply;
+  } catch (error) {
+    span.end({
+      errorType: error instanceof AgentError ? error.kind : "_OTHER",
+      errorMessage: error instanceof Error ? error.message : String(error),
+    });
+    throw error;
+  }
+}
