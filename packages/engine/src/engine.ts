@@ -53,6 +53,7 @@ export class CodeModeEngine {
   readonly #ownsStore: boolean;
   #pool: SandboxPool | undefined;
   readonly #snapshotSecret: string | undefined;
+  readonly #sandboxThread: "worker" | "in-thread" | undefined;
   readonly #observer: EngineObserver | null;
   readonly #tracing: TracingOptions;
   readonly stats: EngineStats = {
@@ -91,6 +92,7 @@ export class CodeModeEngine {
     });
     this.#redactInput = options.redactInput ?? ((_toolId, input) => input);
     this.#snapshotSecret = options.snapshotSecret;
+    this.#sandboxThread = options.sandbox?.thread;
     this.#observer = options.observer ?? null;
     this.#tracing = { ...options.tracing };
     this.#debug = debugSink(options.debug);
@@ -101,7 +103,10 @@ export class CodeModeEngine {
   }
 
   #startPool(): SandboxPool {
-    this.#pool ??= createSandboxPool(this.#snapshotSecret ? { snapshotSecret: this.#snapshotSecret } : {});
+    this.#pool ??= createSandboxPool({
+      ...(this.#snapshotSecret ? { snapshotSecret: this.#snapshotSecret } : {}),
+      ...(this.#sandboxThread ? { thread: this.#sandboxThread } : {}),
+    });
     return this.#pool;
   }
 

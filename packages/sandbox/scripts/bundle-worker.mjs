@@ -20,7 +20,14 @@ import { build } from "esbuild";
 
 const packageDir = new URL("..", import.meta.url);
 const workerDir = new URL("dist/worker/", packageDir);
-const BUNDLE = "dist/worker/sandbox-worker.bundle.cjs";
+/**
+ * The worker thread's entry, and the entry of the same modules on the host's own thread (the in-thread
+ * sandbox, src/in-thread-sandbox.ts, which requires its bundle for the same reason: one file to read).
+ */
+const BUNDLES = [
+  { entry: "dist/worker/sandbox-worker.js", bundle: "dist/worker/sandbox-worker.bundle.cjs" },
+  { entry: "dist/worker/in-thread.js", bundle: "dist/worker/in-thread.bundle.cjs" },
+];
 const { GUEST_PRELUDE_SOURCE } = await import(new URL("guest-prelude.js", workerDir).href);
 const manifest = JSON.parse(readFileSync(new URL("guest-prelude.bytecode.json", workerDir), "utf8"));
 if (manifest.source !== GUEST_PRELUDE_SOURCE) {
@@ -63,40 +70,42 @@ if (!preludeModule.includes('vm.compile(GUEST_PRELUDE_SOURCE, "prelude.js", 0, C
   throw new Error("compileGuestPrelude changed: update scripts/bundle-worker.mjs to compile the same way");
 }
 
-const result = await build({
-  absWorkingDir: packageDir.pathname,
-  entryPoints: ["dist/worker/sandbox-worker.js"],
-  outfile: BUNDLE,
-  bundle: true,
-  platform: "node",
-  format: "cjs",
-  target: "node20",
-  // Whitespace and syntax only: names stay readable in stack traces; less for the worker to read and parse.
-  minifyWhitespace: true,
-  minifySyntax: true,
-  // Stack traces of a worker failure point through the map to dist's files, and from there to src.
-  sourcemap: true,
-  sourcesContent: false,
-  legalComments: "none",
-  charset: "ascii",
-  logLevel: "warning",
-  metafile: true,
-  plugins: [workerModules],
-});
+for (const { entry, bundle: BUNDLE } of BUNDLES) {
+  const result = await build({
+    absWorkingDir: packageDir.pathname,
+    entryPoints: [entry],
+    outfile: BUNDLE,
+    bundle: true,
+    platform: "node",
+    format: "cjs",
+    target: "node20",
+    // Whitespace and syntax only: names stay readable in stack traces; less for the worker to read and parse.
+    minifyWhitespace: true,
+    minifySyntax: true,
+    // Stack traces of a worker failure point through the map to dist's files, and from there to src.
+    sourcemap: true,
+    sourcesContent: false,
+    legalComments: "none",
+    charset: "ascii",
+    logLevel: "warning",
+    metafile: true,
+    plugins: [workerModules],
+  });
 
-// Every import() left must be one of those loaded on first use; everything else is in the bundle.
-const output = result.metafile.outputs[BUNDLE];
-for (const imported of output.imports) {
-  const firstUse = imported.kind === "dynamic-import" && LOADED_ON_FIRST_USE.has(imported.path);
-  const builtin = imported.kind === "require-call" && imported.path.startsWith("node:");
-  if (!firstUse && !builtin) throw new Error(`the worker bundle ${imported.kind}s ${imported.path}`);
+  // Every import() left must be one of those loaded on first use; everything else is in the bundle.
+  const output = result.metafile.outputs[BUNDLE];
+  for (const imported of output.imports) {
+    const firstUse = imported.kind === "dynamic-import" && LOADED_ON_FIRST_USE.has(imported.path);
+    const builtin = imported.kind === "require-call" && imported.path.startsWith("node:");
+    if (!firstUse && !builtin) throw new Error(`the worker bundle ${imported.kind}s ${imported.path}`);
+  }
+  // The prelude's text in the bundle is exactly the manifest's (evaluated, not compared as written).
+  const bundled = readFileSync(new URL(BUNDLE, packageDir), "latin1");
+  // esbuild picks the quote; the literal is read up to its first unescaped closing quote and evaluated.
+  const literal = /\bGUEST_PRELUDE_SOURCE\s*=\s*(("|'|`)(?:[^\\]|\\.)*?\2)/s.exec(bundled)?.[1];
+  if (literal === undefined || new Function(`return ${literal};`)() !== manifest.source) {
+    throw new Error(`${BUNDLE} does not hold the exact prelude source the shipped bytecode was built from`);
+  }
+  const inputs = Object.keys(result.metafile.inputs).length;
+  process.stdout.write(`${BUNDLE}: ${inputs} modules in one CommonJS file\n`);
 }
-// The prelude's text in the bundle is exactly the manifest's (evaluated, not compared as written).
-const bundled = readFileSync(new URL(BUNDLE, packageDir), "latin1");
-// esbuild picks the quote; the literal is read up to its first unescaped closing quote and evaluated.
-const literal = /\bGUEST_PRELUDE_SOURCE\s*=\s*(("|'|`)(?:[^\\]|\\.)*?\2)/s.exec(bundled)?.[1];
-if (literal === undefined || new Function(`return ${literal};`)() !== manifest.source) {
-  throw new Error(`${BUNDLE} does not hold the exact prelude source the shipped bytecode was built from`);
-}
-const inputs = Object.keys(result.metafile.inputs).length;
-process.stdout.write(`sandbox worker bundle: ${inputs} modules in one CommonJS file\n`);

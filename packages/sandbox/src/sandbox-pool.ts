@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
 import { availableParallelism } from "node:os";
-import type { Worker } from "node:worker_threads";
 import {
   countsOnPort,
   createSharedChannelBuffer,
@@ -12,10 +11,11 @@ import {
   type WorkerToHostMessage,
 } from "@codecell/bridge";
 import { CodeModeError, type CodeModeErrorCode } from "@codecell/contract/errors";
+import { InThreadSandbox, type SandboxThread, type SandboxThreadMode } from "./in-thread-sandbox.js";
 import { RunHandle, type RunHost, type RunSettings } from "./sandbox-run.js";
 import type { RestoreOptions, RunOptions, SandboxPool, SandboxPoolOptions, SandboxRun } from "./types.js";
 import { type CompiledModule, loadQuickJsModule, preludeFor } from "./wasm-module.js";
-import { startSandboxWorker, workerEntropy } from "./worker-start.js";
+import { dropEarlyWorker, startSandboxWorker, workerEntropy } from "./worker-start.js";
 
 const DEFAULT_MAX_BRIDGE_VALUE_BYTES = 8 * 1024 * 1024;
 const DEFAULT_WATCHDOG_GRACE_MS = 100;
@@ -63,7 +63,7 @@ function spinForAnswer(channel: SharedChannel): boolean {
 /** One warm worker thread and the runs it hosts. */
 class WorkerSlot implements RunHost {
   /** Set at construction; a slot is created exactly when its worker should start. */
-  private worker: Worker | null = null;
+  private worker: SandboxThread | null = null;
   readonly runs = new Map<string, RunHandle>();
   readonly ready: Promise<void>;
   /**
@@ -103,7 +103,9 @@ class WorkerSlot implements RunHost {
 
   private spawn(module: Promise<CompiledModule>, snapshotSecret: string | null): void {
     if (!this.alive) return;
-    const worker = startSandboxWorker(this.pool.defaultWasm);
+    const worker: SandboxThread = this.pool.inThread
+      ? new InThreadSandbox(snapshotSecret)
+      : startSandboxWorker(this.pool.defaultWasm);
     this.worker = worker;
     worker.on("message", (raw: unknown) => {
       // Counted, so the worker knows when the port is empty of its messages (it uses the shared
@@ -136,8 +138,8 @@ class WorkerSlot implements RunHost {
           type: "init",
           module: compiled,
           snapshotSecret,
-          doorbell: this.doorbell,
-          channel: this.channelBuffer,
+          // On the host's thread the sandbox never waits for the host synchronously (it is the host).
+          ...(worker.inThread ? {} : { doorbell: this.doorbell, channel: this.channelBuffer }),
           prelude: preludeFor(compiled),
           entropy: workerEntropy(),
         }),
@@ -294,6 +296,8 @@ class Pool implements SandboxPool {
   private readonly module: Promise<CompiledModule>;
   /** The pool runs the default quickjs.wasm: it may take the worker started as this package loaded. */
   readonly defaultWasm: boolean;
+  /** The sandbox runs on the host's own thread (`thread: "in-thread"`): one slot, no worker. */
+  readonly inThread: boolean;
   private readonly slots: WorkerSlot[] = [];
   private readonly snapshotSecret: string | null;
   private readonly maxBridgeValueBytes: number;
@@ -319,9 +323,11 @@ class Pool implements SandboxPool {
   };
 
   constructor(options: SandboxPoolOptions) {
-    const size = Math.max(1, Math.floor(options.size ?? availableParallelism()));
+    this.inThread = threadMode(options.thread) === "in-thread";
+    // On the host's thread cells run one at a time: one slot stands for that thread.
+    const size = this.inThread ? 1 : Math.max(1, Math.floor(options.size ?? availableParallelism()));
     this.baseSize = size;
-    this.maxWorkers = Math.max(size, Math.floor(options.maxWorkers ?? size + 2));
+    this.maxWorkers = this.inThread ? 1 : Math.max(size, Math.floor(options.maxWorkers ?? size + 2));
     this.snapshotSecret = options.snapshotSecret ?? null;
     this.maxBridgeValueBytes = options.maxBridgeValueBytes ?? DEFAULT_MAX_BRIDGE_VALUE_BYTES;
     this.watchdogGraceMs = options.watchdogGraceMs ?? DEFAULT_WATCHDOG_GRACE_MS;
@@ -329,6 +335,8 @@ class Pool implements SandboxPool {
     this.defaultWasm = options.wasm === undefined;
     this.module = loadQuickJsModule(options.wasm);
     this.module.catch(() => {});
+    // The worker started as the package loaded would only hold its own heap here.
+    if (this.inThread) dropEarlyWorker();
     // One worker starts at once; the pool grows toward `size` only when a run has to wait for a busy
     // worker (see pickSlot). A process that runs one cell at a time keeps one worker and one set of
     // VMs, and no second worker boots beside a running cell on a small machine.
@@ -632,6 +640,15 @@ class Pool implements SandboxPool {
       for (const slot of starting) slot.ready.then(done, done);
     });
   }
+}
+
+/** The pool's `thread` option, checked: a typo must not silently pick a mode. */
+function threadMode(thread: unknown): SandboxThreadMode {
+  if (thread === undefined || thread === "worker" || thread === "in-thread") return thread ?? "worker";
+  throw new CodeModeError(
+    "invalid_input",
+    `The sandbox option thread must be "worker" or "in-thread"; received ${JSON.stringify(thread)}.`,
+  );
 }
 
 /** Whether a settle's results are short enough to try the shared channel's slot (UTF-16 units). */

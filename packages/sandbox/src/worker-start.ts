@@ -142,6 +142,17 @@ export function startSandboxWorker(defaultWasm: boolean): Worker {
   return spawnWorker();
 }
 
+/**
+ * Stop the worker started as this package loaded, if no pool has taken it: a pool that runs cells on
+ * the host's own thread never will, and the thread would hold its V8 heap until the unclaimed timer.
+ */
+export function dropEarlyWorker(): void {
+  if (early === null) return;
+  const { worker, drop } = early;
+  drop();
+  void worker.terminate();
+}
+
 /** Whether the worker started as this package loaded is still waiting for a pool (tests). */
 export function earlyWorkerWaiting(): boolean {
   return early !== null;

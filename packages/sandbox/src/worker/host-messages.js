@@ -4,7 +4,7 @@ import { GuestRun } from "./guest-run.js";
 import { restoreRun, suspendRun } from "./run-snapshot.js";
 import { noteStartSurface } from "./vm-pool.js";
 import { onInit } from "./worker-init.js";
-import { state } from "./worker-state.js";
+import { failWorker, state } from "./worker-state.js";
 
 // The host's messages to this worker, checked and routed: a settle to its run at once, every other
 // message to the run operation (or the set-up) it asks for.
@@ -27,9 +27,7 @@ export function handle(raw) {
  * @param {unknown} error
  */
 export function protocolViolation(error) {
-  setImmediate(() => {
-    throw error;
-  });
+  failWorker(error);
 }
 
 /**

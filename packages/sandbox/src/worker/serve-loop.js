@@ -1,5 +1,6 @@
 // @ts-check
 import { receiveMessageOnPort } from "node:worker_threads";
+/** @typedef {import("node:worker_threads").MessagePort} MessagePort */
 import { countsOnPort } from "@codecell/bridge";
 import { handle, onMessage, protocolViolation } from "./host-messages.js";
 import { port, state } from "./worker-state.js";
@@ -106,7 +107,7 @@ function serveWaitingRuns() {
       // The shared slot first: the host uses it only once this worker has taken everything it posted
       // on the port, so whatever the port holds now was sent after it.
       const text = shared === null ? null : shared.take(true);
-      const next = text === null ? receiveMessageOnPort(port) : undefined;
+      const next = text === null ? receiveMessageOnPort(/** @type {MessagePort} */ (port)) : undefined;
       const now = performance.now();
       const left = SYNC_SERVE_MS - (now - started);
       if (text !== null) handleShared(text);

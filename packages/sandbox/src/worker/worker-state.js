@@ -1,9 +1,34 @@
 // @ts-check
 import { parentPort } from "node:worker_threads";
 
-if (parentPort === null) throw new Error("sandbox-worker.js must run as a worker thread");
-/** The worker's port to the host. */
-export const port = parentPort;
+/**
+ * What the worker's modules send the host through: a worker thread's port, or, for a sandbox run on the
+ * host's own thread (in-thread.js), a direct transport with the same `postMessage`. Set once, by the
+ * entry that boots these modules (sandbox-worker.js or in-thread.js), before the first message.
+ * @typedef {{ postMessage(message: unknown, transfer?: ArrayBuffer[]): void }} HostPort
+ * @type {HostPort}
+ */
+export let port = /** @type {HostPort} */ (/** @type {unknown} */ (parentPort));
+/**
+ * What a protocol violation or an unreadable host message does: in a worker thread, throw out of the
+ * thread, so the host's exit handler fails its runs and replaces it; on the host's thread, the direct
+ * transport tells the host side instead (a throw there would take the host down).
+ * @type {(error: unknown) => void}
+ */
+export let failWorker = (error) => {
+  setImmediate(() => {
+    throw error;
+  });
+};
+
+/**
+ * Point these modules at the host through `hostPort` and `onFailure` (the in-thread entry).
+ * @param {HostPort} hostPort @param {(error: unknown) => void} onFailure
+ */
+export function useHostTransport(hostPort, onFailure) {
+  port = hostPort;
+  failWorker = onFailure;
+}
 
 /**
  * What the worker's modules share, in one object: what `init` hands over, the runs and how many of

@@ -1,0 +1,181 @@
+// The sandbox on the host's own thread: an object with the worker-thread surface the pool uses
+// (postMessage, the message/error/exit events, terminate, ref, unref), backed by the worker's own
+// modules loaded into this thread (src/worker/in-thread.js) instead of a worker thread. The pool's
+// code, and the worker's, are the same in both modes; only the transport differs.
+import { EventEmitter } from "node:events";
+import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+import type { HostToWorkerMessage, WorkerToHostMessage } from "@codecell/bridge";
+import { CodeModeError } from "@codecell/contract/errors";
+
+/** Where a sandbox's modules run: a worker thread of their own, or the host's thread. */
+export type SandboxThreadMode = "worker" | "in-thread";
+
+/** What the pool uses of a sandbox thread: the subset of `Worker` that the in-thread sandbox provides. */
+export interface SandboxThread {
+  /** True for the in-thread sandbox: the pool gives it no doorbell and no shared channel. */
+  readonly inThread?: boolean;
+  postMessage(message: unknown, transfer?: readonly ArrayBuffer[]): void;
+  on(event: "message", listener: (message: unknown) => void): this;
+  on(event: "messageerror" | "error", listener: (error: Error) => void): this;
+  on(event: "exit", listener: (code: number) => void): this;
+  terminate(): Promise<number>;
+  ref(): void;
+  unref(): void;
+}
+
+type GuestSide = typeof import("./worker/in-thread.js");
+
+/** The sandbox's modules on this thread, loaded on the first in-thread sandbox and shared by all. */
+let guest: Promise<GuestSide> | null = null;
+/** The in-thread sandbox each live run belongs to (the guest side is one per process). */
+const owners = new Map<string, InThreadSandbox>();
+/** Sandboxes that sent `init` and wait for its answer, in order (the guest side answers in order). */
+const awaitingInit: InThreadSandbox[] = [];
+const live = new Set<InThreadSandbox>();
+/** Messages that end a run on the guest side: its owner entry goes with them. */
+const TERMINAL = new Set(["completed", "failed", "suspended"]);
+
+/**
+ * The build's CommonJS bundle of the sandbox's modules (scripts/bundle-worker.mjs): one file for Node's
+ * CommonJS loader instead of some twenty ES modules to resolve and link. The modules themselves when
+ * running from source (tests).
+ */
+const GUEST_BUNDLE = fileURLToPath(new URL("./worker/in-thread.bundle.cjs", import.meta.url));
+const GUEST_MODULE = new URL("./worker/in-thread.js", import.meta.url).href;
+
+function importGuest(): Promise<GuestSide> {
+  if (existsSync(GUEST_BUNDLE)) {
+    return Promise.resolve().then(() => createRequire(import.meta.url)(GUEST_BUNDLE) as GuestSide);
+  }
+  return import(GUEST_MODULE) as Promise<GuestSide>;
+}
+
+function loadGuest(): Promise<GuestSide> {
+  guest ??= importGuest().then((side) => {
+    side.connect({ receive, fail });
+    return side;
+  });
+  return guest;
+}
+
+/**
+ * A message of the guest side. Copied at once, as a worker's postMessage copies it (the guest side
+ * keeps its own objects, such as a request it also holds as pending), and handed to the host side
+ * in a microtask: never inside the guest operation that posted it (the pool would be re-entered), and
+ * before timers, like the worker's answer to the message that caused it.
+ */
+function receive(message: unknown, transfer?: ArrayBuffer[]): void {
+  const copy = transfer === undefined ? structuredClone(message) : structuredClone(message, { transfer });
+  queueMicrotask(() => route(copy as WorkerToHostMessage));
+}
+
+function route(message: WorkerToHostMessage): void {
+  if (message.type === "ready" || message.type === "init-failed") {
+    awaitingInit.shift()?.emit("message", message);
+    return;
+  }
+  const items = message.type === "batch" ? message.messages : [message];
+  const first = items[0];
+  const owner = first !== undefined && "runId" in first ? owners.get(first.runId) : undefined;
+  for (const item of items) {
+    if (!("runId" in item) || !TERMINAL.has(item.type)) continue;
+    owners.get(item.runId)?.forget(item.runId);
+    owners.delete(item.runId);
+  }
+  owner?.emit("message", message);
+}
+
+/**
+ * A protocol violation on the guest side (a host bug): a worker thread would exit, failing its runs.
+ * Here every in-thread sandbox reports the error, so the pools replace them and fail their runs.
+ */
+function fail(error: unknown): void {
+  const reason = error instanceof Error ? error : new Error(String(error));
+  for (const sandbox of [...live]) sandbox.emit("error", reason);
+}
+
+/** The snapshot secret of the live in-thread sandboxes: the guest side holds one for the process. */
+function claimSecret(secret: string | null): void {
+  for (const sandbox of live) {
+    if (sandbox.snapshotSecret !== secret) {
+      throw new CodeModeError(
+        "invalid_input",
+        'Two in-thread sandbox pools in one process must use the same snapshotSecret (the sandbox on the host\'s thread holds one); give them the same secret, or run one of them with thread: "worker".',
+      );
+    }
+  }
+}
+
+/** The sandbox's modules on the host's thread, standing in for one worker thread of a pool. */
+export class InThreadSandbox extends EventEmitter implements SandboxThread {
+  readonly inThread = true;
+  readonly snapshotSecret: string | null;
+  private alive = true;
+  private readonly runIds = new Set<string>();
+  /** While ref'd (runs live), this keeps the process alive, as a ref'd worker would. */
+  private keepAlive: NodeJS.Timeout | null = null;
+
+  constructor(snapshotSecret: string | null) {
+    super();
+    claimSecret(snapshotSecret);
+    this.snapshotSecret = snapshotSecret;
+    live.add(this);
+    loadGuest().catch((error: Error) => {
+      if (this.alive) this.emit("error", error);
+    });
+  }
+
+  postMessage(message: unknown, transfer?: readonly ArrayBuffer[]): void {
+    if (!this.alive) return;
+    const host = message as HostToWorkerMessage;
+    if (host.type === "start" || host.type === "restore") {
+      owners.set(host.runId, this);
+      this.runIds.add(host.runId);
+    }
+    if (host.type === "init") awaitingInit.push(this);
+    // Copied now, as a worker's postMessage copies it (the caller keeps its limits and buffers); `init`
+    // holds the compiled module and shared buffers, which this thread uses as they are.
+    const copy =
+      host.type === "init"
+        ? host
+        : structuredClone(host, transfer === undefined ? undefined : { transfer: [...transfer] });
+    // After the current task (as a worker's message event would come): guest code never runs inside
+    // the pool's own call that sent the message.
+    void loadGuest().then((side) =>
+      setImmediate(() => {
+        if (this.alive) side.deliver(copy);
+      }),
+    );
+  }
+
+  /** A run of this sandbox ended on the guest side. */
+  forget(runId: string): void {
+    this.runIds.delete(runId);
+  }
+
+  async terminate(): Promise<number> {
+    if (!this.alive) return 1;
+    this.alive = false;
+    live.delete(this);
+    this.unref();
+    const waiting = awaitingInit.indexOf(this);
+    if (waiting !== -1) awaitingInit.splice(waiting, 1);
+    for (const runId of this.runIds) if (owners.get(runId) === this) owners.delete(runId);
+    const runIds = [...this.runIds];
+    this.runIds.clear();
+    if (guest !== null) (await guest).releaseRuns(runIds);
+    setImmediate(() => this.emit("exit", 1));
+    return 1;
+  }
+
+  ref(): void {
+    this.keepAlive ??= setInterval(() => {}, 60_000);
+  }
+
+  unref(): void {
+    if (this.keepAlive !== null) clearInterval(this.keepAlive);
+    this.keepAlive = null;
+  }
+}
