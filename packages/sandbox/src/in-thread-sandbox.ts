@@ -7,7 +7,6 @@ import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import type { HostToWorkerMessage, WorkerToHostMessage } from "@codecell/bridge";
-import { CodeModeError } from "@codecell/contract/errors";
 
 /** Where a sandbox's modules run: a worker thread of their own, or the host's thread. */
 export type SandboxThreadMode = "worker" | "in-thread";
@@ -34,6 +33,13 @@ const owners = new Map<string, InThreadSandbox>();
 /** Sandboxes that sent `init` and wait for its answer, in order (the guest side answers in order). */
 const awaitingInit: InThreadSandbox[] = [];
 const live = new Set<InThreadSandbox>();
+/**
+ * The compiled module the guest side was set up with: its VMs, spares and images are made from it, for
+ * every in-thread pool of the process, so a pool with another `quickjs.wasm` is refused at its init.
+ */
+let guestModule: unknown = null;
+const OTHER_MODULE =
+  "the sandbox on the host's thread already runs another quickjs.wasm in this process (in-thread pools share one); use thread: \"worker\" for a pool with its own wasm";
 /** Messages that end a run on the guest side: its owner entry goes with them. */
 const TERMINAL = new Set(["completed", "failed", "suspended"]);
 
@@ -72,6 +78,7 @@ function receive(message: unknown, transfer?: ArrayBuffer[]): void {
 }
 
 function route(message: WorkerToHostMessage): void {
+  if (message.type === "init-failed") guestModule = null;
   if (message.type === "ready" || message.type === "init-failed") {
     awaitingInit.shift()?.emit("message", message);
     return;
@@ -96,18 +103,6 @@ function fail(error: unknown): void {
   for (const sandbox of [...live]) sandbox.emit("error", reason);
 }
 
-/** The snapshot secret of the live in-thread sandboxes: the guest side holds one for the process. */
-function claimSecret(secret: string | null): void {
-  for (const sandbox of live) {
-    if (sandbox.snapshotSecret !== secret) {
-      throw new CodeModeError(
-        "invalid_input",
-        'Two in-thread sandbox pools in one process must use the same snapshotSecret (the sandbox on the host\'s thread holds one); give them the same secret, or run one of them with thread: "worker".',
-      );
-    }
-  }
-}
-
 /** The sandbox's modules on the host's thread, standing in for one worker thread of a pool. */
 export class InThreadSandbox extends EventEmitter implements SandboxThread {
   readonly inThread = true;
@@ -119,7 +114,6 @@ export class InThreadSandbox extends EventEmitter implements SandboxThread {
 
   constructor(snapshotSecret: string | null) {
     super();
-    claimSecret(snapshotSecret);
     this.snapshotSecret = snapshotSecret;
     live.add(this);
     loadGuest().catch((error: Error) => {
@@ -134,7 +128,14 @@ export class InThreadSandbox extends EventEmitter implements SandboxThread {
       owners.set(host.runId, this);
       this.runIds.add(host.runId);
     }
-    if (host.type === "init") awaitingInit.push(this);
+    if (host.type === "init") {
+      if (guestModule !== null && guestModule !== host.module) {
+        queueMicrotask(() => this.emit("message", { type: "init-failed", message: OTHER_MODULE }));
+        return;
+      }
+      guestModule = host.module;
+      awaitingInit.push(this);
+    }
     // Copied now, as a worker's postMessage copies it (the caller keeps its limits and buffers); `init`
     // holds the compiled module and shared buffers, which this thread uses as they are.
     const copy =
@@ -145,7 +146,7 @@ export class InThreadSandbox extends EventEmitter implements SandboxThread {
     // the pool's own call that sent the message.
     void loadGuest().then((side) =>
       setImmediate(() => {
-        if (this.alive) side.deliver(copy);
+        if (this.alive) side.deliver(copy, this.snapshotSecret);
       }),
     );
   }

@@ -152,6 +152,11 @@ export class GuestRun {
     this.queue = Promise.resolve();
     /** Operations of this run running or waiting in `queue`. */
     this.operationsQueued = 0;
+    /**
+     * The key its snapshots are sealed and checked with: its pool's, as the worker had it when the run
+     * began (on the host's thread, several pools with their own secrets share these modules).
+     */
+    this.snapshotSecret = state.snapshotSecret;
   }
 
   /** @param {() => Promise<void> | void} operation */
@@ -551,6 +556,14 @@ export class GuestRun {
           `The sandbox failed outside guest code: ${error.name}: ${error.message}. The VM was discarded.`,
         );
       }
+    } else if (error instanceof RangeError && /call stack/i.test(error.message)) {
+      // The host thread's own stack ran out under QuickJS's native recursion (a value nested tens of
+      // thousands deep being stringified): on the host's thread (in-thread mode), whose stack is a
+      // quarter of a worker's, before QuickJS's own stack check. The VM stopped mid-call: dropped.
+      this.force(
+        "memory_limit_exceeded",
+        "The cell nested values or calls deeper than the sandbox's stack allows; the VM was discarded. Flatten the data (or page it) before working on it.",
+      );
     } else {
       const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
       this.force("internal_error", `The sandbox VM failed (${message}) and was discarded.`);

@@ -19,12 +19,15 @@ export function connect(sink) {
 }
 
 /**
- * One host message, handled as the worker's port handler handles it. No doorbell and no shared channel
+ * One host message of the sandbox whose snapshot key is `snapshotSecret`, handled as the worker's port
+ * handler handles it. The key is the one a run begun by this message takes (see GuestRun): pools with
+ * secrets of their own share these modules on the host's thread. No doorbell and no shared channel
  * are ever given in this mode (the init of an in-thread pool has none), so the serve loop never waits
  * synchronously for the host: it returns at once, as the host's own thread must.
- * @param {unknown} message
+ * @param {unknown} message @param {string | null} snapshotSecret
  */
-export function deliver(message) {
+export function deliver(message, snapshotSecret) {
+  state.snapshotSecret = snapshotSecret;
   dispatch(message);
 }
 

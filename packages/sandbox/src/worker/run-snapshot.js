@@ -36,7 +36,7 @@ export async function restoreRun(run, snapshot) {
   try {
     decoded = decodeSnapshot(
       snapshot,
-      state.snapshotSecret,
+      run.snapshotSecret,
       run.limits.memoryLimitBytes * 2 + 64 * 1024 * 1024,
     );
     saved = /** @type {typeof saved} */ (decoded.bridgeState);
@@ -119,7 +119,7 @@ export async function suspendRun(run) {
     // The cell already returned this value; it is reported once the pending calls settle.
     ...(run.outcome?.type === "completed" ? { returned: { value: run.outcome.value } } : {}),
   };
-  const bytes = encodeSnapshot(image, bridgeState, state.snapshotSecret);
+  const bytes = encodeSnapshot(image, bridgeState, run.snapshotSecret);
   if (bytes.byteLength > run.limits.maxSnapshotBytes) {
     post({
       type: "suspend-failed",
