@@ -119,19 +119,22 @@ const nodeRequire = createRequire(import.meta.url);
 /** V8's default `--wasm-tiering-budget` (1,800,000 in Node 20's V8) times 100, for one-shot commands. */
 const ONE_SHOT_WASM_TIERING_BUDGET = 180_000_000;
 
-// The command line as the start-up reads it, before the bundle parses it. Only two words matter here, and
-// each is read on the safe side: an argument `serve` anywhere (even an option's value) means a long-lived
-// process, and `serve` or `exec` anywhere means one that may run cells.
+// The command line as the start-up reads it, before the bundle parses it. Only one word matters here,
+// read on the safe side: an argument `serve` anywhere (even an option's value) means a long-lived
+// process, the one command that runs cells on the sandbox's worker threads by default.
 const args = process.argv.slice(2);
 const longLived = args.includes("serve");
-const runsCells = longLived || args.includes("exec");
+/** `exec --sandbox worker` runs its cell on a worker thread, like `serve`: both want the early worker. */
+const workerCells = longLived || (args.includes("exec") && args.includes("worker"));
 
 // 1. The sandbox's early worker starts as this module loads (see @codecell/sandbox): three small modules,
-// before the rest of the sandbox and everything else. A command that runs no cell (`catalog`, `check`,
-// help) starts none: a worker thread booting beside it took CPU from it, and its exit waited for the
-// thread. The sandbox's own switch turns it off, for this import only (children never see it).
+// before the rest of the sandbox and everything else. Only `serve` (and `exec --sandbox worker`) starts it: `exec` runs its one cell
+// on this thread (the sandbox's in-thread mode, see cli.ts), and a command that runs no cell (`catalog`,
+// `check`, help) needs no worker; a worker thread booting beside them took CPU from them, and their exit
+// waited for the thread. The sandbox's own switch turns it off, for this import only (children never
+// see it).
 const earlyStartSetting = process.env.CODECELL_SANDBOX_EARLY_START;
-if (!runsCells) process.env.CODECELL_SANDBOX_EARLY_START = "0";
+if (!workerCells) process.env.CODECELL_SANDBOX_EARLY_START = "0";
 try {
   await import("@codecell/sandbox/worker-start");
 } finally {

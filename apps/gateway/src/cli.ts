@@ -49,7 +49,7 @@ bearer tokens in the config (http.tokens); clients then send Authorization: Bear
 --log-format json (or logging.format in the config) writes one JSON object per stderr line. With --http,
 GET /metrics serves Prometheus metrics (behind the bearer token). OTLP traces and metrics are exported when
 OTEL_EXPORTER_OTLP_ENDPOINT (or the config's telemetry block) names a collector.`,
-  exec: `Usage: codecell exec [--config <file>] [--language javascript|typescript] [--typecheck] [--no-wait] <file.js|file.ts|->
+  exec: `Usage: codecell exec [--config <file>] [--language javascript|typescript] [--typecheck] [--no-wait] [--sandbox in-thread|worker] <file.js|file.ts|->
        codecell exec [options] --code <cell>   (or -e <cell>)
 
 Runs one cell (a file, "-" for stdin, or the text after --code) and prints the code-mode result as JSON
@@ -57,7 +57,9 @@ on stdout. A cell given with --code is JavaScript unless --language says otherwi
 result is continued with wait until it completes (at most ${MAX_AUTO_WAITS} times) unless --no-wait.
 Calls that need approval are refused (there is no client to ask). --typecheck type-checks the cell
 against the run's declarations first and prints each finding on stderr (as tools.codeMode.typecheck
-"warn" does; a config's "strict" stays strict). Exit 0 completed, 4 failed, 5 waiting.`,
+"warn" does; a config's "strict" stays strict). The cell runs on the command's own thread (--sandbox
+in-thread, the default: the quickest start); --sandbox worker runs it on a worker thread, as serve does,
+so tool calls are answered even while the cell computes. Exit 0 completed, 4 failed, 5 waiting.`,
   catalog: `Usage: codecell catalog [--config <file>] [--search <query>]
 
 Prints, as JSON, ALL_TOOLS as a cell sees it and, apart, the MCP tools as a cell calls them
@@ -85,6 +87,7 @@ const OPTIONS = {
     code: { type: "string", short: "e" },
     typecheck: { type: "boolean", default: false },
     "no-wait": { type: "boolean", default: false },
+    sandbox: { type: "string", default: "in-thread" },
   },
   catalog: { config: { type: "string" }, search: { type: "string" } },
   check: { config: { type: "string" }, connect: { type: "boolean", default: false } },
@@ -116,9 +119,18 @@ function loadConfigOrExit(path: string | undefined): GatewayConfig {
   return loaded.config;
 }
 
-async function startGateway(config: GatewayConfig, connectMcp = true, mcpWaitMs?: number): Promise<Gateway> {
+async function startGateway(
+  config: GatewayConfig,
+  connectMcp = true,
+  mcpWaitMs?: number,
+  sandboxThread?: "worker" | "in-thread",
+): Promise<Gateway> {
   try {
-    return await Gateway.start(config, { connectMcp, ...(mcpWaitMs !== undefined ? { mcpWaitMs } : {}) });
+    return await Gateway.start(config, {
+      connectMcp,
+      ...(mcpWaitMs !== undefined ? { mcpWaitMs } : {}),
+      ...(sandboxThread ? { sandboxThread } : {}),
+    });
   } catch (error) {
     if (CodeModeError.is(error) && error.code === "invalid_config") fail(EXIT.config, error.message);
     throw error;
@@ -298,6 +310,10 @@ async function exec(args: string[]): Promise<number> {
   if (language !== "javascript" && language !== "typescript") {
     throw new UsageError(`--language must be javascript or typescript, got "${language}".`);
   }
+  const sandbox = values.sandbox;
+  if (sandbox !== "in-thread" && sandbox !== "worker") {
+    throw new UsageError(`--sandbox must be in-thread or worker, got "${sandbox}".`);
+  }
   const code = "file" in cell ? readCell(cell.file) : cell.code;
   const loaded = loadConfigOrExit(values.config);
   // --typecheck asks for the findings; a config that already refuses cells with errors keeps doing so.
@@ -311,7 +327,9 @@ async function exec(args: string[]): Promise<number> {
       `${config.file}: tools.codeMode is not enabled, so there is no exec. Set "tools": { "codeMode": true }.`,
     );
   }
-  const gateway = await startGateway(config);
+  // One cell, then exit: by default on this thread (no worker thread to boot, no second V8 heap). Its
+  // tool calls still run while the cell waits on them; only the cell's own computing holds this thread.
+  const gateway = await startGateway(config, true, undefined, sandbox);
   gateway.engine.warmUp();
   try {
     const session = gateway.openSession(`exec-${process.pid}-${Date.now()}`, NO_APPROVAL_CLIENT);

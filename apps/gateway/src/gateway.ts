@@ -46,6 +46,12 @@ export type GatewayOptions = {
    * to every session). Default: wait until each has connected or failed within its deadline.
    */
   mcpWaitMs?: number;
+  /**
+   * Where the engine's sandbox runs cells (see `sandbox.thread` of @codecell/engine): worker threads by
+   * default, so a server keeps answering while a cell computes; `codecell exec`, which runs one cell and
+   * exits, runs it on its own thread.
+   */
+  sandboxThread?: "worker" | "in-thread";
 };
 
 export type { ToolCallRequest } from "./session-host.js";
@@ -130,6 +136,7 @@ export class Gateway implements SessionHost {
       plugins: LoadedPlugin[];
       log: (line: string) => void;
       snapshotSecret: string;
+      sandboxThread: "worker" | "in-thread" | undefined;
     },
   ) {
     this.config = config;
@@ -143,6 +150,7 @@ export class Gateway implements SessionHost {
       config: config.codeMode,
       store: parts.store,
       snapshotSecret: parts.snapshotSecret,
+      ...(parts.sandboxThread ? { sandbox: { thread: parts.sandboxThread } } : {}),
       ...(config.telemetry
         ? {
             tracing: {
@@ -228,7 +236,14 @@ export class Gateway implements SessionHost {
       await store.close().catch(() => {});
       throw error;
     }
-    return new Gateway(config, { store, connector, plugins, log, snapshotSecret });
+    return new Gateway(config, {
+      store,
+      connector,
+      plugins,
+      log,
+      snapshotSecret,
+      sandboxThread: options.sandboxThread,
+    });
   }
 
   /**
