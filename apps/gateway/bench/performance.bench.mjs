@@ -461,7 +461,12 @@ for (const key of STEADY_CELLS)
   for (const [mark, label, execSubject, key] of [
     ["resultMs", "one-shot: process start -> result on stdout (`codecell exec` / bare `node -e`)", "exec"],
     ["exitMs", "one-shot: process start -> exit (`codecell exec` / bare `node -e`)", "exec"],
-    ["resultMs", "  the same, `codecell exec --sandbox worker` (start -> result)", "exec-worker", "resultWorker"],
+    [
+      "resultMs",
+      "  the same, `codecell exec --sandbox worker` (start -> result)",
+      "exec-worker",
+      "resultWorker",
+    ],
     ["exitMs", "  the same, `codecell exec --sandbox worker` (start -> exit)", "exec-worker", "exitWorker"],
   ]) {
     const bare = median(oneShot.bare.map((s) => s[mark]));

@@ -285,10 +285,31 @@ describe("cold start: which commands start a sandbox worker", () => {
     expect(kept.earlyStart).toBe("1");
   });
 
-  it("`exec` starts exactly one, the early worker, which its pool takes for the cell", () => {
+  it("`exec` runs its cell on its own thread: it starts no worker at all", () => {
     const result = counted(["exec", "--config", config, "--code", "return await tools.inc({ value: 1 })"]);
     expect(JSON.parse(result.stdout)).toMatchObject({ status: "completed", value: 2 });
     expect(result.status).toBe(0);
+    expect(result.workers).toBe(0);
+    expect(result.earlyStart).toBeNull();
+  });
+
+  it("`exec --sandbox worker` starts exactly one, the early worker, which its pool takes for the cell", () => {
+    const result = counted([
+      "exec",
+      "--config",
+      config,
+      "--sandbox",
+      "worker",
+      "--code",
+      "return await tools.inc({ value: 1 })",
+    ]);
+    expect(JSON.parse(result.stdout)).toMatchObject({ status: "completed", value: 2 });
+    expect(result.status).toBe(0);
     expect(result.workers).toBe(1);
+  });
+
+  it("`exec --sandbox` with another word is a usage error", () => {
+    const result = counted(["exec", "--config", config, "--sandbox", "fiber", "--code", "return 1"]);
+    expect(result.status).toBe(2);
   });
 });

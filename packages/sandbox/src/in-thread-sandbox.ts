@@ -39,7 +39,7 @@ const live = new Set<InThreadSandbox>();
  */
 let guestModule: unknown = null;
 const OTHER_MODULE =
-  "the sandbox on the host's thread already runs another quickjs.wasm in this process (in-thread pools share one); use thread: \"worker\" for a pool with its own wasm";
+  'the sandbox on the host\'s thread already runs another quickjs.wasm in this process (in-thread pools share one); use thread: "worker" for a pool with its own wasm';
 /** Messages that end a run on the guest side: its owner entry goes with them. */
 const TERMINAL = new Set(["completed", "failed", "suspended"]);
 

@@ -4,7 +4,6 @@ import { isCodeModeErrorCode } from "@codecell/contract/errors";
 import { QuickJS } from "quickjs-wasi";
 import { HOST_FUNCTION_NAME, hostCallback } from "./host-calls.js";
 import { post } from "./outbox.js";
-import { state } from "./worker-state.js";
 
 /**
  * A run's snapshot: suspending a run into one (its VM's image and the bridge's state, sealed by the
