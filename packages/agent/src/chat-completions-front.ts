@@ -15,6 +15,10 @@ export interface ResponseSink {
   startStream(headers?: Record<string, string>): void;
   write(text: string): void;
   end(): void;
+  /** Told the thread the answer belongs to (also its `codecell-thread` header), for the host's records. */
+  thread?(threadId: string): void;
+  /** Told why the request failed, before the error is written (or not, when the client went away). */
+  failed?(error: AgentError): void;
 }
 
 export type ChatCompletionsContext = {
@@ -115,6 +119,7 @@ export class ChatCompletionsFront {
           : {}),
       });
       const headers = { "codecell-thread": result.threadId };
+      sink.thread?.(result.threadId);
       if (chunks) {
         streaming = true;
         chunks.finish(result, headers);
@@ -125,6 +130,7 @@ export class ChatCompletionsFront {
       const failure = AgentError.is(error)
         ? error
         : new AgentError("internal", `Internal error: ${(error as Error)?.message ?? String(error)}`);
+      sink.failed?.(failure);
       if (context.signal.aborted) return;
       if (streaming) {
         // The status went out with the first chunk: the error is the stream's last event.

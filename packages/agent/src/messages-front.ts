@@ -186,12 +186,14 @@ export class MessagesFront {
         model: result.model,
       };
       const headers = { "codecell-thread": result.threadId };
+      sink.thread?.(result.threadId);
       if (writer) writer.finish(answer, headers);
       else sink.json(200, messageBody(answer), headers);
     } catch (error) {
       const failure = AgentError.is(error)
         ? error
         : new AgentError("internal", `Internal error: ${(error as Error)?.message ?? String(error)}`);
+      sink.failed?.(failure);
       if (context.signal.aborted) return;
       if (writer?.started) writer.fail(failure);
       else sink.json(failure.status, messagesErrorBody(failure));

@@ -28,8 +28,11 @@ export async function completeTraced(
     ...serverOf(upstream.baseUrl),
   });
   if (!span) return upstream.complete(request, options);
+  // The upstream request carries the span's context, so a traced model server (or a proxy in front of
+  // it) puts its spans under this one.
+  const traced = { ...options, headers: { ...options.headers, ...span.traceHeaders() } };
   try {
-    const reply = await span.run(() => upstream.complete(request, options));
+    const reply = await span.run(() => upstream.complete(request, traced));
     span.end({
       ...(reply.model ? { responseModel: reply.model } : {}),
       ...(reply.usage

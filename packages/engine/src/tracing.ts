@@ -61,6 +61,13 @@ export class TracedSpan {
     }
   }
 
+  /** The W3C trace context (`traceparent`, `tracestate`) naming this span, for an outgoing request's headers. */
+  traceHeaders(): Record<string, string> {
+    const carrier: Record<string, string> = {};
+    otelApi().propagation.inject(this.context, carrier);
+    return carrier;
+  }
+
   /** Runs `fn` with this span as the active one (so spans started inside it, e.g. by an MCP client, are its children). */
   run<T>(fn: () => T): T {
     return otelApi().context.with(this.context, fn);
@@ -149,6 +156,11 @@ export type ModelCallSpan = {
   }): void;
   /** Runs `fn` with this span active (an HTTP instrumentation would put its own span under it). */
   run<T>(fn: () => T): T;
+  /**
+   * The headers that carry this span's trace context (`traceparent`, and `tracestate` when there is
+   * one): the call is an outgoing HTTP client request, so the model server's own spans join the trace.
+   */
+  traceHeaders(): Record<string, string>;
 };
 
 /**
@@ -181,6 +193,7 @@ export function traceModelCall(request: {
   if (!span) return null;
   return {
     run: (fn) => span.run(fn),
+    traceHeaders: () => span.traceHeaders(),
     end(result) {
       span.end(
         {
