@@ -10,9 +10,9 @@ import {
   type ResponseSink,
   snapshotStoreConversations,
 } from "@codecell/agent";
-import { NO_APPROVAL_CLIENT } from "./approvals.js";
-import { debugLine, debugSwitches, redact } from "./debug-switches.js";
-import type { Gateway } from "./gateway.js";
+import { debugLine, debugSwitches, redact } from "../debug-switches.js";
+import type { Gateway } from "../gateway.js";
+import { NO_APPROVAL_CLIENT } from "../mcp/approvals.js";
 import type { AuthOutcome } from "./http-auth.js";
 import { bearerChallenge } from "./http-auth.js";
 
