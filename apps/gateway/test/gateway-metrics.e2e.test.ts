@@ -5,9 +5,9 @@ import {
   PeriodicExportingMetricReader,
 } from "@opentelemetry/sdk-metrics";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { NO_APPROVAL_CLIENT } from "../src/approvals.js";
 import { loadGatewayConfig } from "../src/config/load-config.js";
 import { Gateway } from "../src/gateway.js";
+import { NO_APPROVAL_CLIENT } from "../src/mcp/approvals.js";
 import { makeSetup } from "./harness.js";
 
 // The gateway's instruments in process: prom-client's own registry read back as JSON (histogram counts

@@ -2,7 +2,7 @@ import type { ControlCallEvent, NestedCallEvent, SnapshotIoEvent } from "@codece
 import type { Meter } from "@opentelemetry/api";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { Gateway } from "../gateway.js";
-import type { ReadinessState } from "../readiness.js";
+import type { ReadinessState } from "../http/readiness.js";
 
 /** Seconds: from a quick cell (a few ms) to the longest budget a cell may have. */
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];

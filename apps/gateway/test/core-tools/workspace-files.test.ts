@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CodeModeError } from "@codecell/contract";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type CoreTool, createCoreTools } from "./core-tools.js";
+import { type CoreTool, createCoreTools } from "../../src/core-tools/core-tools.js";
 
 let root: string;
 let workspace: string;

@@ -1,9 +1,9 @@
 import { idAtEnd, scanJsonLine } from "@codecell/mcp-connector";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { type JSONRPCMessage, JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js";
-import { traceTransport } from "./debug-switches.js";
-import type { Gateway } from "./gateway.js";
-import { operatorLine } from "./logger.js";
+import { traceTransport } from "../debug-switches.js";
+import type { Gateway } from "../gateway.js";
+import { operatorLine } from "../logger.js";
 import { createSessionServer } from "./mcp-front.js";
 
 /** Largest JSON-RPC message (one line) read from stdin; a longer one is refused and skipped. */

@@ -1,6 +1,6 @@
 import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
-import { linkSignals } from "./linked-signal.js";
+import { linkSignals } from "../../src/sessions/linked-signal.js";
 
 describe("linkSignals", () => {
   it("aborts with the reason of whichever signal aborts first", () => {

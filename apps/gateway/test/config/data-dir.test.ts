@@ -2,8 +2,8 @@ import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { userCacheDir, userDataDir } from "./data-dir.js";
-import { DEFAULT_CONFIG_FILE, loadGatewayConfig } from "./load-config.js";
+import { userCacheDir, userDataDir } from "../../src/config/data-dir.js";
+import { DEFAULT_CONFIG_FILE, loadGatewayConfig } from "../../src/config/load-config.js";
 
 describe("the per-user data folder", () => {
   it("follows CODECELL_DATA_DIR, then XDG_DATA_HOME, then the platform's default", () => {

@@ -2,7 +2,7 @@ import { existsSync, realpathSync, statSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import type { ServerResponse } from "node:http";
 import { extname, isAbsolute, join, relative, resolve, sep } from "node:path";
-import { PACKAGE_DIR } from "./package-dir.js";
+import { PACKAGE_DIR } from "../package-dir.js";
 
 /** Where the playground's build lands (apps/playground/dist), next to this app in the repository. */
 export const PLAYGROUND_DIST = join(PACKAGE_DIR, "..", "playground", "dist");

@@ -23,14 +23,14 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import type { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import type { jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
+import { debugLine, debugSwitches, redact } from "../debug-switches.js";
+import type { Gateway } from "../gateway.js";
+import type { RunOwner } from "../sessions/run-owner.js";
+import type { GatewaySession } from "../sessions/session.js";
+import { mcpRequest } from "../telemetry/request-tracing.js";
+import { GATEWAY_VERSION } from "../version.js";
 import type { ApprovalClient } from "./approvals.js";
 import { CallProgress, ClientLog, cellOutputMessages, loggingLevelOf } from "./call-feedback.js";
-import { debugLine, debugSwitches, redact } from "./debug-switches.js";
-import type { Gateway } from "./gateway.js";
-import type { RunOwner } from "./run-owner.js";
-import type { GatewaySession } from "./session.js";
-import { mcpRequest } from "./telemetry/request-tracing.js";
-import { GATEWAY_VERSION } from "./version.js";
 
 /**
  * exec and wait share one small output schema naming the result's fields, so clients get typed

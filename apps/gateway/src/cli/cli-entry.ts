@@ -25,7 +25,7 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Script } from "node:vm";
-import { userCacheDir } from "./config/data-dir.js";
+import { userCacheDir } from "../config/data-dir.js";
 
 /** Written by scripts/bundle-cli.mjs when it builds this file, from the bundle it built beside it. */
 declare const CLI_BUNDLE: {

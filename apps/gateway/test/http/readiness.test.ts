@@ -1,7 +1,7 @@
 import { createServer, request as httpRequest, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { Readiness } from "./readiness.js";
+import { Readiness } from "../../src/http/readiness.js";
 
 /** One request on a connection of its own, as a probe makes it (a draining server closes idle ones). */
 function send(url: string, init: { method?: string; headers?: Record<string, string> } = {}) {

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Gateway } from "./gateway.js";
+import type { Gateway } from "../gateway.js";
 import { type AuthOutcome, bearerChallenge } from "./http-auth.js";
 
 /**

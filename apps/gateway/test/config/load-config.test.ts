@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadGatewayConfig, resolveGatewayConfig } from "./load-config.js";
+import { loadGatewayConfig, resolveGatewayConfig } from "../../src/config/load-config.js";
 
 const dir = mkdtempSync(join(tmpdir(), "codecell-config-"));
 const resolve = (input: unknown, env: NodeJS.ProcessEnv = {}) =>

@@ -4,11 +4,11 @@ import type { AddressInfo } from "node:net";
 import { CodeModeError } from "@codecell/contract";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import { DEFAULT_HTTP_SETTINGS, type HttpSettings } from "../config/load-config.js";
+import { traceSse, traceTransport } from "../debug-switches.js";
+import type { Gateway } from "../gateway.js";
 import { AGENT_PATH_PREFIX, createAgentRoutes, MESSAGES_PATH } from "./agent-http.js";
-import { DEFAULT_HTTP_SETTINGS, type HttpSettings } from "./config/load-config.js";
-import { traceSse, traceTransport } from "./debug-switches.js";
 import { BoundedEventStore } from "./event-store.js";
-import type { Gateway } from "./gateway.js";
 import { HostCheck, isLoopbackHost } from "./host-check.js";
 import { BearerTokens, bearerChallenge } from "./http-auth.js";
 import { listenHttp } from "./http-listen.js";
@@ -16,12 +16,12 @@ import { listenHttp } from "./http-listen.js";
 // The CLI binds the port itself before the gateway starts; it loads both with this module.
 export { ListenError, listenHttp } from "./http-listen.js";
 
+import { createSessionServer } from "../mcp/mcp-front.js";
+import { GATEWAY_VERSION } from "../version.js";
 import { HttpSessionTable } from "./http-sessions.js";
-import { createSessionServer } from "./mcp-front.js";
 import { serveMetrics } from "./metrics-route.js";
 import type { Readiness } from "./readiness.js";
 import { serveStatic } from "./static-site.js";
-import { GATEWAY_VERSION } from "./version.js";
 
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
 const SWEEP_INTERVAL_MS = 30 * 1000;

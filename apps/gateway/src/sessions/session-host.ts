@@ -1,7 +1,7 @@
 import type { HostTool, JsonValue } from "@codecell/contract";
 import type { PreparedRun, RunContext, ToolProgress, TrajectoryExport } from "@codecell/engine";
-import type { ApprovalClient } from "./approvals.js";
-import type { BeforeToolCallEvent } from "./plugins/plugin-shape.js";
+import type { ApprovalClient } from "../mcp/approvals.js";
+import type { BeforeToolCallEvent } from "../plugins/plugin-shape.js";
 
 /** Where one tool call runs, whichever way it was reached (nested in a cell, or directly). */
 export type ToolCallRequest = {

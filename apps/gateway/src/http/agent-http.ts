@@ -10,12 +10,12 @@ import {
   type ResponseSink,
   snapshotStoreConversations,
 } from "@codecell/agent";
-import { NO_APPROVAL_CLIENT } from "./approvals.js";
-import { debugLine, debugSwitches, redact } from "./debug-switches.js";
-import type { Gateway } from "./gateway.js";
+import { debugLine, debugSwitches, redact } from "../debug-switches.js";
+import type { Gateway } from "../gateway.js";
+import { NO_APPROVAL_CLIENT } from "../mcp/approvals.js";
+import { AgentRequestRecord, agentRequest, countedUpstream } from "../telemetry/agent-request-telemetry.js";
 import type { AuthOutcome } from "./http-auth.js";
 import { bearerChallenge } from "./http-auth.js";
-import { AgentRequestRecord, agentRequest, countedUpstream } from "./telemetry/agent-request-telemetry.js";
 
 /** The agent endpoint's paths all start here (the HTTP transport routes the prefix to this module). */
 export const AGENT_PATH_PREFIX = "/v1/";

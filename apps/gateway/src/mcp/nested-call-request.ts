@@ -1,8 +1,8 @@
 import type { HostTool, JsonValue } from "@codecell/contract";
 import type { NestedToolCall, ToolProgress } from "@codecell/engine";
+import type { BeforeToolCallEvent } from "../plugins/plugin-shape.js";
+import type { ToolCallRequest } from "../sessions/session-host.js";
 import type { ApprovalClient } from "./approvals.js";
-import type { BeforeToolCallEvent } from "./plugins/plugin-shape.js";
-import type { ToolCallRequest } from "./session-host.js";
 
 /**
  * A nested call as the gateway's tool path sees it. `signal` reads through to the engine's call, whose

@@ -7,7 +7,7 @@ import type {
   ToolProgress,
   TrajectoryExport,
 } from "@codecell/engine";
-import type { ApprovalClient } from "./approvals.js";
+import type { ApprovalClient } from "../mcp/approvals.js";
 import { linkSignals } from "./linked-signal.js";
 import { ownerContext, type RunOwner } from "./run-owner.js";
 import type { SessionHost } from "./session-host.js";

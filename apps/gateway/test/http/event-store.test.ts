@@ -1,6 +1,6 @@
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
-import { BoundedEventStore } from "./event-store.js";
+import { BoundedEventStore } from "../../src/http/event-store.js";
 
 const note = (n: number, text = ""): JSONRPCMessage =>
   ({

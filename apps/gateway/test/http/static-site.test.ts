@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { serveStatic } from "./static-site.js";
+import { serveStatic } from "../../src/http/static-site.js";
 
 const built = mkdtempSync(join(tmpdir(), "codecell-site-"));
 const missing = join(built, "not-built");

@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { issueMessage, knownKeysAt } from "./config-messages.js";
-import { resolveGatewayConfig } from "./load-config.js";
+import { issueMessage, knownKeysAt } from "../../src/config/config-messages.js";
+import { resolveGatewayConfig } from "../../src/config/load-config.js";
 
 const dir = mkdtempSync(join(tmpdir(), "codecell-messages-"));
 const resolve = (input: unknown) => resolveGatewayConfig(input, "c.json5", dir, {});

@@ -1,6 +1,6 @@
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { describe, expect, it } from "vitest";
-import { type HttpSessionEntry, HttpSessionTable } from "./http-sessions.js";
+import { type HttpSessionEntry, HttpSessionTable } from "../../src/http/http-sessions.js";
 
 let counter = 0;
 function entry(principal: string, lastSeen: number, extra: Partial<HttpSessionEntry> = {}): HttpSessionEntry {

@@ -3,18 +3,18 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { CodeModeError, type CodeModeResult, closestMatches } from "@codecell/contract";
 import { killSpawnedServers } from "@codecell/mcp-connector";
-import { NO_APPROVAL_CLIENT } from "./approvals.js";
+import { formatProblem } from "../config/config-problem.js";
+import { DEFAULT_CONFIG_FILE, type GatewayConfig, loadGatewayConfig } from "../config/load-config.js";
+import { Gateway } from "../gateway.js";
+import { Readiness } from "../http/readiness.js";
+import { log, operatorLine, setLogFormat } from "../logger.js";
+import { NO_APPROVAL_CLIENT } from "../mcp/approvals.js";
+import { catalogView } from "../mcp/mcp-front.js";
+import { serveStdio } from "../mcp/stdio-transport.js";
+import { GATEWAY_VERSION } from "../version.js";
 import { connectBanner } from "./banner.js";
 import { saveCodeCache } from "./cli-host.js";
-import { formatProblem } from "./config/config-problem.js";
-import { DEFAULT_CONFIG_FILE, type GatewayConfig, loadGatewayConfig } from "./config/load-config.js";
 import { EXIT } from "./exit-codes.js";
-import { Gateway } from "./gateway.js";
-import { log, operatorLine, setLogFormat } from "./logger.js";
-import { catalogView } from "./mcp-front.js";
-import { Readiness } from "./readiness.js";
-import { serveStdio } from "./stdio-transport.js";
-import { GATEWAY_VERSION } from "./version.js";
 
 const CLI_PATH = fileURLToPath(import.meta.url);
 const MAX_AUTO_WAITS = 100;
@@ -174,11 +174,11 @@ async function serve(args: string[]): Promise<number | undefined> {
   if (logFormatFlag === undefined) setLogFormat(config.logFormat);
   // The OpenTelemetry SDK and its exporters load only when OTLP is configured (see telemetry/).
   const telemetry = config.telemetry
-    ? await (await import("./telemetry/otel-setup.js")).startTelemetry(config.telemetry)
+    ? await (await import("../telemetry/otel-setup.js")).startTelemetry(config.telemetry)
     : null;
   // The HTTP transport (its server framework, session store and node:http) loads only when serving
   // HTTP: over stdio it is dead weight on the way to the first tools/list.
-  const httpTransport = httpPort === undefined ? undefined : await import("./http-transport.js");
+  const httpTransport = httpPort === undefined ? undefined : await import("../http/http-transport.js");
   // Before anything starts: a reachable bind without tokens is refused outright.
   httpTransport?.checkHttpExposure(values.host, config.http);
   // The port is bound before any downstream server starts, so a taken port costs a second, not a startup.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { ConfigProblem } from "./config-problem.js";
-import { resolveTelemetry } from "./telemetry-config.js";
+import type { ConfigProblem } from "../../src/config/config-problem.js";
+import { resolveTelemetry } from "../../src/config/telemetry-config.js";
 
 const resolve = (block: Parameters<typeof resolveTelemetry>[0], env: NodeJS.ProcessEnv) => {
   const problems: ConfigProblem[] = [];

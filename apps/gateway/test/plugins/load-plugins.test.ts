@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { buildToolCatalog } from "@codecell/catalog";
 import { createCodeModeNamespaceRuntime } from "@codecell/namespaces";
 import { afterEach, describe, expect, it } from "vitest";
-import { type LoadedPlugin, loadPlugin } from "./load-plugins.js";
+import { type LoadedPlugin, loadPlugin } from "../../src/plugins/load-plugins.js";
 
 const dir = mkdtempSync(join(tmpdir(), "codecell-plugins-"));
 const namespacesImport = JSON.stringify(import.meta.resolve("@codecell/namespaces"));

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { log, operatorLine, setLogFormat, setLogSink } from "./logger.js";
+import { log, operatorLine, setLogFormat, setLogSink } from "../src/logger.js";
 
 describe("the gateway's stderr logger", () => {
   const lines: string[] = [];

@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CodeModeError } from "@codecell/contract";
 import { beforeAll, describe, expect, it } from "vitest";
-import { createCoreTools } from "./core-tools.js";
-import { resolveWorkspacePath } from "./workspace-path.js";
+import { createCoreTools } from "../../src/core-tools/core-tools.js";
+import { resolveWorkspacePath } from "../../src/core-tools/workspace-path.js";
 
 let root: string;
 let workspace: string;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { gatewayConfigSchema, gatewayConfigSchemaFor } from "./config-schema.js";
+import { gatewayConfigSchema, gatewayConfigSchemaFor } from "../../src/config/config-schema.js";
 
 // The loader checks a config with the schema of the fields it has (building all of them was a large part
 // of `codecell serve`'s start-up) and falls back to the whole schema for messages, so the two must agree.

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
-import { LOCAL_PRINCIPAL } from "./run-owner.js";
+import { LOCAL_PRINCIPAL } from "../sessions/run-owner.js";
 
 export type AuthOutcome = { ok: true; principal: string } | { ok: false; reason: "missing" | "invalid" };
 
