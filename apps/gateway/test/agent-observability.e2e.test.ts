@@ -249,6 +249,57 @@ describe("the agent endpoint traced and counted: codecell serve --http exporting
     expect(upstream.headers[0]?.traceparent).toBe(`00-${server.traceId}-${chat.spanId}-01`);
   }, 30_000);
 
+  it("a request passed through (no tools) has its server span and one chat span, whose traceparent the upstream gets; streamed too", async () => {
+    const before = await scrape(gateway);
+    const traceId = "cd00000000000000000000000000ef01";
+    upstream.script(
+      { text: "passed", usage: { prompt: 30, completion: 2 } },
+      { text: "streamed through", usage: { prompt: 31, completion: 3 } },
+    );
+    const openai = client(gateway, { traceparent: `00-${traceId}-2222222222222222-01` });
+    const answer = await openai.chat.completions.create({
+      model: "m-pass",
+      messages: [{ role: "user", content: "hello" }],
+    });
+    expect(answer.choices[0]?.message.content).toBe("passed");
+    let streamed = "";
+    const stream = await openai.chat.completions.create({
+      model: "m-pass-stream",
+      messages: [{ role: "user", content: "hello" }],
+      stream: true,
+    });
+    for await (const chunk of stream) streamed += chunk.choices[0]?.delta.content ?? "";
+    expect(streamed).toBe("streamed through");
+    await collector.until(
+      () => collector.spans.filter((span) => span.traceId === traceId && span.kind === SERVER).length === 2,
+      "both passed-through requests' spans",
+    );
+    const servers = collector.spans.filter((span) => span.traceId === traceId && span.kind === SERVER);
+    const chats = servers.map((server) => {
+      expect(server).toMatchObject({ name: "POST /v1/chat/completions", parentSpanId: "2222222222222222" });
+      const children = childrenOf(collector.spans, server);
+      expect(children).toHaveLength(1);
+      return children[0]!;
+    });
+    expect(chats.map((chat) => chat.name).sort()).toEqual(["chat m-pass", "chat m-pass-stream"]);
+    const plain = chats.find((chat) => chat.name === "chat m-pass")!;
+    expect(plain).toMatchObject({ kind: CLIENT });
+    expect(plain.attributes).toMatchObject({
+      "gen_ai.usage.input_tokens": 30,
+      "gen_ai.usage.output_tokens": 2,
+      "gen_ai.response.finish_reasons": ["stop"],
+    });
+    expect(upstream.headers.map((headers) => headers.traceparent).sort()).toEqual(
+      chats.map((chat) => `00-${traceId}-${chat.spanId}-01`).sort(),
+    );
+    // Counted as agent requests; model-call counts are code mode's own calls.
+    const after = await scrape(gateway);
+    const delta = (name: string, labels: Record<string, string> = {}) =>
+      sample(after, name, labels) - sample(before, name, labels);
+    expect(delta("codecell_agent_requests_total", { api: "chat_completions", status_code: "200" })).toBe(2);
+    expect(delta("codecell_model_calls_total")).toBe(0);
+  }, 30_000);
+
   it("a failing upstream: the server span says the error's kind and status, the model call failed, and the failure is counted", async () => {
     const before = await scrape(gateway);
     const traceId = "aa0000000000000000000000000000bb";

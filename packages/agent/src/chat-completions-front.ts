@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { AgentError, type AgentErrorKind } from "./agent-error.js";
 import type { AgentLoop, AgentTurnResult } from "./agent-loop.js";
-import { contentText, toOpenAiToolCall, toOpenAiUsage } from "./openai-messages.js";
+import { forwardTraced, type RelayedAnswer } from "./model-call-span.js";
+import { contentText, fromOpenAiUsage, toOpenAiToolCall, toOpenAiUsage } from "./openai-messages.js";
 import type { OpenAiUpstream } from "./openai-upstream.js";
 import type { TurnMessage, TurnTool, TurnToolCall } from "./turn.js";
 
@@ -150,25 +151,30 @@ export class ChatCompletionsFront {
     const { upstream, defaultModel } = this.#options;
     // The body as the client sent it; only a missing model gets the configured default.
     const body = request.model === undefined && defaultModel ? { ...request, model: defaultModel } : request;
-    const response = await upstream.forward(body, context.signal);
-    const type = response.headers.get("content-type") ?? "application/json";
-    if (type.includes("text/event-stream") && response.body) {
-      sink.startStream({ "content-type": type });
-      const decoder = new TextDecoder();
-      for await (const piece of response.body as unknown as AsyncIterable<Uint8Array>) {
-        sink.write(decoder.decode(piece, { stream: true }));
+    await forwardTraced(upstream, body, context.signal, async (response) => {
+      const failed = response.status >= 400 ? { errorType: String(response.status) } : {};
+      const type = response.headers.get("content-type") ?? "application/json";
+      if (type.includes("text/event-stream") && response.body) {
+        sink.startStream({ "content-type": type });
+        const decoder = new TextDecoder();
+        for await (const piece of response.body as unknown as AsyncIterable<Uint8Array>) {
+          sink.write(decoder.decode(piece, { stream: true }));
+        }
+        sink.end();
+        return failed;
       }
-      sink.end();
-      return;
-    }
-    const text = await response.text();
-    let parsed: unknown = text;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      parsed = { error: { message: text, type: "upstream_error", param: null, code: "upstream_malformed" } };
-    }
-    sink.json(response.status, parsed);
+      const text = await response.text();
+      let parsed: unknown = text;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = {
+          error: { message: text, type: "upstream_error", param: null, code: "upstream_malformed" },
+        };
+      }
+      sink.json(response.status, parsed);
+      return { ...relayedAnswer(parsed), ...failed };
+    });
   }
 
   #toTurn(request: Record<string, unknown>) {
@@ -294,6 +300,18 @@ function toTurnMessage(message: unknown, index: number): TurnMessage {
 
 function completionId(): string {
   return `chatcmpl-${randomBytes(12).toString("base64url")}`;
+}
+
+/** What a passed-through completion says of itself, for its span (nothing when it is not one). */
+function relayedAnswer(parsed: unknown): RelayedAnswer {
+  const answer = parsed as { model?: unknown; usage?: unknown; choices?: Array<{ finish_reason?: unknown }> };
+  const usage = fromOpenAiUsage(answer?.usage);
+  const finish = Array.isArray(answer?.choices) ? answer.choices[0]?.finish_reason : undefined;
+  return {
+    ...(typeof answer?.model === "string" ? { responseModel: answer.model } : {}),
+    ...(usage ? { inputTokens: usage.promptTokens, outputTokens: usage.completionTokens } : {}),
+    ...(typeof finish === "string" ? { finishReasons: [finish] } : {}),
+  };
 }
 
 function completionBody(result: AgentTurnResult): unknown {

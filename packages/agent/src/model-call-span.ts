@@ -2,6 +2,7 @@
 // the engine's tracing: nothing is loaded or recorded unless the host registered a tracer provider.
 import { traceModelCall } from "@codecell/engine";
 import { AgentError } from "./agent-error.js";
+import type { OpenAiUpstream } from "./openai-upstream.js";
 import type { ModelCallOptions, ModelReply, ModelRequest, ModelUpstream } from "./turn.js";
 
 /** `server.address` and `server.port` of an upstream's base URL, when it has one that parses. */
@@ -41,6 +42,50 @@ export async function completeTraced(
       finishReasons: [reply.finishReason],
     });
     return reply;
+  } catch (error) {
+    span.end({
+      errorType: error instanceof AgentError ? error.kind : "_OTHER",
+      errorMessage: error instanceof Error ? error.message : String(error),
+    });
+    throw error;
+  }
+}
+
+/** What a passed-through answer said, as far as its relay read it. */
+export type RelayedAnswer = {
+  responseModel?: string;
+  inputTokens?: number;
+  outputTokens?: number;
+  finishReasons?: string[];
+  /** A failure the upstream answered with: its HTTP status, as the HTTP client conventions name it. */
+  errorType?: string;
+};
+
+/**
+ * A passed-through request (the client's body sent upstream as is) under a `chat <model>` span, its
+ * trace context in the request's headers like the loop's calls; `relay` writes the answer to the client
+ * and says what it was.
+ */
+export async function forwardTraced(
+  upstream: OpenAiUpstream,
+  body: Record<string, unknown>,
+  signal: AbortSignal,
+  relay: (response: Response) => Promise<RelayedAnswer>,
+): Promise<void> {
+  const span = traceModelCall({
+    providerName: "openai",
+    requestModel: typeof body.model === "string" ? body.model : "",
+    ...serverOf(upstream.baseUrl),
+  });
+  if (!span) {
+    await relay(await upstream.forward(body, signal));
+    return;
+  }
+  try {
+    const answer = await span.run(async () =>
+      relay(await upstream.forward(body, signal, span.traceHeaders())),
+    );
+    span.end(answer);
   } catch (error) {
     span.end({
       errorType: error instanceof AgentError ? error.kind : "_OTHER",
