@@ -75,7 +75,10 @@ export class GatewayMetrics {
   readonly #modelDuration: Histogram<"outcome">;
   readonly #modelTokens: Counter<"type">;
   readonly #otel: OtelInstruments | null;
-  /** Where the readiness gauge reads the state; unset (no samples) where nothing probes (stdio). */
+  /**
+   * Where the readiness gauges read the state; unset where nothing probes (no HTTP transport): then
+   * `codecell_ready` reads 0 (prom-client keeps a gauge without labels at 0) and the state has no sample.
+   */
   #readiness: (() => ReadinessState) | null = null;
 
   constructor(
@@ -156,9 +159,7 @@ export class GatewayMetrics {
       help: "1 when this replica takes new MCP sessions (GET /readyz answers 200), else 0.",
       registers,
       collect() {
-        const state = readinessOf();
-        this.reset();
-        if (state !== null) this.set(state === "ready" ? 1 : 0);
+        this.set(readinessOf() === "ready" ? 1 : 0);
       },
     });
     new Gauge({
