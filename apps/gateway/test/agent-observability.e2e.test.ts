@@ -249,6 +249,36 @@ describe("the agent endpoint traced and counted: codecell serve --http exporting
     expect(upstream.headers[0]?.traceparent).toBe(`00-${server.traceId}-${chat.spanId}-01`);
   }, 30_000);
 
+  it("a client trace not sampled: nothing of it is exported, and the upstream request still names the trace, flagged not sampled", async () => {
+    const traceId = "ee000000000000000000000000000077";
+    const clientSpan = "3333333333333333";
+    upstream.script({ text: "unsampled" });
+    const answer = await client(gateway, {
+      traceparent: `00-${traceId}-${clientSpan}-00`,
+    }).chat.completions.create({
+      model: "m-unsampled",
+      messages: [{ role: "user", content: "hello" }],
+      tools: CLIENT_TOOLS,
+    });
+    expect(answer.choices[0]?.message.content).toBe("unsampled");
+    const [header] = upstream.headers.map((headers) => headers.traceparent);
+    expect(header).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-00$`));
+    expect(header).not.toContain(clientSpan);
+    // A sampled request after it is exported: had this one's spans been exported, they would be there too.
+    const marker = "ee0000000000000000000000000000ff";
+    upstream.script({ text: "sampled" });
+    await client(gateway, { traceparent: `00-${marker}-4444444444444444-01` }).chat.completions.create({
+      model: "m-sampled",
+      messages: [{ role: "user", content: "hello" }],
+      tools: CLIENT_TOOLS,
+    });
+    await collector.until(
+      () => collector.spans.some((span) => span.traceId === marker && span.kind === SERVER),
+      "the sampled request's span",
+    );
+    expect(collector.spans.filter((span) => span.traceId === traceId)).toEqual([]);
+  }, 30_000);
+
   it("a request passed through (no tools) has its server span and one chat span, whose traceparent the upstream gets; streamed too", async () => {
     const before = await scrape(gateway);
     const traceId = "cd00000000000000000000000000ef01";

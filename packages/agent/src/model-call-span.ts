@@ -1,6 +1,6 @@
 // One upstream model call as an OpenTelemetry client span (`chat <model>`, the GenAI conventions), through
 // the engine's tracing: nothing is loaded or recorded unless the host registered a tracer provider.
-import { traceModelCall } from "@codecell/engine";
+import { activeTraceHeaders, traceModelCall } from "@codecell/engine";
 import { AgentError } from "./agent-error.js";
 import type { OpenAiUpstream } from "./openai-upstream.js";
 import type { ModelCallOptions, ModelReply, ModelRequest, ModelUpstream } from "./turn.js";
@@ -17,6 +17,13 @@ function serverOf(baseUrl: string | undefined): { serverAddress?: string; server
   }
 }
 
+/** The call's options with trace headers added (the same options when there are none). */
+function withHeaders(options: ModelCallOptions, headers: Record<string, string>): ModelCallOptions {
+  return Object.keys(headers).length === 0
+    ? options
+    : { ...options, headers: { ...options.headers, ...headers } };
+}
+
 /** Calls the upstream under a `chat` span that ends with the answer's model, usage and finish reason. */
 export async function completeTraced(
   upstream: ModelUpstream,
@@ -28,10 +35,10 @@ export async function completeTraced(
     requestModel: request.model,
     ...serverOf(upstream.baseUrl),
   });
-  if (!span) return upstream.complete(request, options);
+  if (!span) return upstream.complete(request, withHeaders(options, activeTraceHeaders()));
   // The upstream request carries the span's context, so a traced model server (or a proxy in front of
   // it) puts its spans under this one.
-  const traced = { ...options, headers: { ...options.headers, ...span.traceHeaders() } };
+  const traced = withHeaders(options, span.traceHeaders());
   try {
     const reply = await span.run(() => upstream.complete(request, traced));
     span.end({
@@ -78,7 +85,8 @@ export async function forwardTraced(
     ...serverOf(upstream.baseUrl),
   });
   if (!span) {
-    await relay(await upstream.forward(body, signal));
+    const headers = activeTraceHeaders();
+    await relay(await upstream.forward(body, signal, Object.keys(headers).length ? headers : undefined));
     return;
   }
   try {

@@ -33,6 +33,7 @@ export class TracedSpan {}
 export function startSpan() { return null; }
 export function spanJson(value) { return JSON.stringify(value) ?? "null"; }
 export function traceModelCall() { return null; }
+export function activeTraceHeaders() { return {}; }
 `;
 const distOf = (mode) => (mode === "hooks removed" ? pathToFileURL(`${NO_TRACING_DIST}/`).href : "../dist/");
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];

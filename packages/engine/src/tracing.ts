@@ -119,6 +119,20 @@ export function startSpan(name: string, options: StartSpanOptions = {}): TracedS
   return new TracedSpan(span, parentContext);
 }
 
+/**
+ * The W3C trace context of the active context (`traceparent`, and `tracestate` when there is one), for
+ * an outgoing request that has no span of its own because the sampler dropped it: the request still
+ * says which trace it belongs to and that it is not sampled, so the next service decides alike. Empty
+ * when no host registered a tracer provider (nothing is loaded then).
+ */
+export function activeTraceHeaders(): Record<string, string> {
+  const carrier: Record<string, string> = {};
+  if (!tracingRegistered()) return carrier;
+  const otel = otelApi();
+  otel.propagation.inject(otel.context.active(), carrier);
+  return carrier;
+}
+
 /** JSON of a traced input or output, bounded: span attributes are not the place for a whole file. */
 export function spanJson(value: unknown, maxChars = 4_096): string {
   let text: string;
