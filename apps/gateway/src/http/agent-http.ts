@@ -14,6 +14,7 @@ import { debugLine, debugSwitches, redact } from "../debug-switches.js";
 import type { Gateway } from "../gateway.js";
 import { NO_APPROVAL_CLIENT } from "../mcp/approvals.js";
 import { AgentRequestRecord, agentRequest, countedUpstream } from "../telemetry/agent-request-telemetry.js";
+import type { ServerSpan } from "../telemetry/request-tracing.js";
 import type { AuthOutcome } from "./http-auth.js";
 import { bearerChallenge } from "./http-auth.js";
 
@@ -220,15 +221,15 @@ export function createAgentRoutes(
     const answer = () => answerTurn(req, res, auth, pathname, chat, errorBody, record);
     // Traced, the request is a server span in the client's trace (its traceparent header): the model
     // calls, the hidden cells' exec and wait and their nested calls are spans under it.
-    if (gateway.traceRequest) {
-      await gateway.traceRequest(agentRequest(req, pathname), async (span) => {
+    const answered = async (span: ServerSpan | null) => {
+      try {
         await answer();
+      } finally {
         record.finish(span, gateway.metrics);
-      });
-    } else {
-      await answer();
-      record.finish(null, gateway.metrics);
-    }
+      }
+    };
+    if (gateway.traceRequest) await gateway.traceRequest(agentRequest(req, pathname), answered);
+    else await answered(null);
   };
 }
 
@@ -270,7 +271,7 @@ async function answerTurn(
   try {
     body = await readJson(req);
   } catch (error) {
-    record.refused(error as AgentError);
+    record.refused(error);
     sendJson(res, 400, errorBody(error as AgentError));
     return;
   }

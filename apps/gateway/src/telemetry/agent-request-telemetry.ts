@@ -81,8 +81,8 @@ export class AgentRequestRecord {
   }
 
   /** A failure answered before the front ran (a bad header, a body that is not JSON). */
-  refused(error: AgentError): void {
-    this.#failure = error;
+  refused(error: unknown): void {
+    if (AgentError.is(error)) this.#failure = error;
   }
 
   /**
