@@ -1,6 +1,6 @@
 import { type ScriptedUpstream, startScriptedUpstream } from "@codecell/agent/testing";
 import OpenAI from "openai";
-import type { ChatCompletionTool } from "openai/resources/chat/completions";
+import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import parsePrometheusTextFormat, { type MetricFamily } from "parse-prometheus-text-format";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { baseConfig, type HttpGateway, makeSetup, startHttpGateway } from "./harness.js";
@@ -223,6 +223,83 @@ describe("the agent endpoint traced and counted: codecell serve --http exporting
       "the OTLP model-token counter and readiness gauge",
     );
   }, 60_000);
+
+  it("a cell that calls a client tool: the exec is in the first request's trace, the resume in the second's", async () => {
+    const first = { traceId: "5a000000000000000000000000000001", span: "5a00000000000001" };
+    const second = { traceId: "5b000000000000000000000000000002", span: "5b00000000000002" };
+    upstream.script(
+      {
+        toolCalls: [
+          {
+            name: "exec",
+            arguments: {
+              code: 'const picked = await tools.select_file({ pattern: "*.md" }); return picked.path;',
+            },
+          },
+        ],
+      },
+      { text: "You picked it." },
+    );
+    const messages: ChatCompletionMessageParam[] = [{ role: "user", content: "pick one" }];
+    const handedOut = await client(gateway, {
+      traceparent: `00-${first.traceId}-${first.span}-01`,
+    }).chat.completions.create({
+      model: "m-client-tool",
+      messages,
+      tools: CLIENT_TOOLS,
+    });
+    const call = handedOut.choices[0]!.message.tool_calls![0]!;
+    expect(call.type === "function" && call.function.name).toBe("select_file");
+    messages.push(handedOut.choices[0]!.message, {
+      role: "tool",
+      tool_call_id: call.id,
+      content: JSON.stringify({ path: "README.md" }),
+    });
+    const answer = await client(gateway, {
+      traceparent: `00-${second.traceId}-${second.span}-01`,
+    }).chat.completions.create({
+      model: "m-client-tool",
+      messages,
+      tools: CLIENT_TOOLS,
+    });
+    expect(answer.choices[0]?.message.content).toBe("You picked it.");
+    const spansOf = (traceId: string) => collector.spans.filter((span) => span.traceId === traceId);
+    await collector.until(
+      () =>
+        spansOf(first.traceId).some((span) => span.name === "execute_tool select_file") &&
+        spansOf(second.traceId).some((span) => span.name === "chat m-client-tool"),
+      "both requests' traces",
+    );
+    const [firstServer] = spansOf(first.traceId).filter((span) => span.kind === SERVER);
+    expect(firstServer).toMatchObject({ name: "POST /v1/chat/completions", parentSpanId: first.span });
+    const exec = childrenOf(collector.spans, firstServer!).find((span) => span.name === "execute_tool exec")!;
+    expect(exec.attributes["codecell.status"]).toBe("waiting");
+    // The client's call is handed out (its span ends there), and the run is written to the store.
+    const underExec = childrenOf(collector.spans, exec);
+    expect(underExec.map((span) => span.name).sort()).toEqual([
+      "codecell.snapshot.suspend",
+      "execute_tool select_file",
+    ]);
+    expect(underExec.find((span) => span.name === "execute_tool select_file")!.attributes).toMatchObject({
+      "codecell.tool.source": "client",
+      "codecell.outcome": "handed_out",
+    });
+
+    const [secondServer] = spansOf(second.traceId).filter((span) => span.kind === SERVER);
+    expect(secondServer).toMatchObject({ parentSpanId: second.span });
+    const resumed = childrenOf(collector.spans, secondServer!);
+    expect(resumed.map((span) => span.name).sort()).toEqual(["chat m-client-tool", "execute_tool wait"]);
+    const wait = resumed.find((span) => span.name === "execute_tool wait")!;
+    expect(wait.attributes).toMatchObject({
+      "codecell.status": "completed",
+      "codecell.run.id": exec.attributes["codecell.run.id"],
+    });
+    expect(childrenOf(collector.spans, wait).map((span) => span.name)).toEqual(["codecell.snapshot.restore"]);
+    // Both requests are the same thread.
+    expect(secondServer!.attributes["gen_ai.conversation.id"]).toBe(
+      firstServer!.attributes["gen_ai.conversation.id"],
+    );
+  }, 30_000);
 
   it("a request without traceparent starts a trace of its own, with its model call under its server span", async () => {
     upstream.script({ text: "nothing to run" });
