@@ -450,6 +450,43 @@ describe("the agent endpoint traced and counted: codecell serve --http exporting
     expect(delta("codecell_model_tokens_total")).toBe(0);
   }, 30_000);
 
+  it("a client that goes away: the span and the count say aborted, with no status answered", async () => {
+    const before = await scrape(gateway);
+    const traceId = "ab000000000000000000000000000099";
+    upstream.script({ hang: true });
+    const gone = new AbortController();
+    const request = client(gateway, { traceparent: `00-${traceId}-5555555555555555-01` })
+      .chat.completions.create(
+        { model: "m-gone", messages: [{ role: "user", content: "hello" }], tools: CLIENT_TOOLS },
+        { signal: gone.signal },
+      )
+      .catch((error: unknown) => error);
+    // Bounded: the upstream has the request within a second or two.
+    for (let attempt = 0; attempt < 100 && upstream.bodies.length === 0; attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(upstream.bodies).toHaveLength(1);
+    gone.abort();
+    expect(await request).toBeInstanceOf(Error);
+    await collector.until(
+      () => collector.spans.some((span) => span.traceId === traceId && span.kind === SERVER),
+      "the abandoned request's span",
+    );
+    const server = collector.spans.find((span) => span.traceId === traceId && span.kind === SERVER)!;
+    expect(server.attributes["error.type"]).toBe("aborted");
+    expect(server.attributes["http.response.status_code"]).toBeUndefined();
+    expect(childrenOf(collector.spans, server)[0]!.attributes["error.type"]).toBe("aborted");
+    const after = await scrape(gateway);
+    expect(
+      sample(after, "codecell_agent_requests_total", { status_code: "", error_type: "aborted" }) -
+        sample(before, "codecell_agent_requests_total", { status_code: "", error_type: "aborted" }),
+    ).toBe(1);
+    expect(
+      sample(after, "codecell_model_calls_total", { outcome: "aborted" }) -
+        sample(before, "codecell_model_calls_total", { outcome: "aborted" }),
+    ).toBe(1);
+  }, 30_000);
+
   it("POST /v1/messages is traced the same way, under its own route, and counted under its API; a bad request is the client's error", async () => {
     const before = await scrape(gateway);
     const traceId = "1234567890abcdef1234567890abcdef";

@@ -91,12 +91,17 @@ export class AgentRequestRecord {
    */
   get errorType(): string | undefined {
     if (this.#failure) return this.#failure.kind;
-    return this.res.statusCode >= 400 ? String(this.res.statusCode) : undefined;
+    return this.status !== undefined && this.status >= 400 ? String(this.status) : undefined;
+  }
+
+  /** The HTTP status answered; undefined when nothing was (the client went away first). */
+  get status(): number | undefined {
+    return this.res.headersSent ? this.res.statusCode : undefined;
   }
 
   /** Tells the server span (when traced) and the metrics (when counted) what the request came to. */
   finish(span: ServerSpan | null, metrics: GatewayMetrics | null): void {
-    const status = this.res.statusCode;
+    const status = this.status;
     const errorType = this.errorType;
     if (span) {
       span.set({
@@ -109,7 +114,8 @@ export class AgentRequestRecord {
       if (errorType !== undefined) {
         // A server error, or a failure after a 200 stream began, is the span's error; a 4xx is the
         // client's (the HTTP conventions leave the server span's status unset then).
-        const serverFault = status >= 500 || (this.#streamed && this.#failure !== undefined);
+        const serverFault =
+          (status ?? this.#failure?.status ?? 0) >= 500 || (this.#streamed && this.#failure !== undefined);
         span.fail(errorType, {
           ...(this.#failure ? { message: this.#failure.message } : {}),
           status: serverFault ? "error" : "unset",
@@ -118,7 +124,7 @@ export class AgentRequestRecord {
     }
     metrics?.agentRequestEnded({
       api: this.api,
-      statusCode: status,
+      statusCode: status ?? null,
       errorType: errorType ?? "",
       durationMs: performance.now() - this.#started,
     });

@@ -18,7 +18,8 @@ const READINESS_STATES: readonly ReadinessState[] = ["starting", "ready", "drain
 /** One agent-endpoint request that ended. */
 export type AgentRequestEvent = {
   api: "chat_completions" | "messages";
-  statusCode: number;
+  /** The HTTP status answered; null when the client went away before any answer. */
+  statusCode: number | null;
   /** The failure's kind (an agent error kind, or the HTTP status of a passed-through answer); "" when it succeeded. */
   errorType: string;
   durationMs: number;
@@ -123,7 +124,7 @@ export class GatewayMetrics {
     // values are theirs to multiply (it is on the request's span as gen_ai.request.model).
     this.#agentRequests = new Counter({
       name: "codecell_agent_requests_total",
-      help: "Agent endpoint requests (POST /v1/chat/completions, /v1/messages) that ended, by API, HTTP status and error type (empty when it succeeded).",
+      help: "Agent endpoint requests (POST /v1/chat/completions, /v1/messages) that ended, by API, HTTP status (empty when the client went away first) and error type (empty when it succeeded).",
       labelNames: ["api", "status_code", "error_type"],
       registers,
     });
@@ -369,13 +370,17 @@ export class GatewayMetrics {
   }
 
   agentRequestEnded(event: AgentRequestEvent): void {
-    const labels = { api: event.api, status_code: String(event.statusCode), error_type: event.errorType };
+    const labels = {
+      api: event.api,
+      status_code: String(event.statusCode ?? ""),
+      error_type: event.errorType,
+    };
     this.#agentRequests.inc(labels);
     this.#agentDuration.observe({ api: event.api, error_type: event.errorType }, event.durationMs / 1000);
     if (this.#otel) {
       const attributes = {
         api: event.api,
-        "http.response.status_code": event.statusCode,
+        ...(event.statusCode !== null ? { "http.response.status_code": event.statusCode } : {}),
         ...(event.errorType ? { "error.type": event.errorType } : {}),
       };
       this.#otel.agentRequests.add(1, attributes);
