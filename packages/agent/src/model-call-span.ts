@@ -2,7 +2,6 @@
 // the engine's tracing: nothing is loaded or recorded unless the host registered a tracer provider.
 import { activeTraceHeaders, traceModelCall } from "@codecell/engine";
 import { AgentError } from "./agent-error.js";
-import type { OpenAiUpstream } from "./openai-upstream.js";
 import type { ModelCallOptions, ModelReply, ModelRequest, ModelUpstream } from "./turn.js";
 
 /** `server.address` and `server.port` of an upstream's base URL, when it has one that parses. */
@@ -58,6 +57,13 @@ export async function completeTraced(
   }
 }
 
+/** An upstream that can send a client's body as it is (an upstream of the client's own API). */
+export interface ForwardingUpstream {
+  readonly providerName: string;
+  readonly baseUrl: string;
+  forward(body: unknown, signal: AbortSignal, headers?: Readonly<Record<string, string>>): Promise<Response>;
+}
+
 /** What a passed-through answer said, as far as its relay read it. */
 export type RelayedAnswer = {
   responseModel?: string;
@@ -74,13 +80,13 @@ export type RelayedAnswer = {
  * and says what it was.
  */
 export async function forwardTraced(
-  upstream: OpenAiUpstream,
+  upstream: ForwardingUpstream,
   body: Record<string, unknown>,
   signal: AbortSignal,
   relay: (response: Response) => Promise<RelayedAnswer>,
 ): Promise<void> {
   const span = traceModelCall({
-    providerName: "openai",
+    providerName: upstream.providerName,
     requestModel: typeof body.model === "string" ? body.model : "",
     ...serverOf(upstream.baseUrl),
   });

@@ -4,6 +4,7 @@ import {
   AgentLoop,
   ChatCompletionsFront,
   MessagesFront,
+  MessagesUpstream,
   messagesErrorBody,
   OpenAiUpstream,
   openAiErrorBody,
@@ -98,7 +99,7 @@ export function createAgentRoutes(
     if (!settings) return null;
     if (built) return built;
     const switches = debugSwitches();
-    const upstream = new OpenAiUpstream({
+    const transport = {
       baseUrl: settings.upstream.baseUrl,
       ...(settings.upstream.apiKey ? { apiKey: settings.upstream.apiKey } : {}),
       headers: settings.upstream.headers,
@@ -107,10 +108,14 @@ export function createAgentRoutes(
         payload: switches.payload,
         transport: switches.transport,
         sse: switches.sse,
-        line: (tag, text) => debugLine(tag, text),
+        line: (tag: string, text: string) => debugLine(tag, text),
         redact,
       },
-    });
+    };
+    const upstream =
+      settings.upstream.api === "messages"
+        ? new MessagesUpstream({ ...transport, defaultMaxTokens: settings.upstream.maxTokens })
+        : new OpenAiUpstream(transport);
     const loop = new AgentLoop({
       engine: gateway.engine,
       // Each model call counted in /metrics (read when the call ends: metrics may be enabled later).
@@ -147,7 +152,7 @@ export function createAgentRoutes(
     const messages = new MessagesFront({
       loop,
       upstream,
-      upstreamApi: "chat-completions",
+      upstreamApi: settings.upstream.api,
       ...(settings.upstream.model ? { defaultModel: settings.upstream.model } : {}),
     });
     built = { front, messages, loop };
