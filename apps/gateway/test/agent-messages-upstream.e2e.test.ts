@@ -100,8 +100,7 @@ describe("the agent endpoint on a Messages API upstream", () => {
       startHttpGateway(
         makeSetup(
           baseConfig({
-            tools: { codeMode: { enabled: true, timeoutMs: 3000 } },
-            mcpServers: {},
+            tools: { codeMode: { enabled: true, timeoutMs: 3000 }, deny: ["core:codecell:write_file"] },
             http,
             agent,
           }),
@@ -210,6 +209,62 @@ describe("the agent endpoint on a Messages API upstream", () => {
         { type: "text", text: "Let me ask." },
         expect.objectContaining({ type: "tool_use", name: "exec" }),
       ]);
+    });
+
+    it("runs the gateway's tools and MCP servers in the cell, without the denied one, and records the trajectory", async () => {
+      upstream.script(
+        {
+          toolCalls: [
+            {
+              name: "exec",
+              id: "toolu_exec_mcp",
+              arguments: {
+                code: `
+                  const ids = ALL_TOOLS.map((tool) => tool.id);
+                  const graph = await MCP.memory.readGraph({});
+                  return { ids, entities: Array.isArray(graph.structuredContent.entities) };`,
+              },
+            },
+          ],
+        },
+        (body) => ({ text: JSON.stringify(lastToolResult(body).value) }),
+      );
+      const { data: answer, response } = await anthropicClient(gateway)
+        .messages.create({
+          model: "m",
+          max_tokens: 100,
+          messages: [{ role: "user", content: "look around" }],
+          tools: MESSAGES_TOOLS,
+        })
+        .withResponse();
+      const block = answer.content[0]!;
+      const value = JSON.parse(block.type === "text" ? block.text : "null") as {
+        ids: string[];
+        entities: boolean;
+      };
+      expect(value.entities).toBe(true);
+      expect(value.ids).toEqual(
+        expect.arrayContaining([
+          "client:app:select_file",
+          "core:codecell:read_file",
+          "plugin:notes:notes_add",
+        ]),
+      );
+      expect(value.ids).not.toContain("core:codecell:write_file");
+      const thread = response.headers.get("codecell-thread");
+      const { entries } = (await (
+        await fetch(`${gateway.url}v1/codecell/threads/${thread}/trajectory`, {
+          headers: { authorization: `Bearer ${ALICE}` },
+        })
+      ).json()) as { entries: Array<Record<string, unknown>> };
+      expect(entries.find((entry) => entry.kind === "control" && entry.tool === "exec")).toMatchObject({
+        toolCallId: "toolu_exec_mcp",
+        status: "completed",
+      });
+      expect(entries.find((entry) => entry.kind === "nested")).toMatchObject({
+        tool: "mcp:memory:read_graph",
+        parentToolCallId: "toolu_exec_mcp",
+      });
     });
 
     it("passes a request through byte for byte with code mode off, and its answer back unchanged", async () => {
