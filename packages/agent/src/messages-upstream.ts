@@ -12,7 +12,7 @@ import type {
   TurnUsage,
 } from "./turn.js";
 import type { UpstreamDebug } from "./upstream-debug.js";
-import { UpstreamTransport, upstreamMessage } from "./upstream-transport.js";
+import { type UpstreamResponse, UpstreamTransport, upstreamMessage } from "./upstream-transport.js";
 
 export type MessagesUpstreamOptions = {
   /** The API root, such as `https://api.anthropic.com/v1`; requests go to `<baseUrl>/messages`. */
@@ -169,7 +169,7 @@ export function toFinishReason(stopReason: unknown): string {
   }
 }
 
-/** The Messages API (Anthropic's, or a server that speaks it) as the loop's upstream, over Node's fetch. */
+/** The Messages API (Anthropic's, or a server that speaks it) as the loop's upstream (over UpstreamTransport). */
 export class MessagesUpstream implements ModelUpstream {
   readonly providerName = "anthropic";
   readonly baseUrl: string;
@@ -243,7 +243,11 @@ export class MessagesUpstream implements ModelUpstream {
   }
 
   /** Sends one body as it is and returns the answer whatever its status (a Messages front's pass-through). */
-  forward(body: unknown, signal: AbortSignal, headers?: Readonly<Record<string, string>>): Promise<Response> {
+  forward(
+    body: unknown,
+    signal: AbortSignal,
+    headers?: Readonly<Record<string, string>>,
+  ): Promise<UpstreamResponse> {
     return this.#transport.forward(body, signal, headers);
   }
 
@@ -282,7 +286,7 @@ export class MessagesUpstream implements ModelUpstream {
    * from their deltas, `message_delta` (stop reason, output usage), `message_stop`; an `error` event
    * fails the call.
    */
-  async #readStream(response: Response, options: ModelCallOptions): Promise<ModelReply> {
+  async #readStream(response: UpstreamResponse, options: ModelCallOptions): Promise<ModelReply> {
     const transport = this.#transport;
     const reply: ModelReply = { content: null, toolCalls: [], finishReason: "stop", usage: null, model: "" };
     const blocks = new Map<number, { type: string; id: string; name: string; json: string }>();

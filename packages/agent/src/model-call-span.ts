@@ -1,8 +1,10 @@
 // One upstream model call as an OpenTelemetry client span (`chat <model>`, the GenAI conventions), through
 // the engine's tracing: nothing is loaded or recorded unless the host registered a tracer provider.
+
 import { activeTraceHeaders, traceModelCall } from "@codecell/engine";
 import { AgentError } from "./agent-error.js";
 import type { ModelCallOptions, ModelReply, ModelRequest, ModelUpstream } from "./turn.js";
+import type { UpstreamResponse } from "./upstream-transport.js";
 
 /** `server.address` and `server.port` of an upstream's base URL, when it has one that parses. */
 function serverOf(baseUrl: string | undefined): { serverAddress?: string; serverPort?: number } {
@@ -61,7 +63,11 @@ export async function completeTraced(
 export interface ForwardingUpstream {
   readonly providerName: string;
   readonly baseUrl: string;
-  forward(body: unknown, signal: AbortSignal, headers?: Readonly<Record<string, string>>): Promise<Response>;
+  forward(
+    body: unknown,
+    signal: AbortSignal,
+    headers?: Readonly<Record<string, string>>,
+  ): Promise<UpstreamResponse>;
 }
 
 /** What a passed-through answer said, as far as its relay read it. */
@@ -83,7 +89,7 @@ export async function forwardTraced(
   upstream: ForwardingUpstream,
   body: Record<string, unknown>,
   signal: AbortSignal,
-  relay: (response: Response) => Promise<RelayedAnswer>,
+  relay: (response: UpstreamResponse) => Promise<RelayedAnswer>,
 ): Promise<void> {
   const span = traceModelCall({
     providerName: upstream.providerName,

@@ -4,7 +4,7 @@ import { fromOpenAiUsage, toOpenAiMessages } from "./openai-messages.js";
 import { readSseEvents } from "./sse.js";
 import type { ModelCallOptions, ModelReply, ModelRequest, ModelUpstream, TurnToolCall } from "./turn.js";
 import type { UpstreamDebug } from "./upstream-debug.js";
-import { UpstreamTransport, upstreamMessage } from "./upstream-transport.js";
+import { type UpstreamResponse, UpstreamTransport, upstreamMessage } from "./upstream-transport.js";
 
 export type OpenAiUpstreamOptions = {
   /** The API root, such as `https://api.openai.com/v1`; requests go to `<baseUrl>/chat/completions`. */
@@ -19,7 +19,7 @@ export type OpenAiUpstreamOptions = {
 
 const DEFAULT_TIMEOUT_MS = 120_000;
 
-/** An OpenAI-compatible Chat Completions server as the loop's upstream, over Node's fetch. */
+/** An OpenAI-compatible Chat Completions server as the loop's upstream (over UpstreamTransport). */
 export class OpenAiUpstream implements ModelUpstream {
   readonly providerName = "openai";
   readonly baseUrl: string;
@@ -85,20 +85,29 @@ export class OpenAiUpstream implements ModelUpstream {
    * Sends one body upstream as it is and returns the answer whatever its status (pass-through returns
    * it unchanged); only a failure to get an answer at all throws. `headers` go with this request only.
    */
-  forward(body: unknown, signal: AbortSignal, headers?: Readonly<Record<string, string>>): Promise<Response> {
+  forward(
+    body: unknown,
+    signal: AbortSignal,
+    headers?: Readonly<Record<string, string>>,
+  ): Promise<UpstreamResponse> {
     return this.#transport.forward(body, signal, headers);
   }
 
-  async #readStream(response: Response, options: ModelCallOptions): Promise<ModelReply> {
+  async #readStream(response: UpstreamResponse, options: ModelCallOptions): Promise<ModelReply> {
     const transport = this.#transport;
     const reply: ModelReply = { content: null, toolCalls: [], finishReason: "stop", usage: null, model: "" };
     const calls: Array<{ id: string; name: string; arguments: string }> = [];
     let events = 0;
+    let finished = false;
     try {
       for await (const data of readSseEvents(response.body, options.signal)) {
         events++;
         transport.traceSse(events, data);
-        if (data === "[DONE]") break;
+        // Read on to the end of the body, which follows at once, so the connection is kept for the next call.
+        if (data === "[DONE]" || finished) {
+          finished = true;
+          continue;
+        }
         let chunk: Record<string, unknown>;
         try {
           chunk = JSON.parse(data) as Record<string, unknown>;

@@ -1,5 +1,6 @@
 import type { ResponseSink } from "./chat-completions-front.js";
 import type { RelayedAnswer } from "./model-call-span.js";
+import type { UpstreamResponse } from "./upstream-transport.js";
 
 /**
  * A passed-through answer written to the client as the upstream sent it: an event stream byte for
@@ -7,17 +8,17 @@ import type { RelayedAnswer } from "./model-call-span.js";
  * (`notJson`). `describe` reads what the answer says of itself (model, usage) for its span.
  */
 export async function relayResponse(
-  response: Response,
+  response: UpstreamResponse,
   sink: ResponseSink,
   notJson: (text: string) => unknown,
   describe: (parsed: unknown) => RelayedAnswer,
 ): Promise<RelayedAnswer> {
   const failed = response.status >= 400 ? { errorType: String(response.status) } : {};
   const type = response.headers.get("content-type") ?? "application/json";
-  if (type.includes("text/event-stream") && response.body) {
+  if (type.includes("text/event-stream")) {
     sink.startStream({ "content-type": type });
     const decoder = new TextDecoder();
-    for await (const piece of response.body as unknown as AsyncIterable<Uint8Array>) {
+    for await (const piece of response.body) {
       sink.write(decoder.decode(piece, { stream: true }));
     }
     sink.end();

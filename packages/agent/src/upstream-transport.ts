@@ -1,5 +1,46 @@
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { AgentError } from "./agent-error.js";
 import { SSE_PEEK_EVENTS, type UpstreamDebug } from "./upstream-debug.js";
+
+/**
+ * An upstream's answer as the loop reads it: the status, a header, the body's bytes as they arrive
+ * (each at most once: as text, or as chunks).
+ */
+export interface UpstreamResponse {
+  readonly status: number;
+  readonly headers: { get(name: string): string | null };
+  readonly body: AsyncIterable<Uint8Array>;
+  text(): Promise<string>;
+}
+
+/**
+ * Idle keep-alive connections are closed after this long, before the usual server keep-alive timeouts
+ * (5 s for Node, 60 s and more elsewhere), so a request rarely meets a connection the server is closing.
+ */
+const IDLE_SOCKET_MS = 4_000;
+
+class TimeoutError extends Error {
+  override readonly name = "TimeoutError";
+}
+
+function responseOf(message: IncomingMessage): UpstreamResponse {
+  return {
+    status: message.statusCode ?? 0,
+    headers: {
+      get: (name) => {
+        const value = message.headers[name.toLowerCase()];
+        return value === undefined ? null : Array.isArray(value) ? value.join(", ") : value;
+      },
+    },
+    body: message,
+    async text() {
+      const chunks: Buffer[] = [];
+      for await (const chunk of message) chunks.push(chunk as Buffer);
+      return Buffer.concat(chunks).toString("utf8");
+    },
+  };
+}
 
 export type UpstreamTransportOptions = {
   /** The API root, such as `https://api.openai.com/v1`. */
@@ -30,6 +71,9 @@ export class UpstreamTransport {
   readonly #debug: UpstreamDebug | undefined;
   readonly #answerKind: string;
   readonly #baseUrlHint: string;
+  /** One pool of keep-alive connections per upstream: a model call does not pay a TCP (and TLS) handshake. */
+  readonly #agent: HttpAgent;
+  readonly #request: typeof httpRequest;
   #requests = 0;
 
   constructor(options: UpstreamTransportOptions) {
@@ -40,6 +84,10 @@ export class UpstreamTransport {
     this.#debug = options.debug;
     this.#answerKind = options.answerKind;
     this.#baseUrlHint = options.baseUrlHint;
+    const https = this.url.startsWith("https:");
+    const agentOptions = { keepAlive: true, timeout: IDLE_SOCKET_MS, scheduling: "lifo" as const };
+    this.#agent = https ? new HttpsAgent(agentOptions) : new HttpAgent(agentOptions);
+    this.#request = https ? httpsRequest : httpRequest;
   }
 
   /**
@@ -50,7 +98,7 @@ export class UpstreamTransport {
     body: unknown,
     signal: AbortSignal,
     headers?: Readonly<Record<string, string>>,
-  ): Promise<Response> {
+  ): Promise<UpstreamResponse> {
     const response = await this.forward(body, signal, headers);
     if (response.status >= 400) {
       // The status is the failure; a body that breaks off only loses its message.
@@ -76,24 +124,18 @@ export class UpstreamTransport {
     body: unknown,
     signal: AbortSignal,
     headers?: Readonly<Record<string, string>>,
-  ): Promise<Response> {
+  ): Promise<UpstreamResponse> {
     const number = ++this.#requests;
     this.#tracePayload(number, body);
-    const timeout = AbortSignal.timeout(this.#timeoutMs);
-    const linked = AbortSignal.any([signal, timeout]);
     const started = Date.now();
-    let response: Response;
+    const payload = Buffer.from(JSON.stringify(body));
+    let response: UpstreamResponse;
     try {
-      response = await fetch(this.url, {
-        method: "POST",
-        headers: headers ? { ...this.#headers, ...headers } : this.#headers,
-        body: JSON.stringify(body),
-        signal: linked,
-      });
+      response = await this.#send(payload, signal, headers);
     } catch (error) {
       this.#debug?.transport &&
         this.#debug.line("transport", `upstream #${number} POST ${this.url} failed: ${String(error)}`);
-      throw this.#fetchFailure(error, signal, timeout);
+      throw this.#sendFailure(error, signal);
     }
     if (this.#debug?.transport) {
       this.#debug.line(
@@ -104,8 +146,55 @@ export class UpstreamTransport {
     return response;
   }
 
+  /**
+   * One POST on a pooled connection; resolves with the answer once its headers are in. The timeout
+   * covers the whole answer, so a body still arriving at `timeoutMs` is cut off; the client's abort
+   * ends it at any point. Nothing is sent twice: a model call is not idempotent (it costs tokens), and
+   * a connection reset may come after the upstream read the request.
+   */
+  #send(
+    payload: Buffer,
+    signal: AbortSignal,
+    headers: Readonly<Record<string, string>> | undefined,
+  ): Promise<UpstreamResponse> {
+    return new Promise((resolve, reject) => {
+      if (signal.aborted) {
+        reject(signal.reason ?? new Error("aborted"));
+        return;
+      }
+      const request = this.#request(this.url, {
+        method: "POST",
+        agent: this.#agent,
+        headers: { ...this.#headers, ...headers, "content-length": String(payload.length) },
+      });
+      let answered = false;
+      const timer = setTimeout(
+        () => request.destroy(new TimeoutError(`no complete answer within ${this.#timeoutMs} ms`)),
+        this.#timeoutMs,
+      );
+      const onAbort = () =>
+        request.destroy(signal.reason instanceof Error ? signal.reason : new Error("aborted"));
+      signal.addEventListener("abort", onAbort, { once: true });
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener("abort", onAbort);
+      };
+      request.on("error", (error) => {
+        done();
+        if (!answered) reject(error); // Once answered, the body's reader sees the failure.
+      });
+      request.on("response", (message) => {
+        answered = true;
+        message.on("end", done);
+        message.on("close", done);
+        resolve(responseOf(message));
+      });
+      request.end(payload);
+    });
+  }
+
   /** An answer's whole body as text; a body that breaks off is `upstream_unavailable`. */
-  async readText(response: Response, signal: AbortSignal): Promise<string> {
+  async readText(response: UpstreamResponse, signal: AbortSignal): Promise<string> {
     try {
       const text = await response.text();
       if (this.#debug?.transport) {
@@ -155,19 +244,19 @@ export class UpstreamTransport {
     }
   }
 
-  #fetchFailure(error: unknown, signal: AbortSignal, timeout: AbortSignal): AgentError {
+  #sendFailure(error: unknown, signal: AbortSignal): AgentError {
     if (signal.aborted) return new AgentError("aborted", "The request was cancelled.", { cause: error });
-    if (timeout.aborted) {
+    if (error instanceof TimeoutError) {
       return new AgentError(
         "upstream_unavailable",
         `The upstream model at ${this.baseUrl} did not answer within ${this.#timeoutMs} ms. Send the request again, or raise agent.upstream.timeoutMs.`,
         { cause: error },
       );
     }
-    const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+    const code = (error as NodeJS.ErrnoException).code;
     return new AgentError(
       "upstream_unavailable",
-      `The upstream model at ${this.baseUrl} could not be reached (${cause?.code ?? cause?.message ?? String(error)}). Check agent.upstream.baseUrl and that the server is up, then send the request again.`,
+      `The upstream model at ${this.baseUrl} could not be reached (${code ?? (error as Error).message ?? String(error)}). Check agent.upstream.baseUrl and that the server is up, then send the request again.`,
       { cause: error },
     );
   }

@@ -33,6 +33,8 @@ export type ScriptedUpstream = {
   headers: IncomingHttpHeaders[];
   /** How many hung requests the client has given up on (their connection closed). */
   abandoned(): number;
+  /** How many TCP connections clients have opened (a client that keeps connections alive opens few). */
+  connections(): number;
   /** Steps left; every request takes the next one. */
   script(...steps: ScriptStep[]): void;
   close(): Promise<void>;
@@ -257,12 +259,17 @@ export async function startScriptedUpstream(
       res.end("data: [DONE]\n\n");
     });
   });
+  let connections = 0;
+  server.on("connection", () => {
+    connections++;
+  });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     bodies,
     headers,
+    connections: () => connections,
     abandoned: () =>
       hung.filter((res) => res.destroyed || res.socket === null || res.socket.destroyed).length,
     script: (...more) => {
