@@ -18,7 +18,8 @@ export function resolveWorkspace(
   file: string,
   problems: ConfigProblem[],
 ): { workspace: string | null; workspaceLimits: WorkspaceLimits } {
-  const entry = raw as WorkspaceEntry;
+  // Read before validation too: a `null` or other non-object there is the schema's problem, not a crash.
+  const entry = (raw === null ? undefined : raw) as WorkspaceEntry;
   const workspaceLimits: WorkspaceLimits = {
     maxBytes: (typeof entry === "object" && entry.maxBytes) || DEFAULT_WORKSPACE_LIMITS.maxBytes,
     maxWriteBytesPerRun:
