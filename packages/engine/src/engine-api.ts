@@ -9,9 +9,5 @@ export {
   WAIT_TOOL_NAME,
 } from "./model-surface.js";
 export { traceModelCall } from "./tracing.js";
-export {
-  DEFAULT_TRAJECTORY_LIMITS,
-  importTrajectory,
-  TRAJECTORY_FORMAT,
-  trajectoryTree,
-} from "./trajectory.js";
+export { DEFAULT_TRAJECTORY_LIMITS, TRAJECTORY_FORMAT } from "./trajectory.js";
+export { importTrajectory, trajectoryTree } from "./trajectory-import.js";
