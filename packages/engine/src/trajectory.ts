@@ -1,4 +1,4 @@
-import { DOUBLE_ZERO } from "@codecell/bridge";
+import { DOUBLE_ZERO } from "@codecell/bridge/v8-shapes";
 import type { JsonValue } from "@codecell/contract";
 import { EntryGroup, SessionLog, STATUSES } from "./trajectory-log.js";
 

@@ -1,5 +1,5 @@
 // @ts-check
-import { DOUBLE_ZERO, emptyReferenceArray } from "@codecell/bridge";
+import { DOUBLE_ZERO, emptyReferenceArray } from "@codecell/bridge/v8-shapes";
 import { isCodeModeErrorCode } from "@codecell/contract/errors";
 // The plain-cell test only: the parser (acorn) is loaded on the first cell that needs it.
 import { isPlainJavaScriptCell } from "@codecell/transpile/plain-cell";
