@@ -1,5 +1,4 @@
-import type { CodeModeLanguage, CodeModeResult } from "@codecell/contract";
-import type { TrajectoryExport } from "@codecell/engine";
+import type { CodeModeLanguage, CodeModeResult, TrajectoryExport } from "@codecell/contract";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import {
   StreamableHTTPClientTransport,

@@ -1,7 +1,11 @@
 import { createRequire } from "node:module";
-import { CodeModeError } from "@codecell/contract";
+import {
+  CodeModeError,
+  TRAJECTORY_FORMAT,
+  type TrajectoryEntry,
+  type TrajectoryExport,
+} from "@codecell/contract";
 import type * as Zod from "zod";
-import { TRAJECTORY_FORMAT, type TrajectoryEntry, type TrajectoryExport } from "./trajectory.js";
 
 /** Reading an exported trajectory back, and the shape a support bundle shows it in. */
 

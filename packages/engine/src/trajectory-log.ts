@@ -1,6 +1,5 @@
 import { DOUBLE_ZERO } from "@codecell/bridge/v8-shapes";
-import type { JsonValue } from "@codecell/contract";
-import type { TrajectoryEntry } from "./trajectory.js";
+import type { JsonValue, TrajectoryEntry } from "@codecell/contract";
 
 /**
  * How a session's trajectory is held in memory: entries in a ring of columns, the fields consecutive

@@ -1,39 +1,12 @@
 import { DOUBLE_ZERO } from "@codecell/bridge/v8-shapes";
-import type { JsonValue } from "@codecell/contract";
+import {
+  type JsonValue,
+  TRAJECTORY_FORMAT,
+  type TrajectoryEntry,
+  type TrajectoryExport,
+  type TruncatedInput,
+} from "@codecell/contract";
 import { EntryGroup, SessionLog, STATUSES } from "./trajectory-log.js";
-
-/**
- * One recorded tool call. `control` entries are the model's exec and wait calls; `nested` entries are
- * the tool calls guest code made under them, linked by `parentToolCallId`.
- */
-export type TrajectoryEntry = {
-  kind: "control" | "nested";
-  /** The model's tool call id (control) or `<parent toolCallId>/<request id>` (nested). */
-  toolCallId: string;
-  parentToolCallId?: string;
-  /** `exec` or `wait` for control entries; the catalog id for nested ones. */
-  tool: string;
-  codeModeRunId?: string;
-  /** How guest code reached the tool (nested entries). */
-  via?: string;
-  /** Redacted input (nested entries) or the cell's language (control entries). */
-  input?: JsonValue;
-  status: "running" | "completed" | "waiting" | "failed";
-  /** The guest's `yield_control(reason)` text, when a control call ended waiting on a yield. */
-  yieldReason?: string;
-  code?: string;
-  error?: string;
-  /** Lines the host's executor added, such as an approval decision. */
-  notes?: string[];
-  startedAt: string;
-  endedAt?: string;
-  durationMs?: number;
-};
-
-export const TRAJECTORY_FORMAT = "codecell.trajectory/1";
-
-/** What a host persists with its transcript; `importTrajectory` reads it back. */
-export type TrajectoryExport = { format: typeof TRAJECTORY_FORMAT; entries: TrajectoryEntry[] };
 
 /** How much trajectory an engine keeps. Every bound is in bytes of JSON (UTF-8) or in entries. */
 export type TrajectoryLimits = {
@@ -54,14 +27,11 @@ export const DEFAULT_TRAJECTORY_LIMITS: TrajectoryLimits = {
   maxTotalBytes: 64 * 1024 * 1024,
 };
 
-/** What an input longer than `maxInputBytes` is replaced with: its size and the start of its JSON. */
-export type TruncatedInput = { $truncated: { bytes: number; preview: string } };
-
 // What an entry costs besides its input, error and notes: ids, tool, status and timestamps.
 const ENTRY_OVERHEAD_BYTES = 256;
 const PREVIEW_CHARS = 512;
 
-// Byte counts start as DOUBLE_ZERO (@codecell/bridge). They are summed from Float64Array slots, which
+// Byte counts start as DOUBLE_ZERO (@codecell/bridge/v8-shapes). They are summed from Float64Array slots, which
 // V8's interpreter reads as heap numbers: a count field that started as the small integer 0 became a
 // double when eviction began, and that change replaced the hidden classes (maps) of every log, which
 // threw the nested-call path's optimized code away in the middle of a session.

@@ -1,7 +1,6 @@
-import type { JsonValue } from "@codecell/contract";
+import type { JsonValue, TrajectoryEntry } from "@codecell/contract";
 import { describe, expect, it } from "vitest";
 import {
-  type TrajectoryEntry,
   type TrajectoryHandle,
   type TrajectoryLimits,
   TrajectoryRecorder,
