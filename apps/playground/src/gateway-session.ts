@@ -146,6 +146,7 @@ export class GatewaySession {
     this.#client = null;
     if (!client) return;
     const transport = client.transport as StreamableHTTPClientTransport | undefined;
+    // Leaving is best effort: a gateway that is already gone has no session left to end.
     await transport?.terminateSession().catch(() => {});
     await client.close().catch(() => {});
   }

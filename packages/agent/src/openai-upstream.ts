@@ -244,7 +244,9 @@ export class OpenAiUpstream implements ModelUpstream {
       let shown: unknown = data;
       try {
         shown = JSON.parse(data);
-      } catch {}
+      } catch {
+        // Not JSON: the debug line shows the event's text as it came.
+      }
       debug.line("sse", `upstream event ${event}: ${JSON.stringify(debug.redact(shown))}`);
     }
   }
@@ -269,7 +271,9 @@ function upstreamMessage(text: string): string {
             ? parsed.message
             : null;
     if (message) return message.slice(0, 500);
-  } catch {}
+  } catch {
+    // Not JSON: the body's own text (below) is the message.
+  }
   return text.trim() ? text.trim().slice(0, 300) : "(no body)";
 }
 

@@ -9,6 +9,8 @@ export async function* readSseEvents(
   if (!body) return;
   const decoder = new TextDecoder();
   const reader = body.getReader();
+  // Cancelling a stream that already failed rejects too; the abort reaches the caller through the read
+  // it interrupts, so the cancel's own failure has no one to tell.
   const onAbort = () => void reader.cancel().catch(() => {});
   signal.addEventListener("abort", onAbort, { once: true });
   let buffer = "";

@@ -118,7 +118,9 @@ export class CodeModeEngine {
    */
   warmUp(): void {
     if (this.config.enabled) this.#startPool();
-    // With typecheck on, the checker's thread loads the compiler meanwhile too (never with it off).
+    // With typecheck on, the checker's thread loads the compiler meanwhile too (never with it off). A
+    // warm-up that fails is a head start lost: the first checked cell loads the checker again and reports
+    // its failure there.
     if (this.config.enabled && this.config.typecheck !== "off") void this.#typecheck.warmUp().catch(() => {});
   }
 

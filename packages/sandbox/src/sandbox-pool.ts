@@ -103,6 +103,8 @@ class WorkerSlot implements RunHost {
         reject(error);
       };
     });
+    // Marked handled: a failed start is read through startFailed and the pool's replace, and awaited by
+    // pickSlot where it matters; a slot nobody waited for must not end the process.
     this.ready.catch(() => {});
     this.spawn(module, snapshotSecret);
   }
@@ -334,6 +336,7 @@ class Pool implements SandboxPool {
     this.startupTimeoutMs = options.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS;
     this.defaultWasm = options.wasm === undefined;
     this.module = loadQuickJsModule(options.wasm);
+    // Marked handled: every run awaits it in launchRun and fails runtime_unavailable with its message.
     this.module.catch(() => {});
     // One worker starts at once; the pool grows toward `size` only when a run has to wait for a busy
     // worker (see pickSlot). A process that runs one cell at a time keeps one worker and one set of

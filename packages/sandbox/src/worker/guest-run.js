@@ -463,6 +463,8 @@ export class GuestRun {
         this.idleTimer.unref();
         return;
       }
+      // Ahead of a suspend that may follow; one that fails here fails again, and is reported, when a
+      // suspend or restore needs the codec.
       void loadSnapshotCodec().catch(() => {});
       wantSpare(this.limits.memoryLimitBytes);
     };
