@@ -112,7 +112,9 @@ export function migrate(db: Database.Database): void {
   }
   db.exec(SCHEMA);
   // Version 1 files get the MAC columns; their rows carry no MAC, so with a secret they are refused
-  // (an unsigned row is exactly what a forger would write).
+  // (an unsigned row is exactly what a forger would write). The file is migrated in place once, so
+  // this branch may go in a major version that refuses files below version 2 with a message to open
+  // them once with an earlier release first.
   const columns = (table: string) =>
     new Set((db.pragma(`table_info(${table})`) as Array<{ name: string }>).map((column) => column.name));
   if (!columns("runs").has("mac")) db.exec("ALTER TABLE runs ADD COLUMN mac BLOB");

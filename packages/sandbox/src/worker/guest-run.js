@@ -97,7 +97,7 @@ export class GuestRun {
      * Whether the guest knows its requests by number (request "r7" is 7) rather than by the id string.
      * A VM restored from a snapshot taken before numbers were used (its bridge state does not say
      * `numericIds`) keeps strings: its prelude has its pending calls filed under them. Remove the
-     * string form once no store can hold such a snapshot (see restoreRun in run-snapshot.js).
+     * string form once no store can hold such a run (the condition is in restoreRun, run-snapshot.js).
      */
     this.numericIds = true;
     this.controlToken = 0;
