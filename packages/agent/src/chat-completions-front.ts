@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { AgentError, type AgentErrorKind } from "./agent-error.js";
 import type { AgentLoop, AgentTurnResult } from "./agent-loop.js";
-import { contentText, toOpenAiToolCall, toOpenAiUsage } from "./openai-messages.js";
+import { forwardTraced, type RelayedAnswer } from "./model-call-span.js";
+import { contentText, fromOpenAiUsage, toOpenAiToolCall, toOpenAiUsage } from "./openai-messages.js";
 import type { OpenAiUpstream } from "./openai-upstream.js";
 import type { TurnMessage, TurnTool, TurnToolCall } from "./turn.js";
 
@@ -15,6 +16,10 @@ export interface ResponseSink {
   startStream(headers?: Record<string, string>): void;
   write(text: string): void;
   end(): void;
+  /** Told the thread the answer belongs to (also its `codecell-thread` header), for the host's records. */
+  thread?(threadId: string): void;
+  /** Told why the request failed, before the error is written (or not, when the client went away). */
+  failed?(error: AgentError): void;
 }
 
 export type ChatCompletionsContext = {
@@ -115,6 +120,7 @@ export class ChatCompletionsFront {
           : {}),
       });
       const headers = { "codecell-thread": result.threadId };
+      sink.thread?.(result.threadId);
       if (chunks) {
         streaming = true;
         chunks.finish(result, headers);
@@ -125,6 +131,7 @@ export class ChatCompletionsFront {
       const failure = AgentError.is(error)
         ? error
         : new AgentError("internal", `Internal error: ${(error as Error)?.message ?? String(error)}`);
+      sink.failed?.(failure);
       if (context.signal.aborted) return;
       if (streaming) {
         // The status went out with the first chunk: the error is the stream's last event.
@@ -144,25 +151,30 @@ export class ChatCompletionsFront {
     const { upstream, defaultModel } = this.#options;
     // The body as the client sent it; only a missing model gets the configured default.
     const body = request.model === undefined && defaultModel ? { ...request, model: defaultModel } : request;
-    const response = await upstream.forward(body, context.signal);
-    const type = response.headers.get("content-type") ?? "application/json";
-    if (type.includes("text/event-stream") && response.body) {
-      sink.startStream({ "content-type": type });
-      const decoder = new TextDecoder();
-      for await (const piece of response.body as unknown as AsyncIterable<Uint8Array>) {
-        sink.write(decoder.decode(piece, { stream: true }));
+    await forwardTraced(upstream, body, context.signal, async (response) => {
+      const failed = response.status >= 400 ? { errorType: String(response.status) } : {};
+      const type = response.headers.get("content-type") ?? "application/json";
+      if (type.includes("text/event-stream") && response.body) {
+        sink.startStream({ "content-type": type });
+        const decoder = new TextDecoder();
+        for await (const piece of response.body as unknown as AsyncIterable<Uint8Array>) {
+          sink.write(decoder.decode(piece, { stream: true }));
+        }
+        sink.end();
+        return failed;
       }
-      sink.end();
-      return;
-    }
-    const text = await response.text();
-    let parsed: unknown = text;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      parsed = { error: { message: text, type: "upstream_error", param: null, code: "upstream_malformed" } };
-    }
-    sink.json(response.status, parsed);
+      const text = await response.text();
+      let parsed: unknown = text;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = {
+          error: { message: text, type: "upstream_error", param: null, code: "upstream_malformed" },
+        };
+      }
+      sink.json(response.status, parsed);
+      return { ...relayedAnswer(parsed), ...failed };
+    });
   }
 
   #toTurn(request: Record<string, unknown>) {
@@ -290,6 +302,18 @@ function toTurnMessage(message: unknown, index: number): TurnMessage {
 
 function completionId(): string {
   return `chatcmpl-${randomBytes(12).toString("base64url")}`;
+}
+
+/** What a passed-through completion says of itself, for its span (nothing when it is not one). */
+function relayedAnswer(parsed: unknown): RelayedAnswer {
+  const answer = parsed as { model?: unknown; usage?: unknown; choices?: Array<{ finish_reason?: unknown }> };
+  const usage = fromOpenAiUsage(answer?.usage);
+  const finish = Array.isArray(answer?.choices) ? answer.choices[0]?.finish_reason : undefined;
+  return {
+    ...(typeof answer?.model === "string" ? { responseModel: answer.model } : {}),
+    ...(usage ? { inputTokens: usage.promptTokens, outputTokens: usage.completionTokens } : {}),
+    ...(typeof finish === "string" ? { finishReasons: [finish] } : {}),
+  };
 }
 
 function completionBody(result: AgentTurnResult): unknown {

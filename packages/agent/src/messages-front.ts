@@ -11,6 +11,7 @@ import {
 } from "./anthropic-messages.js";
 import type { ChatCompletionsContext, ResponseSink } from "./chat-completions-front.js";
 import { MessagesStreamWriter, messageId } from "./messages-stream.js";
+import { completeTraced } from "./model-call-span.js";
 import type { ModelReply, ModelUpstream, TurnTool } from "./turn.js";
 
 export type MessagesFrontOptions = {
@@ -186,12 +187,14 @@ export class MessagesFront {
         model: result.model,
       };
       const headers = { "codecell-thread": result.threadId };
+      sink.thread?.(result.threadId);
       if (writer) writer.finish(answer, headers);
       else sink.json(200, messageBody(answer), headers);
     } catch (error) {
       const failure = AgentError.is(error)
         ? error
         : new AgentError("internal", `Internal error: ${(error as Error)?.message ?? String(error)}`);
+      sink.failed?.(failure);
       if (context.signal.aborted) return;
       if (writer?.started) writer.fail(failure);
       else sink.json(failure.status, messagesErrorBody(failure));
@@ -214,7 +217,9 @@ export class MessagesFront {
           ? {}
           : { tool_choice: request.tool_choice }
         : chatToolChoice(request.tool_choice);
-    const reply: ModelReply = await this.#options.upstream.complete(
+    // A model call like the loop's: its `chat <model>` span, its trace context in the request's headers.
+    const reply: ModelReply = await completeTraced(
+      this.#options.upstream,
       { model, messages, tools, codeModeDirectOnly: null, params: { ...params, ...choice } },
       { signal: context.signal, ...stream },
     );

@@ -1,7 +1,8 @@
 // One upstream model call as an OpenTelemetry client span (`chat <model>`, the GenAI conventions), through
 // the engine's tracing: nothing is loaded or recorded unless the host registered a tracer provider.
-import { traceModelCall } from "@codecell/engine";
+import { activeTraceHeaders, traceModelCall } from "@codecell/engine";
 import { AgentError } from "./agent-error.js";
+import type { OpenAiUpstream } from "./openai-upstream.js";
 import type { ModelCallOptions, ModelReply, ModelRequest, ModelUpstream } from "./turn.js";
 
 /** `server.address` and `server.port` of an upstream's base URL, when it has one that parses. */
@@ -16,6 +17,13 @@ function serverOf(baseUrl: string | undefined): { serverAddress?: string; server
   }
 }
 
+/** The call's options with trace headers added (the same options when there are none). */
+function withHeaders(options: ModelCallOptions, headers: Record<string, string>): ModelCallOptions {
+  return Object.keys(headers).length === 0
+    ? options
+    : { ...options, headers: { ...options.headers, ...headers } };
+}
+
 /** Calls the upstream under a `chat` span that ends with the answer's model, usage and finish reason. */
 export async function completeTraced(
   upstream: ModelUpstream,
@@ -27,9 +35,12 @@ export async function completeTraced(
     requestModel: request.model,
     ...serverOf(upstream.baseUrl),
   });
-  if (!span) return upstream.complete(request, options);
+  if (!span) return upstream.complete(request, withHeaders(options, activeTraceHeaders()));
+  // The upstream request carries the span's context, so a traced model server (or a proxy in front of
+  // it) puts its spans under this one.
+  const traced = withHeaders(options, span.traceHeaders());
   try {
-    const reply = await span.run(() => upstream.complete(request, options));
+    const reply = await span.run(() => upstream.complete(request, traced));
     span.end({
       ...(reply.model ? { responseModel: reply.model } : {}),
       ...(reply.usage
@@ -38,6 +49,51 @@ export async function completeTraced(
       finishReasons: [reply.finishReason],
     });
     return reply;
+  } catch (error) {
+    span.end({
+      errorType: error instanceof AgentError ? error.kind : "_OTHER",
+      errorMessage: error instanceof Error ? error.message : String(error),
+    });
+    throw error;
+  }
+}
+
+/** What a passed-through answer said, as far as its relay read it. */
+export type RelayedAnswer = {
+  responseModel?: string;
+  inputTokens?: number;
+  outputTokens?: number;
+  finishReasons?: string[];
+  /** A failure the upstream answered with: its HTTP status, as the HTTP client conventions name it. */
+  errorType?: string;
+};
+
+/**
+ * A passed-through request (the client's body sent upstream as is) under a `chat <model>` span, its
+ * trace context in the request's headers like the loop's calls; `relay` writes the answer to the client
+ * and says what it was.
+ */
+export async function forwardTraced(
+  upstream: OpenAiUpstream,
+  body: Record<string, unknown>,
+  signal: AbortSignal,
+  relay: (response: Response) => Promise<RelayedAnswer>,
+): Promise<void> {
+  const span = traceModelCall({
+    providerName: "openai",
+    requestModel: typeof body.model === "string" ? body.model : "",
+    ...serverOf(upstream.baseUrl),
+  });
+  if (!span) {
+    const headers = activeTraceHeaders();
+    await relay(await upstream.forward(body, signal, Object.keys(headers).length ? headers : undefined));
+    return;
+  }
+  try {
+    const answer = await span.run(async () =>
+      relay(await upstream.forward(body, signal, span.traceHeaders())),
+    );
+    span.end(answer);
   } catch (error) {
     span.end({
       errorType: error instanceof AgentError ? error.kind : "_OTHER",

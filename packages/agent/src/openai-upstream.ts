@@ -69,7 +69,7 @@ export class OpenAiUpstream implements ModelUpstream {
     } catch (error) {
       throw new AgentError("internal", (error as Error).message, { cause: error });
     }
-    const response = await this.post(body, options.signal);
+    const response = await this.post(body, options.signal, options.headers);
     if (!stream || !(response.headers.get("content-type") ?? "").includes("text/event-stream")) {
       const text = await this.#readText(response, options.signal);
       return parseCompletion(text, this.baseUrl);
@@ -81,8 +81,12 @@ export class OpenAiUpstream implements ModelUpstream {
    * Sends one body upstream and returns the answer once its status is in; an error status becomes an
    * `upstream_error` with the upstream's own message. Pass-through uses it with the client's body as is.
    */
-  async post(body: unknown, signal: AbortSignal): Promise<Response> {
-    const response = await this.forward(body, signal);
+  async post(
+    body: unknown,
+    signal: AbortSignal,
+    headers?: Readonly<Record<string, string>>,
+  ): Promise<Response> {
+    const response = await this.forward(body, signal, headers);
     if (response.status >= 400) {
       const text = await this.#readText(response, signal).catch(() => "");
       throw new AgentError(
@@ -100,9 +104,13 @@ export class OpenAiUpstream implements ModelUpstream {
 
   /**
    * Sends one body upstream as it is and returns the answer whatever its status (pass-through returns
-   * it unchanged); only a failure to get an answer at all throws.
+   * it unchanged); only a failure to get an answer at all throws. `headers` go with this request only.
    */
-  async forward(body: unknown, signal: AbortSignal): Promise<Response> {
+  async forward(
+    body: unknown,
+    signal: AbortSignal,
+    headers?: Readonly<Record<string, string>>,
+  ): Promise<Response> {
     const number = ++this.#requests;
     this.#tracePayload(number, body);
     const timeout = AbortSignal.timeout(this.#timeoutMs);
@@ -112,7 +120,7 @@ export class OpenAiUpstream implements ModelUpstream {
     try {
       response = await fetch(this.#url, {
         method: "POST",
-        headers: this.#headers,
+        headers: headers ? { ...this.#headers, ...headers } : this.#headers,
         body: JSON.stringify(body),
         signal: linked,
       });

@@ -17,7 +17,7 @@ export {
   WAIT_DESCRIPTION,
   WAIT_TOOL_NAME,
 } from "./model-surface.js";
-export { type ModelCallSpan, type TracingOptions, traceModelCall } from "./tracing.js";
+export { activeTraceHeaders, type ModelCallSpan, type TracingOptions, traceModelCall } from "./tracing.js";
 export { DEFAULT_TRAJECTORY_LIMITS, type TrajectoryLimits } from "./trajectory.js";
 export { importTrajectory, trajectoryTree } from "./trajectory-import.js";
 export type {

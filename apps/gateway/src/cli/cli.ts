@@ -228,6 +228,7 @@ async function serve(args: string[]): Promise<number | undefined> {
   }
   const readiness = new Readiness();
   if (bound) readiness.watch(bound.server);
+  gateway.metrics?.watchReadiness(() => readiness.state);
   const http = await httpTransport.serveHttp(gateway, {
     port: parsePort(httpPort),
     host: values.host,

@@ -13,6 +13,8 @@ import {
 import { debugLine, debugSwitches, redact } from "../debug-switches.js";
 import type { Gateway } from "../gateway.js";
 import { NO_APPROVAL_CLIENT } from "../mcp/approvals.js";
+import { AgentRequestRecord, agentRequest, countedUpstream } from "../telemetry/agent-request-telemetry.js";
+import type { ServerSpan } from "../telemetry/request-tracing.js";
 import type { AuthOutcome } from "./http-auth.js";
 import { bearerChallenge } from "./http-auth.js";
 
@@ -111,7 +113,8 @@ export function createAgentRoutes(
     });
     const loop = new AgentLoop({
       engine: gateway.engine,
-      upstream,
+      // Each model call counted in /metrics (read when the call ends: metrics may be enabled later).
+      upstream: countedUpstream(upstream, () => gateway.metrics),
       conversations: snapshotStoreConversations(gateway.store),
       maxModelTurns: settings.maxModelTurns,
       transcriptTtlSeconds: settings.transcriptTtlSeconds,
@@ -214,57 +217,77 @@ export function createAgentRoutes(
     }
     const agent = frontFor();
     const chat = agent ? (pathname === MESSAGES_PATH ? agent.messages : agent.front) : null;
-    if (!chat) {
-      sendJson(
-        res,
-        404,
-        errorBody(
-          new AgentError(
-            "invalid_request",
-            `The agent endpoint is off: the config has no agent section. Add "agent": { "upstream": { "baseUrl": "https://.../v1", "apiKey": "\${OPENAI_API_KEY}" } } to serve ${pathname}.`,
-          ),
-        ),
-      );
-      return;
-    }
-    const header = req.headers[CONVERSATION_HEADER];
-    const conversation = (Array.isArray(header) ? header[0] : header)?.trim();
-    if (
-      conversation !== undefined &&
-      (conversation === "" || conversation.length > MAX_CONVERSATION_LENGTH)
-    ) {
-      sendJson(
-        res,
-        400,
-        errorBody(
-          new AgentError(
-            "invalid_request",
-            `The ${CONVERSATION_HEADER} header must be 1 to ${MAX_CONVERSATION_LENGTH} characters.`,
-          ),
-        ),
-      );
-      return;
-    }
-    let body: unknown;
-    try {
-      body = await readJson(req);
-    } catch (error) {
-      sendJson(res, 400, errorBody(error as AgentError));
-      return;
-    }
-    // The client going away cancels its request: the upstream call, the cell and its nested calls.
-    const abort = new AbortController();
-    res.once("close", () => {
-      if (!res.writableEnded) abort.abort(new AgentError("aborted", "The client went away."));
-    });
-    await chat.handle(
-      body,
-      {
-        principal: auth.principal,
-        ...(conversation !== undefined ? { conversation } : {}),
-        signal: abort.signal,
-      },
-      sinkFor(res),
-    );
+    const record = new AgentRequestRecord(pathname === MESSAGES_PATH ? "messages" : "chat_completions", res);
+    const answer = () => answerTurn(req, res, auth, pathname, chat, errorBody, record);
+    // Traced, the request is a server span in the client's trace (its traceparent header): the model
+    // calls, the hidden cells' exec and wait and their nested calls are spans under it.
+    const answered = async (span: ServerSpan | null) => {
+      try {
+        await answer();
+      } finally {
+        record.finish(span, gateway.metrics);
+      }
+    };
+    if (gateway.traceRequest) await gateway.traceRequest(agentRequest(req, pathname), answered);
+    else await answered(null);
   };
+}
+
+/** One POST to a chat path: its checks, then the front's answer on the response. */
+async function answerTurn(
+  req: IncomingMessage,
+  res: ServerResponse,
+  auth: Extract<AuthOutcome, { ok: true }>,
+  pathname: string,
+  chat: ChatCompletionsFront | MessagesFront | null,
+  errorBody: (error: AgentError, status?: number) => unknown,
+  record: AgentRequestRecord,
+): Promise<void> {
+  if (!chat) {
+    sendJson(
+      res,
+      404,
+      errorBody(
+        new AgentError(
+          "invalid_request",
+          `The agent endpoint is off: the config has no agent section. Add "agent": { "upstream": { "baseUrl": "https://.../v1", "apiKey": "\${OPENAI_API_KEY}" } } to serve ${pathname}.`,
+        ),
+      ),
+    );
+    return;
+  }
+  const header = req.headers[CONVERSATION_HEADER];
+  const conversation = (Array.isArray(header) ? header[0] : header)?.trim();
+  if (conversation !== undefined && (conversation === "" || conversation.length > MAX_CONVERSATION_LENGTH)) {
+    const error = new AgentError(
+      "invalid_request",
+      `The ${CONVERSATION_HEADER} header must be 1 to ${MAX_CONVERSATION_LENGTH} characters.`,
+    );
+    record.refused(error);
+    sendJson(res, 400, errorBody(error));
+    return;
+  }
+  let body: unknown;
+  try {
+    body = await readJson(req);
+  } catch (error) {
+    record.refused(error);
+    sendJson(res, 400, errorBody(error as AgentError));
+    return;
+  }
+  record.request(body, conversation);
+  // The client going away cancels its request: the upstream call, the cell and its nested calls.
+  const abort = new AbortController();
+  res.once("close", () => {
+    if (!res.writableEnded) abort.abort(new AgentError("aborted", "The client went away."));
+  });
+  await chat.handle(
+    body,
+    {
+      principal: auth.principal,
+      ...(conversation !== undefined ? { conversation } : {}),
+      signal: abort.signal,
+    },
+    record.sink(sinkFor(res)),
+  );
 }

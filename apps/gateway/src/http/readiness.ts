@@ -2,6 +2,8 @@ import type { Server as HttpServer, IncomingMessage, ServerResponse } from "node
 
 /** Why a gateway does not take new MCP sessions right now. */
 export type NotReadyReason = "starting" | "draining";
+/** Where a replica is in its life, as `/readyz` and the `codecell_ready` gauge tell it. */
+export type ReadinessState = "ready" | NotReadyReason;
 
 /**
  * The answer of `GET /readyz`: 200 `{"status":"ready"}` once `/mcp` takes sessions, otherwise 503
@@ -29,7 +31,7 @@ export type DrainReport = { requests: number; calls: number; waitedMs: number };
  * for requests in flight (and nested calls still running for waiting runs) up to its bound.
  */
 export class Readiness {
-  #state: "starting" | "ready" | "draining" = "starting";
+  #state: ReadinessState = "starting";
   #openRequests = 0;
   #changed: (() => void) | null = null;
 
@@ -50,7 +52,7 @@ export class Readiness {
     });
   }
 
-  get state(): "starting" | "ready" | "draining" {
+  get state(): ReadinessState {
     return this.#state;
   }
 

@@ -27,6 +27,7 @@ import { debugLine, debugSwitches, redact } from "../debug-switches.js";
 import type { Gateway } from "../gateway.js";
 import type { RunOwner } from "../sessions/run-owner.js";
 import type { GatewaySession } from "../sessions/session.js";
+import { mcpRequest } from "../telemetry/request-tracing.js";
 import { GATEWAY_VERSION } from "../version.js";
 import type { ApprovalClient } from "./approvals.js";
 import { CallProgress, ClientLog, cellOutputMessages, loggingLevelOf } from "./call-feedback.js";
@@ -228,7 +229,7 @@ export function createSessionServer(
     // Traced, the call is a server span in the client's trace (its traceparent), over the engine's.
     const result = gateway.traceRequest
       ? await gateway.traceRequest(
-          {
+          mcpRequest({
             method: "tools/call",
             target: request.params.name,
             requestId: extra.requestId,
@@ -236,8 +237,12 @@ export function createSessionServer(
             transport: extra.requestInfo ? "http" : "stdio",
             ...(request.params._meta ? { meta: request.params._meta as Record<string, unknown> } : {}),
             ...(extra.requestInfo?.headers ? { headers: extra.requestInfo.headers } : {}),
+          }),
+          async (span) => {
+            const answer = await callTool(request, extra);
+            if (answer.isError === true) span.fail("tool_error");
+            return answer;
           },
-          () => callTool(request, extra),
         )
       : await callTool(request, extra);
     if (debugSwitches().payload === "full-redacted") {

@@ -1,6 +1,6 @@
 // A test double for hosts and for this repository: an OpenAI-compatible server that answers from a
 // script (see startScriptedUpstream). Exported as `@codecell/agent/testing`; the loop never imports it.
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 
 /**
@@ -27,6 +27,8 @@ export type ScriptStep = ScriptedReply | ((body: Record<string, unknown>) => Scr
 export type ScriptedUpstream = {
   baseUrl: string;
   bodies: Array<Record<string, unknown>>;
+  /** The headers of each request, beside its body in `bodies` (a `traceparent`, an `authorization`). */
+  headers: IncomingHttpHeaders[];
   /** How many hung requests the client has given up on (their connection closed). */
   abandoned(): number;
   /** Steps left; every request takes the next one. */
@@ -71,6 +73,7 @@ function completion(
 export async function startScriptedUpstream(): Promise<ScriptedUpstream> {
   const steps: ScriptStep[] = [];
   const bodies: Array<Record<string, unknown>> = [];
+  const headers: IncomingHttpHeaders[] = [];
   const hung: import("node:http").ServerResponse[] = [];
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -84,6 +87,7 @@ export async function startScriptedUpstream(): Promise<ScriptedUpstream> {
         return;
       }
       bodies.push(body);
+      headers.push(req.headers);
       const step = steps.shift();
       if (!step) {
         res
@@ -166,6 +170,7 @@ export async function startScriptedUpstream(): Promise<ScriptedUpstream> {
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     bodies,
+    headers,
     abandoned: () =>
       hung.filter((res) => res.destroyed || res.socket === null || res.socket.destroyed).length,
     script: (...more) => {
