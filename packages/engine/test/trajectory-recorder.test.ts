@@ -1,10 +1,6 @@
 import type { JsonValue, TrajectoryEntry } from "@codecell/contract";
 import { describe, expect, it } from "vitest";
-import {
-  type TrajectoryHandle,
-  type TrajectoryLimits,
-  TrajectoryRecorder,
-} from "../src/trajectory.js";
+import { type TrajectoryHandle, type TrajectoryLimits, TrajectoryRecorder } from "../src/trajectory.js";
 
 /**
  * The recorder keeps entries in columns and makes them into objects when read. This model keeps each
