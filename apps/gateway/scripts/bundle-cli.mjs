@@ -53,15 +53,15 @@ const BUNDLE_PARAMETERS = [
 const packages = workspacePackages();
 
 /**
- * The engine by its modules without the top-level await of its entry (the start-up file has already
- * started the sandbox's worker, which is what that await orders), not by its published bundle, which
- * would bring second copies of the packages the CLI inlines as well.
+ * The engine by its modules (dist/index.js, as tsc built it), not by its published bundle: that one
+ * would bring second copies of the packages the CLI inlines as well, and its entry's top-level await
+ * orders the sandbox's early start, which the start-up file does here.
  */
 const engineModules = {
   name: "engine-modules",
   setup(build) {
     build.onResolve({ filter: /^@codecell\/engine$/ }, () => ({
-      path: join(packages.byName.get("@codecell/engine").dir, "dist", "engine-api.js"),
+      path: join(packages.byName.get("@codecell/engine").dir, "dist", "index.js"),
     }));
   },
 };

@@ -89,7 +89,9 @@ function toJsonInput(value: unknown, pluginId: string): JsonValue {
   let json: string | undefined;
   try {
     json = JSON.stringify(value);
-  } catch {}
+  } catch {
+    // A cycle or a BigInt: left undefined, and refused below with the plugin named.
+  }
   if (json === undefined) {
     throw new CodeModeError(
       "nested_tool_failed",
@@ -231,6 +233,8 @@ export class Gateway implements SessionHost {
         for (const diagnostic of connector.diagnostics) log(`warning: ${diagnostic.message}`);
       }
     } catch (error) {
+      // Undoing a start that failed: its error is what is thrown, and a part that cannot be stopped
+      // either has nothing to add to it.
       for (const plugin of plugins) await plugin.unload().catch(() => {});
       await connector.close().catch(() => {});
       await store.close().catch(() => {});
@@ -551,6 +555,7 @@ export class Gateway implements SessionHost {
       this.#sessions.clear();
       await this.engine.close().catch((error) => this.#log(`engine close failed: ${String(error)}`));
       await this.connector.close().catch((error) => this.#log(`MCP close failed: ${String(error)}`));
+      // A plugin's unload is its own clean-up; one that fails leaves nothing the gateway could retry.
       for (const plugin of this.plugins) await plugin.unload().catch(() => {});
       await this.store.close().catch((error) => this.#log(`store close failed: ${String(error)}`));
     })();

@@ -21,13 +21,18 @@ const MESSAGES_TOOLS: Tool[] = [
     input_schema: { type: "object", properties: { pattern: { type: "string" } }, required: ["pattern"] },
   },
 ];
+const PICK_PARAMETERS = {
+  type: "object",
+  properties: { pattern: { type: "string" } },
+  required: ["pattern"],
+};
 const CHAT_TOOLS: ChatCompletionTool[] = [
   {
     type: "function",
     function: {
       name: "select_file",
       description: "Ask the user to pick a file in the editor.",
-      parameters: { type: "object", properties: { pattern: { type: "string" } }, required: ["pattern"] },
+      parameters: PICK_PARAMETERS,
     },
   },
 ];
@@ -429,7 +434,7 @@ describe("the agent endpoint on a Messages API upstream", () => {
       expect(sent).toMatchObject({
         max_tokens: 321,
         tool_choice: { type: "any", disable_parallel_tool_use: true },
-        tools: [{ name: "select_file", input_schema: CHAT_TOOLS[0]!.function.parameters }],
+        tools: [{ name: "select_file", input_schema: PICK_PARAMETERS }],
       });
       expect(wireMessages(sent)[0]!.content).toEqual([
         { type: "text", text: "which file is this?" },

@@ -1,5 +1,4 @@
-import type { CodeModeLanguage, CodeModeResult } from "@codecell/contract";
-import type { TrajectoryExport } from "@codecell/engine";
+import type { CodeModeLanguage, CodeModeResult, TrajectoryExport } from "@codecell/contract";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import {
   StreamableHTTPClientTransport,
@@ -147,6 +146,7 @@ export class GatewaySession {
     this.#client = null;
     if (!client) return;
     const transport = client.transport as StreamableHTTPClientTransport | undefined;
+    // Leaving is best effort: a gateway that is already gone has no session left to end.
     await transport?.terminateSession().catch(() => {});
     await client.close().catch(() => {});
   }

@@ -1,5 +1,5 @@
 // @vitest-environment happy-dom
-import type { TrajectoryEntry } from "@codecell/engine";
+import type { TrajectoryEntry } from "@codecell/contract";
 import { describe, expect, it } from "vitest";
 import { buildTrajectoryTree, MAX_RENDERED_CALLS, renderTrajectory } from "./trajectory-view.js";
 

@@ -1,4 +1,4 @@
-import type { TrajectoryEntry } from "@codecell/engine";
+import type { TrajectoryEntry } from "@codecell/contract";
 import { element, formatDuration } from "./dom.js";
 import { renderJsonTree } from "./json-tree.js";
 

@@ -172,6 +172,8 @@ export class AgentLoop {
     } catch (error) {
       // Nothing ran: the conversation is as it was before this request. Something ran: what it did is
       // kept for a retry of the same request, which goes on from there instead of running it again.
+      // Both are best effort: the request's own error is what the client hears, and a store that fails
+      // here as well has no one else to tell.
       if (!turn.cellRan && found && record)
         await conversations.put(request.principal, found.key, record, turn.ttlOf(record)).catch(() => {});
       else if (turn.cellRan) await turn.checkpoint().catch(() => {});

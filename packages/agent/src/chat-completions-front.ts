@@ -301,7 +301,9 @@ function toolFailure(content: string): string | null {
         return typeof error === "string" ? error : JSON.stringify(error);
       }
     }
-  } catch {}
+  } catch {
+    // Not JSON: a plain result, not a failure.
+  }
   return null;
 }
 

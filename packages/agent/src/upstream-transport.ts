@@ -239,7 +239,9 @@ export class UpstreamTransport {
       let shown: unknown = data;
       try {
         shown = JSON.parse(data);
-      } catch {} // Not JSON: shown as the text it is.
+      } catch {
+        // Not JSON: the debug line shows the event's text as it came.
+      }
       debug.line("sse", `upstream event ${event}: ${JSON.stringify(debug.redact(shown))}`);
     }
   }
@@ -290,6 +292,8 @@ export function upstreamMessage(text: string): string {
             ? parsed.message
             : null;
     if (message) return message.slice(0, 500);
-  } catch {} // Not JSON: the text itself is the message.
+  } catch {
+    // Not JSON: the body's own text (below) is the message.
+  }
   return text.trim() ? text.trim().slice(0, 300) : "(no body)";
 }

@@ -1,4 +1,3 @@
-export { DOUBLE_ZERO } from "./double-zero.js";
 export { isErrorData, MAX_ERROR_MESSAGE_LENGTH, MAX_ERROR_NAME_LENGTH, toErrorData } from "./error-data.js";
 export {
   type JsonText,
@@ -8,9 +7,7 @@ export {
   toJsonValue,
 } from "./json-adapter.js";
 export { exceedsJsonDepth, MAX_BRIDGE_DEPTH } from "./json-depth.js";
-export { keepShapes } from "./keep-shapes.js";
 export { parseWorkerToHostMessage, type WorkerToHostMessage } from "./protocol.js";
-export { emptyReferenceArray } from "./reference-array.js";
 export { RequestTable } from "./request-table.js";
 export {
   countsOnPort,

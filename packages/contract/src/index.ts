@@ -62,3 +62,9 @@ export {
   type SnapshotEvent,
 } from "./results.js";
 export { closestMatches, editDistance } from "./suggestions.js";
+export {
+  TRAJECTORY_FORMAT,
+  type TrajectoryEntry,
+  type TrajectoryExport,
+  type TruncatedInput,
+} from "./trajectory.js";

@@ -3,10 +3,12 @@
 // compiles and links each file on its own; importing the engine from dist/index.js meant some 80 of
 // them (about 410 KB), most of the main thread's time to a first result. The bundle is two files:
 //
-// - dist/bundle/index.js: src/index.ts as built, which imports @codecell/sandbox/worker-start first
-//   and alone (the sandbox's first worker and its wasm start as that loads) and the rest with a
-//   dynamic import and a top-level await, so the worker boots on the other core while the rest loads;
-// - dist/bundle/engine-api.js: everything else, the packages below the engine included.
+// - dist/bundle/index.js: the entry, written here from the names src/index.ts exports. It imports
+//   @codecell/sandbox/worker-start first and alone (the sandbox's first worker and its wasm start as
+//   that loads) and the engine with a dynamic import and a top-level await, so the worker boots on the
+//   other core while the engine loads. An ES module is evaluated only once every module of its static
+//   graph has been loaded, so a static import of the engine would start the worker only after all of it.
+// - dist/bundle/engine-api.js: src/index.ts as built, the packages below the engine included.
 //
 // Left outside, loaded by name as the ES modules they are:
 // - @codecell/sandbox/worker-start, for the process's one copy of the sandbox's state (the rules of
@@ -57,12 +59,51 @@ const externals = {
 
 await checkWorkerStartExports(packages, build);
 
+/** The values dist/index.js exports (its types have no JavaScript), as esbuild reads them. */
+async function exportsOf(file) {
+  const result = await build({
+    absWorkingDir: fileURLToPath(packageDir),
+    entryPoints: [file],
+    bundle: false,
+    write: false,
+    metafile: true,
+    format: "esm",
+    outdir: "out",
+    logLevel: "silent",
+  });
+  return Object.values(result.metafile.outputs).find((output) => output.entryPoint)?.exports ?? [];
+}
+
+const ENTRY = "codecell-engine-entry";
+const apiNames = await exportsOf("dist/index.js");
+if (apiNames.length === 0) throw new Error("dist/index.js exports nothing; build it with tsc first");
+
+/** The published entry: the sandbox's early start, then every value of the API from the second file. */
+const entry = {
+  name: "engine-entry",
+  setup(build) {
+    build.onResolve({ filter: new RegExp(`^${ENTRY}$`) }, () => ({ path: ENTRY, namespace: ENTRY }));
+    build.onLoad({ filter: /.*/, namespace: ENTRY }, () => ({
+      contents: [
+        `import "${WORKER_START}";`,
+        'const engine = await import("./index.js");',
+        `export const { ${apiNames.join(", ")} } = engine;`,
+      ].join("\n"),
+      loader: "js",
+      resolveDir: fileURLToPath(new URL("dist", packageDir)),
+    }));
+  },
+};
+
 const result = await build({
   absWorkingDir: fileURLToPath(packageDir),
-  entryPoints: ["dist/index.js"],
+  entryPoints: [
+    { in: ENTRY, out: "index" },
+    { in: "dist/index.js", out: "engine-api" },
+  ],
   outdir: "dist/bundle",
   bundle: true,
-  // The entry's dynamic import of ./engine-api.js becomes the second file.
+  // The entry's dynamic import of dist/index.js is the second file's name.
   splitting: true,
   chunkNames: "[name]",
   platform: "node",
@@ -74,6 +115,7 @@ const result = await build({
   sourcesContent: false,
   metafile: true,
   plugins: [
+    entry,
     externals,
     sandboxStateFromWorkerStart(packages),
     inlinedImportMeta({

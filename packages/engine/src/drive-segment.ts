@@ -1,4 +1,5 @@
-import { DOUBLE_ZERO, emptyReferenceArray, type HostRequest, keepShapes } from "@codecell/bridge";
+import type { HostRequest } from "@codecell/bridge";
+import { DOUBLE_ZERO, emptyReferenceArray, keepShapes } from "@codecell/bridge/v8-shapes";
 import {
   CodeModeError,
   type CodeModeErrorCode,

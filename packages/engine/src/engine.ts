@@ -1,5 +1,10 @@
 import { buildToolCatalog } from "@codecell/catalog";
-import { type JsonValue, type ResolvedCodeModeConfig, resolveCodeModeConfig } from "@codecell/contract";
+import {
+  type JsonValue,
+  type ResolvedCodeModeConfig,
+  resolveCodeModeConfig,
+  type TrajectoryExport,
+} from "@codecell/contract";
 import { createCodeModeNamespaceRuntime } from "@codecell/namespaces";
 import { createSandboxPool, type SandboxPool } from "@codecell/sandbox";
 import { openSnapshotStore, type SettleResult, type SnapshotStore } from "@codecell/snapshot-store";
@@ -11,7 +16,7 @@ import type { InflightCalls } from "./inflight-calls.js";
 import { codeModeModelTools } from "./model-surface.js";
 import { ActiveRun } from "./prepared-run.js";
 import type { TracingOptions } from "./tracing.js";
-import { type TrajectoryExport, TrajectoryRecorder } from "./trajectory.js";
+import { TrajectoryRecorder } from "./trajectory.js";
 import type {
   CodeModeEngineOptions,
   EngineObserver,
@@ -118,7 +123,9 @@ export class CodeModeEngine {
    */
   warmUp(): void {
     if (this.config.enabled) this.#startPool();
-    // With typecheck on, the checker's thread loads the compiler meanwhile too (never with it off).
+    // With typecheck on, the checker's thread loads the compiler meanwhile too (never with it off). A
+    // warm-up that fails is a head start lost: the first checked cell loads the checker again and reports
+    // its failure there.
     if (this.config.enabled && this.config.typecheck !== "off") void this.#typecheck.warmUp().catch(() => {});
   }
 

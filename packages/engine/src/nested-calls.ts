@@ -185,7 +185,9 @@ abstract class HostCall extends InflightCall {
         outcome,
         durationMs: Date.now() - this.startedAtMs,
       });
-    } catch {}
+    } catch {
+      // The host's observer is told, not obeyed: its failure must not change how the call ends.
+    }
   }
 
   /**

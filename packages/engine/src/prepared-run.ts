@@ -301,7 +301,10 @@ export class ActiveRun implements PreparedRun {
     span: TracedSpan | null,
   ): Promise<CodeModeResult> {
     const { engine } = this;
-    // New runs are keyed by their run id; runs suspended by an older version keep the key they stored.
+    // New runs are keyed by their run id; runs suspended by an older version keep the key they stored
+    // (hostState.runKey, see #resume). That key is written again at every suspend, so the fallback can
+    // go, with runKey in the host state, once no store holds a run whose key is not its run id: a run
+    // first suspended by such a version lasts until it finishes, fails, is aborted or expires.
     const runKey = runId;
     const inflight = new InflightCalls(this.options.context.sessionId, engine.config.maxPendingToolCalls);
     const ready = new ReadyQueue();

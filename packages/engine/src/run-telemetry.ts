@@ -1,4 +1,4 @@
-import { emptyReferenceArray } from "@codecell/bridge";
+import { emptyReferenceArray } from "@codecell/bridge/v8-shapes";
 import type { ToolCatalog } from "@codecell/catalog";
 import {
   type CodeModeErrorCode,

@@ -4,12 +4,13 @@ import type {
   JsonValue,
   ResolvedCodeModeConfig,
   SnapshotEvent,
+  TrajectoryEntry,
 } from "@codecell/contract";
 import type { McpServerDescription } from "@codecell/mcp-declarations";
 import type { SandboxPool } from "@codecell/sandbox";
 import type { SnapshotStore } from "@codecell/snapshot-store";
 import type { TracingOptions } from "./tracing.js";
-import type { TrajectoryEntry, TrajectoryLimits } from "./trajectory.js";
+import type { TrajectoryLimits } from "./trajectory.js";
 
 /** Who a run belongs to and what it may do: handed to every nested call unchanged. */
 export type RunContext = {

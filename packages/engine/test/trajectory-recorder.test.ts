@@ -1,11 +1,6 @@
-import type { JsonValue } from "@codecell/contract";
+import type { JsonValue, TrajectoryEntry } from "@codecell/contract";
 import { describe, expect, it } from "vitest";
-import {
-  type TrajectoryEntry,
-  type TrajectoryHandle,
-  type TrajectoryLimits,
-  TrajectoryRecorder,
-} from "../src/trajectory.js";
+import { type TrajectoryHandle, type TrajectoryLimits, TrajectoryRecorder } from "../src/trajectory.js";
 
 /**
  * The recorder keeps entries in columns and makes them into objects when read. This model keeps each

@@ -63,7 +63,9 @@ export async function traceMcpRequest<T>(
       const url = new URL(target.url);
       attributes["server.address"] = url.hostname;
       attributes["server.port"] = Number(url.port || (url.protocol === "https:" ? 443 : 80));
-    } catch {}
+    } catch {
+      // A URL the connector could not parse fails its connect with its own error; the span goes without.
+    }
   }
   const span = otel.trace
     .getTracer(TRACER_NAME)

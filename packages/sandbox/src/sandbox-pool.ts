@@ -1,3 +1,9 @@
+// The pool's host side in one file, past ~600 lines: `Pool` (placement, growth, retiring and replacing
+// workers) and `WorkerSlot` (one worker thread, its port, the shared channel and the host's spin for a
+// quick answer) call into each other's state both ways (a slot reports to the pool's replace, maySpin,
+// workerIdle and counters; the pool reads every slot's runs and readiness). The seam to split along is
+// the slot's interface to the pool; it is left whole until a second kind of slot (runs on the host's
+// own thread) gives that interface its final shape.
 import { randomUUID } from "node:crypto";
 import { availableParallelism } from "node:os";
 import {
@@ -97,6 +103,8 @@ class WorkerSlot implements RunHost {
         reject(error);
       };
     });
+    // Marked handled: a failed start is read through startFailed and the pool's replace, and awaited by
+    // pickSlot where it matters; a slot nobody waited for must not end the process.
     this.ready.catch(() => {});
     this.spawn(module, snapshotSecret);
   }
@@ -334,6 +342,7 @@ class Pool implements SandboxPool {
     this.startupTimeoutMs = options.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS;
     this.defaultWasm = options.wasm === undefined;
     this.module = loadQuickJsModule(options.wasm);
+    // Marked handled: every run awaits it in launchRun and fails runtime_unavailable with its message.
     this.module.catch(() => {});
     // The worker started as the package loaded would only hold its own heap here.
     if (this.inThread) dropEarlyWorker();

@@ -1,15 +1,13 @@
 import {
-  DOUBLE_ZERO,
-  emptyReferenceArray,
   type HostRequest,
   type HostToWorkerMessage,
-  keepShapes,
   RequestTable,
   type SettleItem,
   toErrorData,
   toJsonText,
   type WorkerToHostMessage,
 } from "@codecell/bridge";
+import { DOUBLE_ZERO, emptyReferenceArray, keepShapes } from "@codecell/bridge/v8-shapes";
 import { CodeModeError, type CodeModeErrorCode } from "@codecell/contract/errors";
 import type { SandboxEvent, SandboxLimits, SandboxRun, SettleOutcome, SuspendedRun } from "./types.js";
 

@@ -85,6 +85,8 @@ function startEarly(): void {
     // No early worker; the wasm still starts compiling for the pool.
   }
   const module = loadQuickJsModule();
+  // Marked handled: a pool awaits the same promise (loadQuickJsModule keeps one per path) and turns its
+  // failure into runtime_unavailable; a process that never makes a pool needs no word of it.
   module.catch(() => {});
   if (spawned === null) return;
   const worker = spawned;

@@ -12,6 +12,7 @@ export type {
   SettleRequest,
   SnapshotBackend,
 } from "./backend.js";
+export type { HostRecordKey } from "./host-record-key.js";
 export { MemorySnapshotBackend } from "./memory-backend.js";
 export {
   type RedisSentinelAddress,
@@ -26,14 +27,9 @@ export {
   MIN_SNAPSHOT_KEY_BYTES,
   type SnapshotKeySource,
 } from "./snapshot-key.js";
-export {
-  DEFAULT_MAX_LIVE_RUNS,
-  type HostRecordKey,
-  openSnapshotStore,
-  SnapshotStore,
-  type SnapshotStoreOptions,
-} from "./snapshot-store.js";
+export { openSnapshotStore, SnapshotStore } from "./snapshot-store.js";
 export { SqliteSnapshotBackend, type SqliteSnapshotBackendOptions } from "./sqlite-backend.js";
+export { DEFAULT_MAX_LIVE_RUNS, type SnapshotStoreOptions } from "./store-options.js";
 export {
   type AbortReason,
   CALLER_SCOPE_FIELDS,

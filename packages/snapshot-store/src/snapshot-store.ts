@@ -1,15 +1,24 @@
 import { randomBytes } from "node:crypto";
 import type { JsonValue, SnapshotEvent } from "@codecell/contract";
-import {
-  CODE_MODE_LIMITS,
-  CodeModeError,
-  type CodeModeOutput,
-  type CodeModeTelemetry,
-} from "@codecell/contract";
-import type { BackendClaimedAnswer, BackendPendingCall, DroppedRun, SnapshotBackend } from "./backend.js";
+import { CodeModeError } from "@codecell/contract";
+import type { BackendClaimedAnswer, DroppedRun, SnapshotBackend } from "./backend.js";
+import { type HostRecordKey, hostRecordKey } from "./host-record-key.js";
 import { MemorySnapshotBackend } from "./memory-backend.js";
+import { claimedRun, recordParts } from "./record-parts.js";
 import { looksLikeRunId, newRunId } from "./run-id.js";
+import {
+  abortedRun,
+  alreadyClaimed,
+  alreadyFinished,
+  claimLost,
+  expiredRun,
+  runTooLarge,
+  storeFull,
+  unknownRun,
+} from "./run-refusals.js";
 import { utf8Bytes } from "./scope.js";
+import { interruptedOutcomeJson, replicaGoneOutcome, tooLargeOutcomeJson } from "./stand-in-outcomes.js";
+import { type SnapshotStoreOptions, storeLimits } from "./store-options.js";
 import type {
   AbortReason,
   CallerScope,
@@ -29,74 +38,16 @@ import type {
 import {
   checkCallerScope,
   checkOutcome,
-  checkPendingCalls,
   checkScope,
   checkSelector,
-  checkSnapshot,
   checkTtlSeconds,
   fromJson,
   preview,
   toJson,
 } from "./validation.js";
 
-export type SnapshotStoreOptions = {
-  /** Where records live. Default: a new in-process memory backend. */
-  backend?: SnapshotBackend;
-  /** Cap on one record: snapshot plus JSON parts. Default: the config default (10 MiB). */
-  maxSnapshotBytes?: number;
-  /** Default TTL of a waiting run. Default: the config default (900). */
-  snapshotTtlSeconds?: number;
-  /** Live (waiting or running) records allowed at once. Default 64. */
-  maxLiveRuns?: number;
-  /** How long a claim holds a run before another claim may take it over. Default 120000. */
-  claimLeaseMs?: number;
-  /** How long finished, expired and aborted runs are remembered, so `wait` can say why. Default 3600. */
-  tombstoneSeconds?: number;
-  /** Period of the background TTL sweep; 0 turns the timer off (lazy refusal still applies). Default 30000. */
-  sweepIntervalMs?: number;
-  /** Receives lifecycle events. A listener that throws is reported once as a process warning. */
-  onEvent?: (event: SnapshotStoreEvent) => void;
-  /** Milliseconds since the epoch; injectable for tests. Default `Date.now`. */
-  clock?: () => number;
-};
-
-export const DEFAULT_MAX_LIVE_RUNS = 64;
-
-/** Names one host record: what it is (`kind`), whose it is (`owner`, a principal) and which (`id`). */
-export type HostRecordKey = { kind: string; owner: string; id: string };
-
-/** One backend key per (kind, owner, id); each part encoded, so no owner can spell another's key. */
-function hostRecordKey(key: HostRecordKey, where: string): string {
-  const parts = [key?.kind, key?.owner, key?.id];
-  for (const [index, part] of parts.entries()) {
-    if (typeof part !== "string" || part.length === 0 || part.length > 1024) {
-      throw new CodeModeError(
-        "invalid_input",
-        `${where}: ${["kind", "owner", "id"][index]} must be a string of 1 to 1024 characters`,
-      );
-    }
-  }
-  return parts.map((part) => encodeURIComponent(part as string)).join("/");
-}
-const DEFAULT_CLAIM_LEASE_MS = 120_000;
-const DEFAULT_TOMBSTONE_SECONDS = 3_600;
-const DEFAULT_SWEEP_INTERVAL_MS = 30_000;
-
-function positiveInteger(
-  value: number | undefined,
-  fallback: number,
-  name: string,
-  allowZero = false,
-): number {
-  if (value === undefined) return fallback;
-  if (!Number.isSafeInteger(value) || value < (allowZero ? 0 : 1)) {
-    throw new CodeModeError(
-      "invalid_config",
-      `snapshot store option ${name} must be a ${allowZero ? "non-negative" : "positive"} integer (got ${String(value)})`,
-    );
-  }
-  return value;
-}
+/** The constructor's options, named where the store is. */
+export type { SnapshotStoreOptions } from "./store-options.js";
 
 /** Opens a store over a backend (memory by default), running the backend's restart recovery first. */
 export async function openSnapshotStore(options: SnapshotStoreOptions = {}): Promise<SnapshotStore> {
@@ -129,32 +80,13 @@ export class SnapshotStore {
   /** Prefer `openSnapshotStore`; a store made with `new` must be `open()`ed before use. */
   constructor(options: SnapshotStoreOptions = {}) {
     this.backend = options.backend ?? new MemorySnapshotBackend();
-    this.maxSnapshotBytes = positiveInteger(
-      options.maxSnapshotBytes,
-      CODE_MODE_LIMITS.maxSnapshotBytes.default,
-      "maxSnapshotBytes",
-    );
-    this.snapshotTtlSeconds =
-      options.snapshotTtlSeconds === undefined
-        ? CODE_MODE_LIMITS.snapshotTtlSeconds.default
-        : checkTtlSeconds(
-            options.snapshotTtlSeconds,
-            "snapshot store option snapshotTtlSeconds",
-            "invalid_config",
-          );
-    this.maxLiveRuns = positiveInteger(options.maxLiveRuns, DEFAULT_MAX_LIVE_RUNS, "maxLiveRuns");
-    this.claimLeaseMs = positiveInteger(options.claimLeaseMs, DEFAULT_CLAIM_LEASE_MS, "claimLeaseMs");
-    this.tombstoneSeconds = positiveInteger(
-      options.tombstoneSeconds,
-      DEFAULT_TOMBSTONE_SECONDS,
-      "tombstoneSeconds",
-    );
-    this.#sweepIntervalMs = positiveInteger(
-      options.sweepIntervalMs,
-      DEFAULT_SWEEP_INTERVAL_MS,
-      "sweepIntervalMs",
-      true,
-    );
+    const limits = storeLimits(options);
+    this.maxSnapshotBytes = limits.maxSnapshotBytes;
+    this.snapshotTtlSeconds = limits.snapshotTtlSeconds;
+    this.maxLiveRuns = limits.maxLiveRuns;
+    this.claimLeaseMs = limits.claimLeaseMs;
+    this.tombstoneSeconds = limits.tombstoneSeconds;
+    this.#sweepIntervalMs = limits.sweepIntervalMs;
     this.#onEvent = options.onEvent;
     this.#clock = options.clock ?? Date.now;
   }
@@ -180,7 +112,7 @@ export class SnapshotStore {
     this.#ensureOpen("suspend");
     const where = "suspend";
     const scope = checkScope(input?.scope, where);
-    const parts = this.#serialize(input, where);
+    const parts = recordParts(input, where, this.snapshotTtlSeconds, this.#clock);
     const now = this.#clock();
     if (input.runId !== undefined && (typeof input.runId !== "string" || !looksLikeRunId(input.runId))) {
       throw new CodeModeError(
@@ -191,7 +123,7 @@ export class SnapshotStore {
     const runId = input.runId ?? newRunId();
     if (parts.bytes > this.maxSnapshotBytes) {
       this.#emit("refused", runId, "too_large", parts.bytes);
-      throw this.#tooLarge(parts.bytes, parts.snapshot.byteLength);
+      throw runTooLarge(parts.bytes, parts.snapshot.byteLength, this.maxSnapshotBytes);
     }
     const answer = await this.backend.insert(
       {
@@ -219,15 +151,7 @@ export class SnapshotStore {
     }
     if (answer.status === "full") {
       this.#emit("refused", runId, "store_full", parts.bytes);
-      throw new CodeModeError(
-        "snapshot_limit_exceeded",
-        `cannot suspend the run: ${answer.live} suspended runs are already live, the limit is ${answer.cap ?? this.maxLiveRuns}` +
-          (answer.cap === undefined
-            ? " (maxLiveRuns)"
-            : ` (maxLiveRuns ${this.maxLiveRuns} per live replica)`) +
-          ". Waiting runs are never evicted; resume, finish or abort some of them, or raise maxLiveRuns.",
-        { live: answer.live, maxLiveRuns: this.maxLiveRuns },
-      );
+      throw storeFull(answer.live, answer.cap, this.maxLiveRuns);
     }
     this.#emit("stored", runId, undefined, parts.bytes);
     return { runId, expiresAt: now + parts.ttlSeconds * 1000, bytes: parts.bytes };
@@ -249,17 +173,12 @@ export class SnapshotStore {
     const request = { runId, callId, outcomeJson, outcomeBytes: utf8Bytes(outcomeJson), settledAt };
     const answer = await this.backend.settle({ ...request, maxBytes: this.maxSnapshotBytes });
     if (answer.status !== "too_large") return answer.status;
-    const replacement = JSON.stringify({
-      ok: false,
-      error: {
-        name: "CodeModeError",
-        code: "snapshot_limit_exceeded",
-        message:
-          `the result of nested call ${preview(callId)} was ${request.outcomeBytes} bytes, more than the ` +
-          `${Math.max(0, this.maxSnapshotBytes - answer.bytes)} bytes left in this suspended run (maxSnapshotBytes ` +
-          `${this.maxSnapshotBytes}); ask the tool for less data`,
-      },
-    } satisfies CallOutcome);
+    const replacement = tooLargeOutcomeJson(
+      callId,
+      request.outcomeBytes,
+      answer.bytes,
+      this.maxSnapshotBytes,
+    );
     // The replacement is a few hundred bytes and must land, or the call could never settle.
     const second = await this.backend.settle({
       ...request,
@@ -298,19 +217,7 @@ export class SnapshotStore {
       case "claimed": {
         const record = answer.record;
         this.#emit("resumed", runId, undefined, record.bytes);
-        return {
-          runId,
-          scope: record.scope,
-          claimToken,
-          snapshot: record.snapshot,
-          pendingCalls: record.pendingCalls.map(toPendingCallState),
-          output: fromJson<CodeModeOutput[]>(record.outputJson),
-          telemetry: fromJson<CodeModeTelemetry>(record.telemetryJson),
-          hostState: record.hostStateJson === null ? undefined : fromJson(record.hostStateJson),
-          createdAt: record.createdAt,
-          expiresAt: record.expiresAt,
-          resumeCount: record.resumeCount,
-        };
+        return claimedRun(runId, record, claimToken);
       }
       case "unknown":
       case "scope_mismatch":
@@ -326,17 +233,10 @@ export class SnapshotStore {
         throw abortedRun(runId);
       case "busy":
         this.#emit("refused", runId, "already_claimed");
-        throw new CodeModeError(
-          "invalid_input",
-          `run "${runId}" is already being resumed by another wait call; only one wait can resume a run at a time. ` +
-            "Use the result of that call.",
-        );
+        throw alreadyClaimed(runId);
       case "finished":
         this.#emit("refused", runId, "finished");
-        throw new CodeModeError(
-          "invalid_input",
-          `run "${runId}" already ${answer.state}; its result was returned by the call that finished it, and it cannot be resumed again.`,
-        );
+        throw alreadyFinished(runId, answer.state);
     }
   }
 
@@ -375,10 +275,10 @@ export class SnapshotStore {
   async resuspend(claim: ClaimedRun, payload: SuspendPayload): Promise<StoredRun> {
     this.#ensureOpen("resuspend");
     const where = `resuspend(${preview(String(claim?.runId))})`;
-    const parts = this.#serialize(payload, where);
+    const parts = recordParts(payload, where, this.snapshotTtlSeconds, this.#clock);
     if (parts.bytes > this.maxSnapshotBytes) {
       this.#emit("refused", claim.runId, "too_large", parts.bytes);
-      throw this.#tooLarge(parts.bytes, parts.snapshot.byteLength);
+      throw runTooLarge(parts.bytes, parts.snapshot.byteLength, this.maxSnapshotBytes);
     }
     const now = this.#clock();
     const expiresAt = now + parts.ttlSeconds * 1000;
@@ -397,7 +297,7 @@ export class SnapshotStore {
     });
     if (answer.status === "too_large") {
       this.#emit("refused", claim.runId, "too_large", answer.bytes);
-      throw this.#tooLarge(answer.bytes, parts.snapshot.byteLength);
+      throw runTooLarge(answer.bytes, parts.snapshot.byteLength, this.maxSnapshotBytes);
     }
     this.#checkClaimAnswer(answer, claim.runId, "suspend it again");
     this.#emit("stored", claim.runId, undefined, answer.status === "ok" ? answer.bytes : parts.bytes);
@@ -509,58 +409,11 @@ export class SnapshotStore {
     for (const run of dropped) this.#emit("deleted", run.runId, "shutdown", run.bytes);
   }
 
-  #serialize(payload: SuspendPayload | undefined, where: string) {
-    if (typeof payload !== "object" || payload === null) {
-      throw new CodeModeError(
-        "invalid_input",
-        `${where}: expected { snapshot, pendingCalls, output, telemetry }`,
-      );
-    }
-    const snapshot = checkSnapshot(payload.snapshot, where);
-    const calls = checkPendingCalls(payload.pendingCalls, where);
-    const ttlSeconds =
-      payload.ttlSeconds === undefined
-        ? this.snapshotTtlSeconds
-        : checkTtlSeconds(payload.ttlSeconds, where, "invalid_input");
-    const outputJson = toJson(payload.output ?? [], `${where}: output`);
-    const telemetryJson = toJson(payload.telemetry ?? null, `${where}: telemetry`);
-    const hostStateJson =
-      payload.hostState === undefined ? null : toJson(payload.hostState, `${where}: hostState`);
-    let bytes = snapshot.byteLength + utf8Bytes(outputJson) + utf8Bytes(telemetryJson);
-    if (hostStateJson !== null) bytes += utf8Bytes(hostStateJson);
-    const pendingCalls: BackendPendingCall[] = calls.map((call) => {
-      const outcomeJson =
-        call.outcome === undefined ? null : toJson(call.outcome, `${where}: outcome of ${call.callId}`);
-      bytes += callBytes(call) + (outcomeJson === null ? 0 : utf8Bytes(outcomeJson));
-      return {
-        callId: call.callId,
-        toolId: call.toolId,
-        startedAt: call.startedAt,
-        outcomeJson,
-        settledAt: outcomeJson === null ? null : (call.settledAt ?? new Date(this.#clock()).toISOString()),
-      };
-    });
-    return { snapshot, pendingCalls, outputJson, telemetryJson, hostStateJson, ttlSeconds, bytes };
-  }
-
   #checkClaimAnswer(answer: BackendClaimedAnswer<object>, runId: string, action: string): void {
     if (answer.status !== "lost") return;
     if (answer.state === "aborted") throw abortedRun(runId);
     if (answer.state === "expired") throw expiredRun(runId);
-    throw new CodeModeError(
-      "internal_error",
-      `cannot ${action}: this claim on run "${runId}" is no longer valid (the run is ${answer.state}). ` +
-        `A claim lasts claimLeaseMs (${this.claimLeaseMs} ms) and each claim may be used once; claim the run again.`,
-    );
-  }
-
-  #tooLarge(bytes: number, snapshotBytes: number): CodeModeError {
-    return new CodeModeError(
-      "snapshot_limit_exceeded",
-      `the suspended run needs ${bytes} bytes (snapshot ${snapshotBytes}, state and results ${bytes - snapshotBytes}), ` +
-        `over maxSnapshotBytes ${this.maxSnapshotBytes}. Keep less data alive across awaits, or raise maxSnapshotBytes.`,
-      { bytes, snapshotBytes, maxSnapshotBytes: this.maxSnapshotBytes },
-    );
+    throw claimLost(runId, answer.state, action, this.claimLeaseMs);
   }
 
   #purgeAt(now: number): number {
@@ -606,76 +459,4 @@ export class SnapshotStore {
       );
     }
   }
-}
-
-function callBytes(call: { callId: string; toolId: string; startedAt: string }): number {
-  return utf8Bytes(call.callId) + utf8Bytes(call.toolId) + utf8Bytes(call.startedAt);
-}
-
-function toPendingCallState(call: BackendPendingCall) {
-  const state: ClaimedRun["pendingCalls"][number] = {
-    callId: call.callId,
-    toolId: call.toolId,
-    startedAt: call.startedAt,
-  };
-  if (call.outcomeJson !== null) state.outcome = fromJson<CallOutcome>(call.outcomeJson);
-  if (call.settledAt !== null) state.settledAt = call.settledAt;
-  return state;
-}
-
-/**
- * What a restart leaves for a call that was in flight: a failure, since its process is gone. A call of
- * a client tool (`client:...`) was handed out to the client, which answers it whatever happened to this
- * process, so it is left pending (null) for the client's result.
- */
-function interruptedOutcomeJson(call: BackendPendingCall): string | null {
-  if (call.toolId.startsWith("client:")) return null;
-  return JSON.stringify({
-    ok: false,
-    error: {
-      name: "CodeModeError",
-      code: "nested_tool_failed",
-      message:
-        `nested call to ${call.toolId} (call ${call.callId}) was interrupted by restart: the host process stopped ` +
-        "before the call settled, so its result is lost. Call it again if repeating it is safe.",
-    },
-  } satisfies CallOutcome);
-}
-
-function replicaGoneOutcome(callId: string, toolId: string): CallOutcome {
-  return {
-    ok: false,
-    error: {
-      name: "CodeModeError",
-      code: "nested_tool_failed",
-      message:
-        `nested call to ${toolId} (call ${callId}) was interrupted: the gateway replica running it stopped, froze or ` +
-        "lost its connection to the snapshot store (its lease ran out) before the call settled, so its result is lost. " +
-        "Call it again if repeating it is safe.",
-    },
-  };
-}
-
-function unknownRun(runId: string): CodeModeError {
-  return new CodeModeError(
-    "invalid_input",
-    `unknown runId "${runId}": no suspended run with this id is waiting for this caller. ` +
-      'Pass the runId of the latest "waiting" result that exec or wait returned in this session.',
-  );
-}
-
-function expiredRun(runId: string): CodeModeError {
-  return new CodeModeError(
-    "snapshot_expired",
-    `run "${runId}" expired: it waited longer than its snapshot TTL (snapshotTtlSeconds) and its snapshot was deleted. ` +
-      "Run the work again with exec.",
-  );
-}
-
-function abortedRun(runId: string): CodeModeError {
-  return new CodeModeError(
-    "aborted",
-    `run "${runId}" was aborted (its agent run or session was aborted or ended) and its snapshot was deleted. ` +
-      "Start the work again with exec if it is still needed.",
-  );
 }

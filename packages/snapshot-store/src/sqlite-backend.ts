@@ -1,4 +1,3 @@
-import { createRequire } from "node:module";
 import { setImmediate } from "node:timers/promises";
 import { CodeModeError } from "@codecell/contract";
 import type Database from "better-sqlite3";
@@ -25,7 +24,8 @@ import {
 } from "./record-mac.js";
 import { callerMatches, claimDecision, selectorMatches, utf8Bytes } from "./scope.js";
 import { MIN_SNAPSHOT_KEY_BYTES } from "./snapshot-key.js";
-import type { RecoveryReport, RunScope, RunSelector, RunState, StoreStats } from "./types.js";
+import { type CallRow, loadDatabase, migrate, type RunRow, scopeOf } from "./sqlite-schema.js";
+import type { RecoveryReport, RunSelector, RunState, StoreStats } from "./types.js";
 
 export type SqliteSnapshotBackendOptions = {
   /** The database file. It is created when missing; its directory must exist. */
@@ -51,102 +51,8 @@ export type SqliteSnapshotBackendOptions = {
 const RUN_MAC = "codecell-sqlite-run-1";
 const OUTCOME_MAC = "codecell-sqlite-outcome-1";
 
-/** 2: `runs.mac` and `pending_calls.outcome_mac` (HMAC of what a resume trusts). */
-const SCHEMA_VERSION = 2;
 const SWEEP_BATCH = 250;
 const MAX_SWEEP_BATCHES = 100_000;
-
-// Loaded on first use, so a host that keeps the memory backend never loads the native module.
-let Driver: typeof Database | undefined;
-function loadDatabase(path: string, timeout: number): Database.Database {
-  Driver ??= createRequire(import.meta.url)("better-sqlite3") as typeof Database;
-  return new Driver(path, { timeout });
-}
-
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS runs (
-  run_id TEXT NOT NULL UNIQUE,
-  agent_id TEXT NOT NULL,
-  session_key TEXT NOT NULL,
-  session_id TEXT NOT NULL,
-  parent_run_id TEXT NOT NULL,
-  tool_call_id TEXT NOT NULL,
-  state TEXT NOT NULL,
-  live INTEGER NOT NULL,
-  snapshot BLOB,
-  output_json TEXT,
-  telemetry_json TEXT,
-  host_state_json TEXT,
-  created_at INTEGER NOT NULL,
-  updated_at INTEGER NOT NULL,
-  expires_at INTEGER NOT NULL,
-  purge_at INTEGER NOT NULL DEFAULT 0,
-  bytes INTEGER NOT NULL,
-  resume_count INTEGER NOT NULL DEFAULT 0,
-  claim_token TEXT,
-  lease_until INTEGER NOT NULL DEFAULT 0,
-  mac BLOB
-);
-CREATE INDEX IF NOT EXISTS runs_live_expiry ON runs (live, expires_at);
-CREATE INDEX IF NOT EXISTS runs_purge ON runs (live, purge_at);
-CREATE TABLE IF NOT EXISTS pending_calls (
-  run_id TEXT NOT NULL,
-  position INTEGER NOT NULL,
-  call_id TEXT NOT NULL,
-  tool_id TEXT NOT NULL,
-  started_at TEXT NOT NULL,
-  outcome_json TEXT,
-  settled_at TEXT,
-  outcome_mac BLOB,
-  PRIMARY KEY (run_id, call_id)
-);
-CREATE TABLE IF NOT EXISTS host_records (
-  key TEXT PRIMARY KEY,
-  value_json TEXT NOT NULL,
-  expires_at INTEGER NOT NULL
-);
-`;
-
-type RunRow = {
-  run_id: string;
-  agent_id: string;
-  session_key: string;
-  session_id: string;
-  parent_run_id: string;
-  tool_call_id: string;
-  state: RunState;
-  snapshot: Buffer | null;
-  output_json: string | null;
-  telemetry_json: string | null;
-  host_state_json: string | null;
-  created_at: number;
-  updated_at: number;
-  expires_at: number;
-  bytes: number;
-  resume_count: number;
-  claim_token: string | null;
-  lease_until: number;
-  mac: Buffer | null;
-};
-
-type CallRow = {
-  call_id: string;
-  tool_id: string;
-  started_at: string;
-  outcome_json: string | null;
-  settled_at: string | null;
-  outcome_mac: Buffer | null;
-};
-
-function scopeOf(row: RunRow): RunScope {
-  return {
-    agentId: row.agent_id,
-    sessionKey: row.session_key,
-    sessionId: row.session_id,
-    parentRunId: row.parent_run_id,
-    toolCallId: row.tool_call_id,
-  };
-}
 
 function asBuffer(bytes: Uint8Array): Buffer {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -199,7 +105,7 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
       this.#db.pragma("locking_mode = EXCLUSIVE");
       this.#db.pragma("journal_mode = WAL");
       this.#db.pragma(`synchronous = ${synchronous.toUpperCase()}`);
-      this.#migrate();
+      migrate(this.#db);
     } catch (error) {
       throw new CodeModeError(
         "runtime_unavailable",
@@ -210,26 +116,6 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
       );
     }
     this.#statements = this.#prepare();
-  }
-
-  #migrate(): void {
-    const version = this.#db.pragma("user_version", { simple: true }) as number;
-    if (version > SCHEMA_VERSION) {
-      throw new Error(
-        `the file has schema version ${version}, newer than this package understands (${SCHEMA_VERSION})`,
-      );
-    }
-    this.#db.exec(SCHEMA);
-    // Version 1 files get the MAC columns; their rows carry no MAC, so with a secret they are refused
-    // (an unsigned row is exactly what a forger would write).
-    const columns = (table: string) =>
-      new Set(
-        (this.#db.pragma(`table_info(${table})`) as Array<{ name: string }>).map((column) => column.name),
-      );
-    if (!columns("runs").has("mac")) this.#db.exec("ALTER TABLE runs ADD COLUMN mac BLOB");
-    if (!columns("pending_calls").has("outcome_mac"))
-      this.#db.exec("ALTER TABLE pending_calls ADD COLUMN outcome_mac BLOB");
-    this.#db.pragma(`user_version = ${SCHEMA_VERSION}`);
   }
 
   #prepare() {

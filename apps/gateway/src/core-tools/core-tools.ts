@@ -139,6 +139,8 @@ function fileTools(workspace: string, limits: WorkspaceLimits): CoreTool[] {
             if (!content) throw tooLarge();
             return { path: opened.path, content: content.toString("utf8"), bytes: content.length };
           } finally {
+            // Closing a handle fails only if it is already closed or its descriptor broke: the tool's
+            // answer (or its error) is what counts, and there is nothing left to release.
             await opened.handle.close().catch(() => {});
           }
         }, signal);
@@ -185,6 +187,7 @@ function fileTools(workspace: string, limits: WorkspaceLimits): CoreTool[] {
             quota.release(bytes, replacing, runKey);
             throw error;
           } finally {
+            // As in read_file: a failed close leaves nothing to release.
             await opened.handle.close().catch(() => {});
           }
           return { path: opened.path, bytes };
@@ -231,6 +234,7 @@ function fileTools(workspace: string, limits: WorkspaceLimits): CoreTool[] {
             }
             return { path: folder.path, entries: listed, truncated: entries.length > MAX_LIST_ENTRIES };
           } finally {
+            // As in read_file: a failed close leaves nothing to release.
             await folder.close().catch(() => {});
           }
         }, signal);

@@ -154,6 +154,8 @@ export class WorkspaceFiles {
           pending = pending.slice(1);
         }
       } catch (error) {
+        // The walk's own error is what the caller hears; a folder handle that fails to close (already
+        // closed, descriptor broken) has nothing left to release.
         await dir.close().catch(() => {});
         throw error;
       }
@@ -190,6 +192,7 @@ export class WorkspaceFiles {
         }
         return { ...(await checkRegular(handle, tool, shown)), path: [...reached, name].join("/") };
       } finally {
+        // As above: a failed close leaves nothing to release.
         await dir.close().catch(() => {});
       }
     }
@@ -266,11 +269,14 @@ export class WorkspaceFiles {
         await admit(opened.stats);
       } catch (error) {
         await handle.close();
+        // The file this call just created goes again; if it cannot (gone already, or the folder changed),
+        // the refusal is still what the caller hears, and the quota never counted it.
         if (!existed) await unlink(at).catch(() => {});
         throw error;
       }
       return { ...opened, path: [...reached, name].join("/") };
     } finally {
+      // As above: a failed close leaves nothing to release.
       await dir.close().catch(() => {});
     }
   }

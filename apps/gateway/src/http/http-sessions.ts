@@ -96,6 +96,7 @@ export class HttpSessionTable {
 
   async #close(entry: HttpSessionEntry): Promise<void> {
     this.#entries.delete(entry.id);
+    // The session is gone either way; a transport whose stream already broke rejects its close.
     await entry.transport.close().catch(() => {});
   }
 }

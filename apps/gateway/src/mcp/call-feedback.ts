@@ -63,6 +63,7 @@ export class CallProgress {
     this.#lastSentAt = Date.now();
     // `progress` must grow with every notification; the count of updates does.
     this.#count++;
+    // Progress is a courtesy: a client that cannot take it (its stream closed) still gets the result.
     void this.#send({
       method: "notifications/progress",
       params: { progressToken: this.#token, progress: this.#count, message: this.message() },
@@ -106,6 +107,7 @@ export class ClientLog {
   /** Sends one message if the level allows it; `send` is the call's own stream, or the session's. */
   log(send: Send, level: LoggingLevel, logger: string, data: unknown): void {
     if (!this.allows(level)) return;
+    // As for progress: a log message that cannot be sent changes nothing about the call.
     void send({ method: "notifications/message", params: { level, logger, data } }).catch(() => {});
   }
 }

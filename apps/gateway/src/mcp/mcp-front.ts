@@ -175,6 +175,7 @@ export function createSessionServer(
   };
   // A downstream change alters the passthrough list, or the exec description (its MCP servers).
   const unsubscribe = gateway.onToolsChanged(() => {
+    // A client that went away cannot be told; one still connected lists the tools again anyway.
     if (server.transport) void server.sendToolListChanged().catch(() => {});
   });
   const log = new ClientLog();

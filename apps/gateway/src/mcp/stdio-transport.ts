@@ -196,6 +196,7 @@ export async function serveStdio(gateway: Gateway, sessionId: string): Promise<S
   await front.server.connect(transport);
   traceTransport(transport, () => `stdio ${sessionId}`);
   await closed;
+  // stdin has closed: the client is gone, and a close that fails has no one to report to.
   await front.server.close().catch(() => {});
   return transport.end ?? { expected: true };
 }

@@ -126,6 +126,8 @@ export async function startTelemetry(
     meter,
     traceRequest,
     async shutdown() {
+      // Export on the way out is best effort: an exporter that cannot flush (its collector away) must
+      // not hold up or fail the gateway's stop, and the process is ending.
       await Promise.all(stops.map((stop) => stop().catch(() => {})));
     },
   };

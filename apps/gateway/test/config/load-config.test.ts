@@ -50,6 +50,7 @@ describe("resolveGatewayConfig", () => {
 
   const cases: Array<[string, unknown, string, RegExp]> = [
     ["a misspelt top-level key", { workspce: "." }, "workspce", /Did you mean "workspace"/],
+    ["a null workspace", { workspace: null }, "workspace", /got null: .* Expected a folder path/],
     ["a misspelt tools key", { tools: { deni: [] } }, "tools.deni", /Did you mean "deny"/],
     [
       "a bad codeMode type",

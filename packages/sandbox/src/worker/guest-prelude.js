@@ -1,3 +1,7 @@
+// One file on purpose, past ~600 lines: `guestPrelude` is evaluated inside the VM from its source text
+// (GUEST_PRELUDE_SOURCE below), so every helper it uses must sit in its one closure; nothing it calls can
+// be imported. Split into modules, its pieces would have to be concatenated by a build step, and a
+// security review could no longer read the whole trusted surface top to bottom in one place.
 import { CompileFlags } from "quickjs-wasi";
 
 /**

@@ -1,5 +1,5 @@
 // @ts-check
-import { DOUBLE_ZERO, emptyReferenceArray } from "@codecell/bridge";
+import { DOUBLE_ZERO, emptyReferenceArray } from "@codecell/bridge/v8-shapes";
 import { isCodeModeErrorCode } from "@codecell/contract/errors";
 // The plain-cell test only: the parser (acorn) is loaded on the first cell that needs it.
 import { isPlainJavaScriptCell } from "@codecell/transpile/plain-cell";
@@ -97,7 +97,7 @@ export class GuestRun {
      * Whether the guest knows its requests by number (request "r7" is 7) rather than by the id string.
      * A VM restored from a snapshot taken before numbers were used (its bridge state does not say
      * `numericIds`) keeps strings: its prelude has its pending calls filed under them. Remove the
-     * string form once no store can hold such a snapshot (see restoreRun in run-snapshot.js).
+     * string form once no store can hold such a run (the condition is in restoreRun, run-snapshot.js).
      */
     this.numericIds = true;
     this.controlToken = 0;
@@ -468,6 +468,8 @@ export class GuestRun {
         this.idleTimer.unref();
         return;
       }
+      // Ahead of a suspend that may follow; one that fails here fails again, and is reported, when a
+      // suspend or restore needs the codec.
       void loadSnapshotCodec().catch(() => {});
       wantSpare(this.limits.memoryLimitBytes);
     };

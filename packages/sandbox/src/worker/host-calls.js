@@ -66,8 +66,9 @@ function hostCall(run, args) {
   let reply = "";
   if (op === "request") {
     // A prelude from a snapshot taken before the one-argument form. Remove once no store can hold
-    // such a snapshot: when every release whose prelude sent ("request", body) is older than the
-    // longest snapshot TTL (snapshotTtlSeconds, at most one day).
+    // such a run: a restored VM keeps its prelude through every later suspend, so a run first
+    // suspended by a release whose prelude sent ("request", body) lasts until it finishes, fails, is
+    // aborted or expires (one snapshot TTL, at most a day, after its last wait).
     return requestReply(run, onRequest(run, text(1) ?? ""));
   }
   if (op === "output") reply = onOutput(run, text(1) ?? "", text(2) ?? "", text(3));

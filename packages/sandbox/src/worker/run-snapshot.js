@@ -71,8 +71,10 @@ export async function restoreRun(run, snapshot) {
   run.nextRequestNumber = saved.nextRequestNumber;
   // A snapshot taken before requests were known by number has no `numericIds`: its prelude has its
   // pending calls filed under the id strings (see GuestRun.numericIds). The same holds for one without
-  // `issuedCodes` below. Remove both once no store can hold such a snapshot: when every release that
-  // wrote them is older than the longest snapshot TTL (snapshotTtlSeconds, at most one day).
+  // `issuedCodes` below. Remove both once no store can hold such a run: the VM, and so its prelude,
+  // stays the same through every later suspend (which writes `numericIds: false` again), so a run
+  // first suspended by a release without them lasts until it finishes, fails, is aborted or expires
+  // (one snapshot TTL, at most a day, after its last wait).
   run.numericIds = /** @type {{ numericIds?: unknown }} */ (saved).numericIds === true;
   run.outputBytes = saved.outputBytes;
   const returned = /** @type {{ returned?: { value: unknown } }} */ (saved).returned;

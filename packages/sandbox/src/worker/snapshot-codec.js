@@ -204,6 +204,9 @@ export function decodeSnapshot(bytes, secret, maxVmBytes) {
     throw new SnapshotCodecError("the snapshot's bridge state is not valid JSON");
   }
   const rest = input.subarray(HEADER_BYTES + stateLength);
+  // Format 1 is read, never written: every suspend writes format 2, so a format-1 snapshot is one not
+  // resumed since the upgrade. Remove once every release that wrote format 1 has been stopped for
+  // longer than the longest snapshot TTL (snapshotTtlSeconds, at most one day).
   if (version === 1) {
     const vm = expand(rest, maxVmBytes);
     return { vmSnapshot: new Uint8Array(vm.buffer, vm.byteOffset, vm.byteLength), bridgeState };

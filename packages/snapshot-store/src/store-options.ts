@@ -1,0 +1,87 @@
+import { CODE_MODE_LIMITS, CodeModeError } from "@codecell/contract";
+import type { SnapshotBackend } from "./backend.js";
+import type { SnapshotStoreEvent } from "./types.js";
+import { checkTtlSeconds } from "./validation.js";
+
+export type SnapshotStoreOptions = {
+  /** Where records live. Default: a new in-process memory backend. */
+  backend?: SnapshotBackend;
+  /** Cap on one record: snapshot plus JSON parts. Default: the config default (10 MiB). */
+  maxSnapshotBytes?: number;
+  /** Default TTL of a waiting run. Default: the config default (900). */
+  snapshotTtlSeconds?: number;
+  /** Live (waiting or running) records allowed at once. Default 64. */
+  maxLiveRuns?: number;
+  /** How long a claim holds a run before another claim may take it over. Default 120000. */
+  claimLeaseMs?: number;
+  /** How long finished, expired and aborted runs are remembered, so `wait` can say why. Default 3600. */
+  tombstoneSeconds?: number;
+  /** Period of the background TTL sweep; 0 turns the timer off (lazy refusal still applies). Default 30000. */
+  sweepIntervalMs?: number;
+  /** Receives lifecycle events. A listener that throws is reported once as a process warning. */
+  onEvent?: (event: SnapshotStoreEvent) => void;
+  /** Milliseconds since the epoch; injectable for tests. Default `Date.now`. */
+  clock?: () => number;
+};
+
+export const DEFAULT_MAX_LIVE_RUNS = 64;
+const DEFAULT_CLAIM_LEASE_MS = 120_000;
+const DEFAULT_TOMBSTONE_SECONDS = 3_600;
+const DEFAULT_SWEEP_INTERVAL_MS = 30_000;
+
+/** The store's numeric limits, checked (`invalid_config` for a bad one) and with their defaults. */
+export type StoreLimits = {
+  maxSnapshotBytes: number;
+  snapshotTtlSeconds: number;
+  maxLiveRuns: number;
+  claimLeaseMs: number;
+  tombstoneSeconds: number;
+  sweepIntervalMs: number;
+};
+
+function positiveInteger(
+  value: number | undefined,
+  fallback: number,
+  name: string,
+  allowZero = false,
+): number {
+  if (value === undefined) return fallback;
+  if (!Number.isSafeInteger(value) || value < (allowZero ? 0 : 1)) {
+    throw new CodeModeError(
+      "invalid_config",
+      `snapshot store option ${name} must be a ${allowZero ? "non-negative" : "positive"} integer (got ${String(value)})`,
+    );
+  }
+  return value;
+}
+
+export function storeLimits(options: SnapshotStoreOptions): StoreLimits {
+  return {
+    maxSnapshotBytes: positiveInteger(
+      options.maxSnapshotBytes,
+      CODE_MODE_LIMITS.maxSnapshotBytes.default,
+      "maxSnapshotBytes",
+    ),
+    snapshotTtlSeconds:
+      options.snapshotTtlSeconds === undefined
+        ? CODE_MODE_LIMITS.snapshotTtlSeconds.default
+        : checkTtlSeconds(
+            options.snapshotTtlSeconds,
+            "snapshot store option snapshotTtlSeconds",
+            "invalid_config",
+          ),
+    maxLiveRuns: positiveInteger(options.maxLiveRuns, DEFAULT_MAX_LIVE_RUNS, "maxLiveRuns"),
+    claimLeaseMs: positiveInteger(options.claimLeaseMs, DEFAULT_CLAIM_LEASE_MS, "claimLeaseMs"),
+    tombstoneSeconds: positiveInteger(
+      options.tombstoneSeconds,
+      DEFAULT_TOMBSTONE_SECONDS,
+      "tombstoneSeconds",
+    ),
+    sweepIntervalMs: positiveInteger(
+      options.sweepIntervalMs,
+      DEFAULT_SWEEP_INTERVAL_MS,
+      "sweepIntervalMs",
+      true,
+    ),
+  };
+}
