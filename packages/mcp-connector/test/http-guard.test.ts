@@ -44,13 +44,14 @@ afterAll(async () => {
   for (const child of children) child.kill();
 });
 
+// "At once" below: the call timeout (45 s) lies past the test's own timeout (20 s), so a call that
+// waited for it fails the test; only the guard refusing the answer as it arrives ends the call in time.
 async function failure(server: string, tool: string, input: Record<string, unknown>) {
-  const started = Date.now();
   const error = await connector.callTool(server, tool, input).then(
     () => null,
     (caught: unknown) => caught,
   );
-  return { error: error as CodeModeError, ms: Date.now() - started };
+  return { error: error as CodeModeError };
 }
 
 describe.each(["json", "sse"])("an HTTP server answering as %s", (server) => {
@@ -61,11 +62,10 @@ describe.each(["json", "sse"])("an HTTP server answering as %s", (server) => {
   });
 
   it("fails a result nested 5,000 deep at once as nested_tool_failed naming the limit", async () => {
-    const { error, ms } = await failure(server, "deep_result", { depth: 5000 });
+    const { error } = await failure(server, "deep_result", { depth: 5000 });
     expect(CodeModeError.is(error)).toBe(true);
     expect(error.code).toBe("nested_tool_failed");
     expect(error.message).toMatch(/nested more than 1000 levels deep/);
-    expect(ms).toBeLessThan(30_000);
     // The connection is still good.
     expect((await connector.callTool(server, "echo", { text: "after" })).content).toEqual([
       { type: "text", text: "after" },
@@ -73,11 +73,10 @@ describe.each(["json", "sse"])("an HTTP server answering as %s", (server) => {
   });
 
   it("fails a result over 10 MiB at once as nested_tool_failed naming the limit", async () => {
-    const { error, ms } = await failure(server, "big_result", { bytes: 11 * 1024 * 1024 });
+    const { error } = await failure(server, "big_result", { bytes: 11 * 1024 * 1024 });
     expect(CodeModeError.is(error)).toBe(true);
     expect(error.code).toBe("nested_tool_failed");
     expect(error.message).toMatch(/larger than 10485760 bytes/);
-    expect(ms).toBeLessThan(30_000);
     expect((await connector.callTool(server, "echo", { text: "after" })).content).toEqual([
       { type: "text", text: "after" },
     ]);
