@@ -1,6 +1,6 @@
 // Builds the `codecell` command (the time from process start to the first tools/list):
 //
-// - dist/cli-bundle.cjs: src/cli.ts with the `@codecell/*` packages it uses and its third-party
+// - dist/cli-bundle.cjs: src/cli/cli.ts with the `@codecell/*` packages it uses and its third-party
 //   dependencies (the MCP SDK with zod, json5) in one file, so a cold start reads one file with
 //   V8's code cache instead of resolving, reading and compiling some 75 ES modules of ours and 280 of
 //   theirs. It is one function expression (CommonJS inside), compiled by the start-up file through
@@ -8,7 +8,7 @@
 //   CommonJS form, what only a lazy path needs (the HTTP transport, node:http, the TypeScript
 //   transpiler) stays unevaluated until that path runs.
 // - dist/cli-ajv.cjs, dist/cli-acorn.cjs: libraries only a rare path needs (see LIBRARIES_BESIDE).
-// - dist/cli.js: the start-up file (src/cli-entry.ts), which the bin and the tests run. It starts the
+// - dist/cli.js: the start-up file (src/cli/cli-entry.ts), which the bin and the tests run. It starts the
 //   sandbox's early worker, loads the packages the bundle leaves external, and runs the bundle with the
 //   code cache. The bundle's hash, length and external packages are written into it here.
 //
@@ -39,7 +39,7 @@ const appDir = new URL("..", import.meta.url);
 const manifest = JSON.parse(readFileSync(new URL("package.json", appDir), "utf8"));
 const external = [WORKER_START];
 const BUNDLE_FILE = "cli-bundle.cjs";
-/** The bundle's parameters; src/cli-entry.ts calls it with these, in this order. */
+/** The bundle's parameters; src/cli/cli-entry.ts calls it with these, in this order. */
 const BUNDLE_PARAMETERS = [
   "exports",
   "require",
@@ -83,7 +83,7 @@ const lazySchemas = {
 /**
  * Ajv (and its formats) evaluated only when a JSON Schema validator is built: the SDK's server and client
  * modules import it to build one by default, which the gateway never does for a server (it passes its
- * own, built with the first approval; src/mcp-front.ts) and which a client builds only when it is made.
+ * own, built with the first approval; src/mcp/mcp-front.ts) and which a client builds only when it is made.
  * Here that default is a lazy `require` of the same module, so Ajv's 40-odd modules wait until then.
  */
 const lazyAjv = {
@@ -115,7 +115,7 @@ const lazyAjv = {
  * touching fresh memory is slow. Each is required by its one importer when that module is first
  * evaluated; the build refuses any other importer of the library, so the process holds one copy.
  * - Ajv and ajv-formats (about 190 KB): the SDK's Ajv provider, evaluated with the first approval
- *   (lazyAjv above, and src/mcp-front.ts).
+ *   (lazyAjv above, and src/mcp/mcp-front.ts).
  * - acorn (about 150 KB): @codecell/transpile's parser, evaluated with the first cell that is not plain
  *   JavaScript (TypeScript, or a syntax error to explain) and with a module-access check.
  */
@@ -224,16 +224,25 @@ const zodFastParserOnReuse = {
   },
 };
 
-/** In the bundle, src/cli-host.ts is what the start-up file hands over (see that file). */
+/** In the bundle, src/cli/cli-host.ts is what the start-up file hands over (see that file). */
 const hostFromEntry = {
   name: "host-from-entry",
   setup(build) {
-    build.onLoad({ filter: /[\\/]src[\\/]cli-host\.ts$/ }, () => ({
-      contents:
-        "export const importModule = __codecellHost.importModule;\n" +
-        "export const saveCodeCache = __codecellHost.saveCodeCache;\n",
-      loader: "js",
-    }));
+    let replaced = false;
+    build.onLoad({ filter: /[\\/]src[\\/]cli[\\/]cli-host\.ts$/ }, () => {
+      replaced = true;
+      return {
+        contents:
+          "export const importModule = __codecellHost.importModule;\n" +
+          "export const saveCodeCache = __codecellHost.saveCodeCache;\n",
+        loader: "js",
+      };
+    });
+    // A moved cli-host.ts would otherwise be bundled as it is, and the CLI would fail only at its first
+    // dynamic import ("A dynamic import callback was not specified").
+    build.onEnd(() => {
+      if (!replaced) throw new Error("src/cli/cli-host.ts was not bundled: update hostFromEntry's filter");
+    });
   },
 };
 
@@ -264,7 +273,7 @@ for (const library of LIBRARIES_BESIDE) {
 
 const bundled = await build({
   absWorkingDir: new URL(".", appDir).pathname,
-  entryPoints: ["src/cli.ts"],
+  entryPoints: ["src/cli/cli.ts"],
   outfile: `dist/${BUNDLE_FILE}`,
   bundle: true,
   platform: "node",
@@ -309,7 +318,7 @@ if (bundleBytes.some((byte) => byte > 0x7f)) {
 }
 // Every external package must be a plain `require` at load, which the start-up file answers with the
 // package it imported beforehand; a lazy `import()` of one would have no loader inside the script.
-const output = Object.values(bundled.metafile.outputs).find((entry) => entry.entryPoint === "src/cli.ts");
+const output = Object.values(bundled.metafile.outputs).find((entry) => entry.entryPoint === "src/cli/cli.ts");
 const required = new Set();
 for (const imported of output.imports) {
   if (!imported.external || !imported.path.startsWith("@codecell/")) continue;
@@ -323,7 +332,7 @@ for (const imported of output.imports) {
 
 await build({
   absWorkingDir: new URL(".", appDir).pathname,
-  entryPoints: ["src/cli-entry.ts"],
+  entryPoints: ["src/cli/cli-entry.ts"],
   outfile: "dist/cli.js",
   bundle: true,
   platform: "node",

@@ -22,19 +22,19 @@ import {
   SqliteSnapshotBackend,
 } from "@codecell/snapshot-store";
 import type { Meter } from "@opentelemetry/api";
-import { type ApprovalClient, requireApproval } from "./approvals.js";
 import type { GatewayConfig } from "./config/load-config.js";
 import { type CoreTool, createCoreTools, SHELL_TOOL_ID } from "./core-tools/core-tools.js";
 import { debugLine, debugSwitches } from "./debug-switches.js";
 import { log, logFormat, operatorLine } from "./logger.js";
-import { CoreToolCallContext, NestedCallRequest, PluginToolCallContext } from "./nested-call-request.js";
+import { type ApprovalClient, requireApproval } from "./mcp/approvals.js";
+import { CoreToolCallContext, NestedCallRequest, PluginToolCallContext } from "./mcp/nested-call-request.js";
+import { compilePatterns } from "./mcp/tool-patterns.js";
 import { type LoadedPlugin, loadPlugin } from "./plugins/load-plugins.js";
-import { LOCAL_PRINCIPAL, ownerContext, type RunOwner } from "./run-owner.js";
-import { GatewaySession } from "./session.js";
-import type { SessionHost, ToolCallRequest } from "./session-host.js";
+import { LOCAL_PRINCIPAL, ownerContext, type RunOwner } from "./sessions/run-owner.js";
+import { GatewaySession } from "./sessions/session.js";
+import type { SessionHost, ToolCallRequest } from "./sessions/session-host.js";
 import type { GatewayMetrics } from "./telemetry/gateway-metrics.js";
 import type { RequestTracer } from "./telemetry/request-tracing.js";
-import { compilePatterns } from "./tool-patterns.js";
 
 export type GatewayOptions = {
   /** Operator log lines (startup, diagnostics); default stderr. */
@@ -48,7 +48,7 @@ export type GatewayOptions = {
   mcpWaitMs?: number;
 };
 
-export type { ToolCallRequest } from "./session-host.js";
+export type { ToolCallRequest } from "./sessions/session-host.js";
 
 /** The store's backend as the config names it. */
 function snapshotBackend(spec: GatewayConfig["snapshotStore"], snapshotSecret: string): SnapshotBackend {

@@ -1,8 +1,8 @@
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ApprovalClient } from "../src/approvals.js";
 import { loadGatewayConfig } from "../src/config/load-config.js";
 import { Gateway } from "../src/gateway.js";
+import type { ApprovalClient } from "../src/mcp/approvals.js";
 import { APP_DIR, makeSetup } from "./harness.js";
 
 type SeenEvent = {

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { makeSetup, runCli } from "./harness.js";
 
-// Cold start: the CLI's bundle is compiled with V8's code cache kept on disk (src/cli-entry.ts).
+// Cold start: the CLI's bundle is compiled with V8's code cache kept on disk (src/cli/cli-entry.ts).
 // The cache is an optimisation only: these tests check that it is written, then used, and that a
 // corrupt, foreign or unwritable cache changes nothing a user sees. CODECELL_DEBUG_CODE_CACHE=1 makes
 // the start-up file say what it did with the cache; nothing here times anything.

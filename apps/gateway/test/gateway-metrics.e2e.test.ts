@@ -5,9 +5,9 @@ import {
   PeriodicExportingMetricReader,
 } from "@opentelemetry/sdk-metrics";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { NO_APPROVAL_CLIENT } from "../src/approvals.js";
 import { loadGatewayConfig } from "../src/config/load-config.js";
 import { Gateway } from "../src/gateway.js";
+import { NO_APPROVAL_CLIENT } from "../src/mcp/approvals.js";
 import { makeSetup } from "./harness.js";
 
 // The gateway's instruments in process: prom-client's own registry read back as JSON (histogram counts
@@ -117,5 +117,98 @@ describe("gateway metrics", () => {
     expect(otel("codecell.sessions")).toBeDefined();
     expect(otel("codecell.sandbox.workers")).toBeDefined();
     session.end();
+  });
+
+  it("counts agent requests, model calls and tokens with their labels, and reads readiness when told where", async () => {
+    const metrics = await gateway.enableMetrics(meterProvider.getMeter("test"));
+    const read = async () => (await metrics.registry.getMetricsAsJSON()) as unknown as PromMetric[];
+    const sampleOf = (json: PromMetric[], name: string) =>
+      json.find((metric) => metric.name === name)?.values;
+    // No readiness to read (no HTTP transport): not ready, and no state rather than a made-up one.
+    expect(sampleOf(await read(), "codecell_ready")?.map((value) => value.value)).toEqual([0]);
+    expect(sampleOf(await read(), "codecell_readiness_state")).toEqual([]);
+    let state: "starting" | "ready" | "draining" = "ready";
+    metrics.watchReadiness(() => state);
+
+    metrics.agentRequestEnded({ api: "chat_completions", statusCode: 200, errorType: "", durationMs: 1200 });
+    metrics.agentRequestEnded({
+      api: "messages",
+      statusCode: 502,
+      errorType: "upstream_error",
+      durationMs: 30,
+    });
+    metrics.modelCallEnded({ outcome: "ok", durationMs: 800, inputTokens: 100, outputTokens: 12 });
+    metrics.modelCallEnded({ outcome: "upstream_error", durationMs: 20, inputTokens: 0, outputTokens: 0 });
+
+    let json = await read();
+    expect(sampleOf(json, "codecell_agent_requests_total")).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          value: 1,
+          labels: { api: "chat_completions", status_code: "200", error_type: "" },
+        }),
+        expect.objectContaining({
+          value: 1,
+          labels: { api: "messages", status_code: "502", error_type: "upstream_error" },
+        }),
+      ]),
+    );
+    const counts = (name: string) =>
+      (sampleOf(json, name) ?? []).filter((value) => value.metricName === `${name}_count`);
+    expect(counts("codecell_agent_request_duration_seconds").map((value) => value.labels)).toEqual(
+      expect.arrayContaining([
+        { api: "chat_completions", error_type: "" },
+        { api: "messages", error_type: "upstream_error" },
+      ]),
+    );
+    expect(
+      Object.fromEntries(
+        (sampleOf(json, "codecell_model_calls_total") ?? []).map((v) => [v.labels.outcome, v.value]),
+      ),
+    ).toEqual({ ok: 1, upstream_error: 1 });
+    expect(counts("codecell_model_call_duration_seconds")).toHaveLength(2);
+    expect(
+      Object.fromEntries(
+        (sampleOf(json, "codecell_model_tokens_total") ?? []).map((v) => [v.labels.type, v.value]),
+      ),
+    ).toEqual({ input: 100, output: 12 });
+    expect(sampleOf(json, "codecell_ready")?.map((value) => value.value)).toEqual([1]);
+
+    state = "draining";
+    json = await read();
+    expect(sampleOf(json, "codecell_ready")?.map((value) => value.value)).toEqual([0]);
+    expect(
+      Object.fromEntries(
+        (sampleOf(json, "codecell_readiness_state") ?? []).map((v) => [v.labels.state, v.value]),
+      ),
+    ).toEqual({ starting: 0, ready: 0, draining: 1 });
+
+    // The same through OpenTelemetry, with the conventions' attribute names.
+    await reader.forceFlush();
+    const exported = exporter
+      .getMetrics()
+      .at(-1)!
+      .scopeMetrics.flatMap((scope) => scope.metrics);
+    const points = (name: string) =>
+      (exported.find((metric) => metric.descriptor.name === name)?.dataPoints ?? []) as Array<{
+        value: unknown;
+        attributes: Record<string, unknown>;
+      }>;
+    expect(points("codecell.agent.requests").map((point) => point.attributes)).toEqual(
+      expect.arrayContaining([
+        { api: "chat_completions", "http.response.status_code": 200 },
+        { api: "messages", "http.response.status_code": 502, "error.type": "upstream_error" },
+      ]),
+    );
+    expect(points("codecell.model.tokens").map((point) => [point.attributes.type, point.value])).toEqual(
+      expect.arrayContaining([
+        ["input", 100],
+        ["output", 12],
+      ]),
+    );
+    expect(points("codecell.model.calls")).toHaveLength(2);
+    expect(points("codecell.ready")).toEqual([
+      expect.objectContaining({ value: 0, attributes: { state: "draining" } }),
+    ]);
   });
 });

@@ -2,6 +2,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { get } from "node:http";
 import { join } from "node:path";
+import parsePrometheusTextFormat from "parse-prometheus-text-format";
 import { afterEach, describe, expect, it } from "vitest";
 import { freePort } from "../../../scripts/redis-server.mjs";
 import {
@@ -31,6 +32,30 @@ function readyz(url: string): Promise<{ status: number; body: unknown } | null> 
         text += chunk;
       });
       res.on("end", () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+    });
+    req.on("error", () => resolve(null));
+  });
+}
+
+/** The readiness gauges of `GET /metrics`, read on a connection of its own like `readyz`. */
+function readinessGauges(url: string): Promise<Record<string, number> | null> {
+  return new Promise((resolve) => {
+    const req = get(`${url}metrics`, { agent: false }, (res) => {
+      let text = "";
+      res.on("data", (chunk) => {
+        text += chunk;
+      });
+      res.on("end", () => {
+        const gauges: Record<string, number> = {};
+        for (const family of parsePrometheusTextFormat(text)) {
+          for (const metric of family.metrics) {
+            if (family.name === "codecell_ready") gauges.codecell_ready = Number(metric.value);
+            if (family.name === "codecell_readiness_state")
+              gauges[`state ${metric.labels?.state}`] = Number(metric.value);
+          }
+        }
+        resolve(gauges);
+      });
     });
     req.on("error", () => resolve(null));
   });
@@ -118,12 +143,25 @@ describe("readiness and drain over HTTP", () => {
     // Bounded: the call starts within a second or two.
     for (let attempt = 0; attempt < 100 && !setup.callLog().includes("started"); attempt += 1)
       await sleep(50);
+    expect(await readinessGauges(gateway.url)).toEqual({
+      codecell_ready: 1,
+      "state starting": 0,
+      "state ready": 1,
+      "state draining": 0,
+    });
     const exit = exited(gateway);
     gateway.child.kill("SIGTERM");
     await sleep(200);
     expect(await readyz(gateway.url)).toEqual({
       status: 503,
       body: { status: "not_ready", reason: "draining" },
+    });
+    // A scrape while draining sees it too.
+    expect(await readinessGauges(gateway.url)).toEqual({
+      codecell_ready: 0,
+      "state starting": 0,
+      "state ready": 0,
+      "state draining": 1,
     });
     await expect(connectHttp(gateway.mcpUrl)).rejects.toThrow(/503|shutting down/);
     expect(await running).toMatchObject({ status: "completed", value: "finished" });

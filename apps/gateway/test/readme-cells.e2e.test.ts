@@ -2,9 +2,9 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import type { CodeModeResult } from "@codecell/contract";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { NO_APPROVAL_CLIENT } from "../src/approvals.js";
 import { DEFAULT_CONFIG_FILE, loadGatewayConfig } from "../src/config/load-config.js";
 import { Gateway } from "../src/gateway.js";
+import { NO_APPROVAL_CLIENT } from "../src/mcp/approvals.js";
 import { APP_DIR } from "./harness.js";
 
 /**

@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { GatewayStdioTransport } from "../src/stdio-transport.js";
+import { GatewayStdioTransport } from "../src/mcp/stdio-transport.js";
 import { baseConfig, CLI, makeSetup } from "./harness.js";
 
 type Reply = { id?: unknown; result?: unknown; error?: { code: number; message: string } };

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { NO_APPROVAL_CLIENT } from "../src/approvals.js";
 import { loadGatewayConfig } from "../src/config/load-config.js";
 import { Gateway } from "../src/gateway.js";
+import { NO_APPROVAL_CLIENT } from "../src/mcp/approvals.js";
 import { makeSetup } from "./harness.js";
 
 // The promise tested here: the trajectory is kept per session, read per session, and freed with the session.

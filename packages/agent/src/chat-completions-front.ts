@@ -1,9 +1,12 @@
 import { randomBytes } from "node:crypto";
 import { AgentError, type AgentErrorKind } from "./agent-error.js";
 import type { AgentLoop, AgentTurnResult } from "./agent-loop.js";
-import { contentText, toOpenAiToolCall, toOpenAiUsage } from "./openai-messages.js";
-import type { OpenAiUpstream } from "./openai-upstream.js";
-import type { TurnMessage, TurnTool, TurnToolCall } from "./turn.js";
+import { chatParamsForMessages, chatToolChoiceForMessages } from "./chat-to-messages.js";
+import { completeTraced, forwardTraced, type RelayedAnswer } from "./model-call-span.js";
+import { contentText, fromOpenAiUsage, toOpenAiToolCall, toOpenAiUsage } from "./openai-messages.js";
+import { OpenAiUpstream } from "./openai-upstream.js";
+import { relayResponse } from "./relay.js";
+import type { ModelUpstream, TurnMessage, TurnTool, TurnToolCall, TurnUsage } from "./turn.js";
 
 /**
  * Where a front writes its answer: one JSON body, or an event stream. The host (the gateway's HTTP
@@ -15,6 +18,10 @@ export interface ResponseSink {
   startStream(headers?: Record<string, string>): void;
   write(text: string): void;
   end(): void;
+  /** Told the thread the answer belongs to (also its `codecell-thread` header), for the host's records. */
+  thread?(threadId: string): void;
+  /** Told why the request failed, before the error is written (or not, when the client went away). */
+  failed?(error: AgentError): void;
 }
 
 export type ChatCompletionsContext = {
@@ -27,8 +34,11 @@ export type ChatCompletionsContext = {
 
 export type ChatCompletionsFrontOptions = {
   loop: AgentLoop;
-  /** The upstream for pass-through requests (the client's body as is). */
-  upstream: OpenAiUpstream;
+  /**
+   * The upstream of pass-through requests: the client's body goes as it is to a Chat Completions
+   * upstream (an `OpenAiUpstream`), and is translated for any other (a `MessagesUpstream`).
+   */
+  upstream: ModelUpstream;
   /** Used when a request names no model. */
   defaultModel?: string;
 };
@@ -92,14 +102,17 @@ export class ChatCompletionsFront {
         (Array.isArray(tools) && tools.length === 0) ||
         request.tool_choice === "none";
       if (passThrough) {
-        await this.#passThrough(request, context, sink);
+        if (this.#options.upstream instanceof OpenAiUpstream) {
+          await this.#passThrough(this.#options.upstream, request, context, sink);
+        } else {
+          await this.#translatedPassThrough(request, context, sink, () => {
+            streaming = true;
+          });
+        }
         return;
       }
       const turn = this.#toTurn(request);
-      const stream = request.stream === true;
-      const includeUsage =
-        (request.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
-      const chunks = stream ? new ChunkWriter(sink, includeUsage, turn.model) : null;
+      const chunks = this.#chunkWriter(request, sink, turn.model);
       const result = await this.#options.loop.drive({
         ...turn,
         principal: context.principal,
@@ -115,16 +128,19 @@ export class ChatCompletionsFront {
           : {}),
       });
       const headers = { "codecell-thread": result.threadId };
+      sink.thread?.(result.threadId);
+      const answer = answerOf(result);
       if (chunks) {
         streaming = true;
-        chunks.finish(result, headers);
+        chunks.finish(answer, headers);
       } else {
-        sink.json(200, completionBody(result), headers);
+        sink.json(200, completionBody(answer), headers);
       }
     } catch (error) {
       const failure = AgentError.is(error)
         ? error
         : new AgentError("internal", `Internal error: ${(error as Error)?.message ?? String(error)}`);
+      sink.failed?.(failure);
       if (context.signal.aborted) return;
       if (streaming) {
         // The status went out with the first chunk: the error is the stream's last event.
@@ -136,33 +152,87 @@ export class ChatCompletionsFront {
     }
   }
 
+  #chunkWriter(request: Record<string, unknown>, sink: ResponseSink, model: string): ChunkWriter | null {
+    if (request.stream !== true) return null;
+    const includeUsage =
+      (request.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
+    return new ChunkWriter(sink, includeUsage, model);
+  }
+
+  /** Byte for byte to a Chat Completions upstream, and its answer back as it came. */
   async #passThrough(
+    upstream: OpenAiUpstream,
     request: Record<string, unknown>,
     context: ChatCompletionsContext,
     sink: ResponseSink,
   ): Promise<void> {
-    const { upstream, defaultModel } = this.#options;
+    const { defaultModel } = this.#options;
     // The body as the client sent it; only a missing model gets the configured default.
     const body = request.model === undefined && defaultModel ? { ...request, model: defaultModel } : request;
-    const response = await upstream.forward(body, context.signal);
-    const type = response.headers.get("content-type") ?? "application/json";
-    if (type.includes("text/event-stream") && response.body) {
-      sink.startStream({ "content-type": type });
-      const decoder = new TextDecoder();
-      for await (const piece of response.body as unknown as AsyncIterable<Uint8Array>) {
-        sink.write(decoder.decode(piece, { stream: true }));
-      }
-      sink.end();
-      return;
+    await forwardTraced(upstream, body, context.signal, (response) =>
+      relayResponse(
+        response,
+        sink,
+        (text) => ({
+          error: { message: text, type: "upstream_error", param: null, code: "upstream_malformed" },
+        }),
+        relayedAnswer,
+      ),
+    );
+  }
+
+  /**
+   * One model call with the client's own tools and conversation, to an upstream of another API: the
+   * request translated, the answer translated back (streamed as it comes when asked). `streamStarted`
+   * is told when the first chunk goes out, so a failure after that is written as the stream's last event.
+   */
+  async #translatedPassThrough(
+    request: Record<string, unknown>,
+    context: ChatCompletionsContext,
+    sink: ResponseSink,
+    streamStarted: () => void,
+  ): Promise<void> {
+    if (request.functions !== undefined || request.function_call !== undefined) {
+      throw invalid('"functions" and "function_call" are the old form of tools: send "tools" instead.');
     }
-    const text = await response.text();
-    let parsed: unknown = text;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      parsed = { error: { message: text, type: "upstream_error", param: null, code: "upstream_malformed" } };
+    const turn = this.#toTurn(request);
+    const tools = request.tools === undefined ? [] : toTurnTools(request.tools);
+    const choice = chatToolChoiceForMessages(request.tool_choice, request.parallel_tool_calls);
+    const chunks = this.#chunkWriter(request, sink, turn.model);
+    const reply = await completeTraced(
+      this.#options.upstream,
+      {
+        model: turn.model,
+        messages: turn.messages,
+        tools,
+        codeModeDirectOnly: null,
+        params: { ...turn.params, ...choice },
+      },
+      {
+        signal: context.signal,
+        ...(chunks
+          ? {
+              onTextDelta: (text: string) => {
+                streamStarted();
+                chunks.text(text);
+              },
+            }
+          : {}),
+      },
+    );
+    const answer: Answer = {
+      content: reply.content,
+      toolCalls: reply.toolCalls,
+      finishReason: reply.finishReason,
+      usage: reply.usage ?? { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
+      model: reply.model || turn.model,
+    };
+    if (chunks) {
+      streamStarted();
+      chunks.finish(answer, {});
+    } else {
+      sink.json(200, completionBody(answer));
     }
-    sink.json(response.status, parsed);
   }
 
   #toTurn(request: Record<string, unknown>) {
@@ -179,12 +249,14 @@ export class ChatCompletionsFront {
     if (!Array.isArray(request.messages) || request.messages.length === 0) {
       throw invalid('"messages" must be a non-empty array of Chat Completions messages.');
     }
-    const params: Record<string, unknown> = {};
-    for (const [key, value] of Object.entries(request)) if (!LOOP_FIELDS.has(key)) params[key] = value;
+    const own: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(request)) if (!LOOP_FIELDS.has(key)) own[key] = value;
+    // A Chat Completions upstream takes the client's parameters as they are; another gets them mapped.
+    const params = this.#options.upstream instanceof OpenAiUpstream ? own : chatParamsForMessages(own);
     return {
       model,
       messages: request.messages.map(toTurnMessage),
-      clientTools: toTurnTools(request.tools),
+      clientTools: request.tools === undefined ? [] : toTurnTools(request.tools),
       params,
     };
   }
@@ -290,7 +362,38 @@ function completionId(): string {
   return `chatcmpl-${randomBytes(12).toString("base64url")}`;
 }
 
-function completionBody(result: AgentTurnResult): unknown {
+/** What a passed-through completion says of itself, for its span (nothing when it is not one). */
+function relayedAnswer(parsed: unknown): RelayedAnswer {
+  const answer = parsed as { model?: unknown; usage?: unknown; choices?: Array<{ finish_reason?: unknown }> };
+  const usage = fromOpenAiUsage(answer?.usage);
+  const finish = Array.isArray(answer?.choices) ? answer.choices[0]?.finish_reason : undefined;
+  return {
+    ...(typeof answer?.model === "string" ? { responseModel: answer.model } : {}),
+    ...(usage ? { inputTokens: usage.promptTokens, outputTokens: usage.completionTokens } : {}),
+    ...(typeof finish === "string" ? { finishReasons: [finish] } : {}),
+  };
+}
+
+/** One answer in Chat Completions terms: the loop's result, or a translated model call's reply. */
+type Answer = {
+  content: string | null;
+  toolCalls: readonly TurnToolCall[];
+  finishReason: string;
+  usage: TurnUsage;
+  model: string;
+};
+
+function answerOf(result: AgentTurnResult): Answer {
+  return {
+    content: result.content,
+    toolCalls: result.toolCalls,
+    finishReason: result.kind === "client_tools" ? "tool_calls" : "stop",
+    usage: result.usage,
+    model: result.model,
+  };
+}
+
+function completionBody(result: Answer): unknown {
   return {
     id: completionId(),
     object: "chat.completion",
@@ -306,7 +409,7 @@ function completionBody(result: AgentTurnResult): unknown {
           ...(result.toolCalls.length ? { tool_calls: result.toolCalls.map(toOpenAiToolCall) } : {}),
         },
         logprobs: null,
-        finish_reason: result.kind === "client_tools" ? "tool_calls" : "stop",
+        finish_reason: result.finishReason,
       },
     ],
     usage: toOpenAiUsage(result.usage),
@@ -355,7 +458,7 @@ class ChunkWriter {
     this.#chunk({ content: text }, null);
   }
 
-  finish(result: AgentTurnResult, headers: Record<string, string>): void {
+  finish(result: Answer, headers: Record<string, string>): void {
     this.#model = result.model;
     this.#start(headers);
     if (result.toolCalls.length) {
@@ -366,7 +469,7 @@ class ChunkWriter {
         null,
       );
     }
-    this.#chunk({}, result.kind === "client_tools" ? "tool_calls" : "stop");
+    this.#chunk({}, result.finishReason);
     if (this.includeUsage) {
       this.#send({
         id: this.#id,

@@ -27,6 +27,7 @@ export {
   snapshotStoreConversations,
 } from "./conversation-store.js";
 export { MessagesFront, type MessagesFrontOptions, messagesParams } from "./messages-front.js";
+export { DEFAULT_MAX_TOKENS, MessagesUpstream, type MessagesUpstreamOptions } from "./messages-upstream.js";
 export { OpenAiUpstream, type OpenAiUpstreamOptions } from "./openai-upstream.js";
 export type {
   ModelCallOptions,

@@ -3,6 +3,7 @@ import type { AgentLoop, AgentTurnResult } from "./agent-loop.js";
 import {
   fromMessagesRequest,
   fromMessagesTools,
+  fromMessagesUsage,
   messagesErrorBody,
   toMessagesContent,
   toMessagesUsage,
@@ -11,11 +12,17 @@ import {
 } from "./anthropic-messages.js";
 import type { ChatCompletionsContext, ResponseSink } from "./chat-completions-front.js";
 import { MessagesStreamWriter, messageId } from "./messages-stream.js";
+import { MessagesUpstream } from "./messages-upstream.js";
+import { completeTraced, forwardTraced, type RelayedAnswer } from "./model-call-span.js";
+import { relayResponse } from "./relay.js";
 import type { ModelReply, ModelUpstream, TurnTool } from "./turn.js";
 
 export type MessagesFrontOptions = {
   loop: AgentLoop;
-  /** The upstream of pass-through requests (translated to its format when it is not Messages). */
+  /**
+   * The upstream of pass-through requests: the client's body goes as it is to a Messages upstream (a
+   * `MessagesUpstream`), and is translated for any other.
+   */
   upstream: ModelUpstream;
   /** The format the upstream speaks: sampling parameters and content parts are written for it. */
   upstreamApi: UpstreamApi;
@@ -39,6 +46,7 @@ export function messagesParams(request: Record<string, unknown>, api: UpstreamAp
   for (const [key, value] of Object.entries(request)) {
     if (LOOP_FIELDS.has(key) || value === undefined) continue;
     if (api === "messages") {
+      refuseInCodeMode(key, value);
       params[key] = value;
       continue;
     }
@@ -68,6 +76,24 @@ export function messagesParams(request: Record<string, unknown>, api: UpstreamAp
     }
   }
   return params;
+}
+
+/**
+ * Parameters a Messages upstream would take but code mode cannot keep: thinking blocks must go back to
+ * the model with its tool calls, which the hidden turns do not carry; remote MCP servers would give the
+ * model tools besides exec and wait.
+ */
+function refuseInCodeMode(key: string, value: unknown): void {
+  if (key === "thinking" && (value as { type?: unknown } | null)?.type !== "disabled") {
+    throw invalid(
+      '"thinking" is not carried through code mode\'s hidden turns: leave it out, or set { type: "disabled" }.',
+    );
+  }
+  if (key === "mcp_servers") {
+    throw invalid(
+      '"mcp_servers" would show the model tools besides exec and wait: add those servers to the gateway config (mcpServers) instead, where cells call them.',
+    );
+  }
 }
 
 /** A Messages `tool_choice` in Chat Completions terms, for a request passed through to such an upstream. */
@@ -112,6 +138,17 @@ function messageBody(answer: Answer): unknown {
   };
 }
 
+/** What a passed-through message says of itself, for its span (nothing when it is not one). */
+function relayedMessage(parsed: unknown): RelayedAnswer {
+  const answer = parsed as { model?: unknown; usage?: unknown; stop_reason?: unknown } | null;
+  const usage = fromMessagesUsage(answer?.usage);
+  return {
+    ...(typeof answer?.model === "string" ? { responseModel: answer.model } : {}),
+    ...(usage ? { inputTokens: usage.promptTokens, outputTokens: usage.completionTokens } : {}),
+    ...(typeof answer?.stop_reason === "string" ? { finishReasons: [answer.stop_reason] } : {}),
+  };
+}
+
 /**
  * The Anthropic Messages API (`POST /v1/messages`) in front of the agent loop. The request's tools
  * become client tools, a client tool a cell calls comes back as `tool_use` blocks with
@@ -148,6 +185,20 @@ export class MessagesFront {
         throw invalid(
           'The request names no model: set "model", or agent.upstream.model in the gateway config.',
         );
+      }
+      const { upstream } = this.#options;
+      if (passThrough && upstream instanceof MessagesUpstream) {
+        // The upstream speaks this API: the body as the client sent it, the answer as it came.
+        const forwarded = request.model === model ? request : { ...request, model };
+        await forwardTraced(upstream, forwarded, context.signal, (response) =>
+          relayResponse(
+            response,
+            sink,
+            (text) => ({ type: "error", error: { type: "api_error", message: text } }),
+            relayedMessage,
+          ),
+        );
+        return;
       }
       const messages = fromMessagesRequest(request, upstreamApi);
       const params = messagesParams(request, upstreamApi);
@@ -186,12 +237,14 @@ export class MessagesFront {
         model: result.model,
       };
       const headers = { "codecell-thread": result.threadId };
+      sink.thread?.(result.threadId);
       if (writer) writer.finish(answer, headers);
       else sink.json(200, messageBody(answer), headers);
     } catch (error) {
       const failure = AgentError.is(error)
         ? error
         : new AgentError("internal", `Internal error: ${(error as Error)?.message ?? String(error)}`);
+      sink.failed?.(failure);
       if (context.signal.aborted) return;
       if (writer?.started) writer.fail(failure);
       else sink.json(failure.status, messagesErrorBody(failure));
@@ -214,7 +267,9 @@ export class MessagesFront {
           ? {}
           : { tool_choice: request.tool_choice }
         : chatToolChoice(request.tool_choice);
-    const reply: ModelReply = await this.#options.upstream.complete(
+    // A model call like the loop's: its `chat <model>` span, its trace context in the request's headers.
+    const reply: ModelReply = await completeTraced(
+      this.#options.upstream,
       { model, messages, tools, codeModeDirectOnly: null, params: { ...params, ...choice } },
       { signal: context.signal, ...stream },
     );

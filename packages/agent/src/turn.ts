@@ -62,6 +62,11 @@ export type ModelCallOptions = {
   signal: AbortSignal;
   /** Present: the upstream streams, and each piece of answer text is reported as it arrives. */
   onTextDelta?: (text: string) => void;
+  /**
+   * Headers for this one call's HTTP request, beside the upstream's own: the W3C trace context
+   * (`traceparent`) of the call's span, so the model server's tracing joins the request's trace.
+   */
+  headers?: Readonly<Record<string, string>>;
 };
 
 /** Where the loop's model calls go: an OpenAI-compatible server today, another API kind later. */

@@ -72,6 +72,10 @@ describe("model-call spans", () => {
     const spans = exporter.getFinishedSpans();
     const chats = spans.filter((span) => span.name.startsWith("chat "));
     expect(chats.map((span) => span.name)).toEqual(["chat test-model", "chat test-model"]);
+    // Each upstream request is an outgoing HTTP call: its headers carry its own span as the parent.
+    expect(upstream.headers.slice(-2).map((headers) => headers.traceparent)).toEqual(
+      chats.map((span) => `00-${span.spanContext().traceId}-${span.spanContext().spanId}-01`),
+    );
     const port = Number(new URL(upstream.baseUrl).port);
     expect(chats[0]!.attributes).toMatchObject({
       "gen_ai.operation.name": "chat",

@@ -8,7 +8,7 @@ export {
   WAIT_DESCRIPTION,
   WAIT_TOOL_NAME,
 } from "./model-surface.js";
-export { traceModelCall } from "./tracing.js";
+export { activeTraceHeaders, traceModelCall } from "./tracing.js";
 export {
   DEFAULT_TRAJECTORY_LIMITS,
   importTrajectory,

@@ -24,6 +24,7 @@ export const importTrajectory: typeof api.importTrajectory = engine.importTrajec
 export const TRAJECTORY_FORMAT: typeof api.TRAJECTORY_FORMAT = engine.TRAJECTORY_FORMAT;
 export const trajectoryTree: typeof api.trajectoryTree = engine.trajectoryTree;
 export const traceModelCall: typeof api.traceModelCall = engine.traceModelCall;
+export const activeTraceHeaders: typeof api.activeTraceHeaders = engine.activeTraceHeaders;
 /** The engine class, as a type (the value above is the class itself). */
 export type CodeModeEngine = import("./engine.js").CodeModeEngine;
 export type { McpCellView, McpSearchHit } from "./mcp-search.js";

@@ -61,6 +61,13 @@ export class TracedSpan {
     }
   }
 
+  /** The W3C trace context (`traceparent`, `tracestate`) naming this span, for an outgoing request's headers. */
+  traceHeaders(): Record<string, string> {
+    const carrier: Record<string, string> = {};
+    otelApi().propagation.inject(this.context, carrier);
+    return carrier;
+  }
+
   /** Runs `fn` with this span as the active one (so spans started inside it, e.g. by an MCP client, are its children). */
   run<T>(fn: () => T): T {
     return otelApi().context.with(this.context, fn);
@@ -112,6 +119,20 @@ export function startSpan(name: string, options: StartSpanOptions = {}): TracedS
   return new TracedSpan(span, parentContext);
 }
 
+/**
+ * The W3C trace context of the active context (`traceparent`, and `tracestate` when there is one), for
+ * an outgoing request that has no span of its own because the sampler dropped it: the request still
+ * says which trace it belongs to and that it is not sampled, so the next service decides alike. Empty
+ * when no host registered a tracer provider (nothing is loaded then).
+ */
+export function activeTraceHeaders(): Record<string, string> {
+  const carrier: Record<string, string> = {};
+  if (!tracingRegistered()) return carrier;
+  const otel = otelApi();
+  otel.propagation.inject(otel.context.active(), carrier);
+  return carrier;
+}
+
 /** JSON of a traced input or output, bounded: span attributes are not the place for a whole file. */
 export function spanJson(value: unknown, maxChars = 4_096): string {
   let text: string;
@@ -149,6 +170,11 @@ export type ModelCallSpan = {
   }): void;
   /** Runs `fn` with this span active (an HTTP instrumentation would put its own span under it). */
   run<T>(fn: () => T): T;
+  /**
+   * The headers that carry this span's trace context (`traceparent`, and `tracestate` when there is
+   * one): the call is an outgoing HTTP client request, so the model server's own spans join the trace.
+   */
+  traceHeaders(): Record<string, string>;
 };
 
 /**
@@ -181,6 +207,7 @@ export function traceModelCall(request: {
   if (!span) return null;
   return {
     run: (fn) => span.run(fn),
+    traceHeaders: () => span.traceHeaders(),
     end(result) {
       span.end(
         {

@@ -3,17 +3,22 @@ import { z } from "zod";
 import type { ConfigProblem } from "./config-problem.js";
 
 /**
- * The `agent` section: where `POST /v1/chat/completions` sends its model calls, and the bounds of the
- * loop. Parsed here, on its own, so the config loader only hooks it in.
+ * The `agent` section: where `POST /v1/chat/completions` and `POST /v1/messages` send their model
+ * calls, in which API, and the bounds of the loop. Parsed here, on its own, so the config loader only
+ * hooks it in.
  */
 export type AgentSettings = {
   upstream: {
+    /** The API the upstream speaks: OpenAI Chat Completions, or Anthropic's Messages API. */
+    api: "chat-completions" | "messages";
     baseUrl: string;
     apiKey?: string;
     /** The model for requests that name none. */
     model?: string;
     timeoutMs: number;
     headers: Record<string, string>;
+    /** `max_tokens` of a request to a Messages upstream that sets none (that API requires one). */
+    maxTokens: number;
   };
   maxModelTurns: number;
   transcriptTtlSeconds: number;
@@ -22,15 +27,18 @@ export type AgentSettings = {
 export const DEFAULT_AGENT_TIMEOUT_MS = 120_000;
 export const DEFAULT_MAX_MODEL_TURNS = 16;
 export const DEFAULT_TRANSCRIPT_TTL_SECONDS = 3_600;
+export const DEFAULT_UPSTREAM_MAX_TOKENS = 4_096;
 
 export const agentConfigSchema = () =>
   z.strictObject({
     upstream: z.strictObject({
+      api: z.enum(["chat-completions", "messages"]).optional(),
       baseUrl: z.url({ protocol: /^https?$/ }),
       apiKey: z.string().optional(),
       model: z.string().min(1).optional(),
       timeoutMs: z.number().int().min(100).max(3_600_000).optional(),
       headers: z.record(z.string(), z.string()).optional(),
+      maxTokens: z.number().int().min(1).max(1_000_000).optional(),
     }),
     maxModelTurns: z.number().int().min(1).max(1000).optional(),
     transcriptTtlSeconds: z
@@ -45,12 +53,15 @@ export const AGENT_FIELD_HINTS: Record<string, string> = {
   agent:
     'an object such as { "upstream": { "baseUrl": "https://api.openai.com/v1", "apiKey": "${OPENAI_API_KEY}" } }',
   "agent.upstream": '{ "baseUrl": "https://.../v1", "apiKey": "${OPENAI_API_KEY}", "model": "gpt-4.1" }',
+  "agent.upstream.api":
+    '"chat-completions" (default: an OpenAI-compatible server) or "messages" (the Anthropic Messages API)',
   "agent.upstream.baseUrl":
-    'the API root of an OpenAI-compatible server, such as "https://api.openai.com/v1"',
+    'the API root of the upstream, such as "https://api.openai.com/v1" or, with api "messages", "https://api.anthropic.com/v1"',
   "agent.upstream.apiKey": 'the upstream\'s API key, best from the environment: "${OPENAI_API_KEY}"',
   "agent.upstream.model": "the model for requests that name none",
   "agent.upstream.timeoutMs": `milliseconds (100 to 3600000, default ${DEFAULT_AGENT_TIMEOUT_MS}) one upstream request may take`,
   "agent.upstream.headers": "an object of header names to string values sent with every upstream request",
+  "agent.upstream.maxTokens": `max_tokens (1 to 1000000, default ${DEFAULT_UPSTREAM_MAX_TOKENS}) sent to a Messages upstream when a request sets none`,
   "agent.maxModelTurns": `upstream model calls one client request may make (1 to 1000, default ${DEFAULT_MAX_MODEL_TURNS})`,
   "agent.transcriptTtlSeconds": `seconds a conversation's hidden transcript is kept after its last answer (default ${DEFAULT_TRANSCRIPT_TTL_SECONDS})`,
 };
@@ -73,11 +84,13 @@ export function resolveAgentSettings(
   }
   return {
     upstream: {
+      api: upstream.api ?? "chat-completions",
       baseUrl: upstream.baseUrl,
       ...(upstream.apiKey ? { apiKey: upstream.apiKey } : {}),
       ...(upstream.model ? { model: upstream.model } : {}),
       timeoutMs: upstream.timeoutMs ?? DEFAULT_AGENT_TIMEOUT_MS,
       headers: upstream.headers ?? {},
+      maxTokens: upstream.maxTokens ?? DEFAULT_UPSTREAM_MAX_TOKENS,
     },
     maxModelTurns: raw.maxModelTurns ?? DEFAULT_MAX_MODEL_TURNS,
     transcriptTtlSeconds: raw.transcriptTtlSeconds ?? DEFAULT_TRANSCRIPT_TTL_SECONDS,

@@ -1,7 +1,7 @@
 import { pathToFileURL } from "node:url";
 import { CodeModeError, type HostTool } from "@codecell/contract";
 import { clearCodeModeNamespacesForPlugin, registerCodeModeNamespaceForPlugin } from "@codecell/namespaces";
-import { importModule } from "../cli-host.js";
+import { importModule } from "../cli/cli-host.js";
 import type { PluginSpec } from "../config/load-config.js";
 import { type GatewayPlugin, type GatewayPluginTool, pluginShapeProblems } from "./plugin-shape.js";
 

@@ -2,6 +2,7 @@ import type { ControlCallEvent, NestedCallEvent, SnapshotIoEvent } from "@codece
 import type { Meter } from "@opentelemetry/api";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { Gateway } from "../gateway.js";
+import type { ReadinessState } from "../http/readiness.js";
 
 /** Seconds: from a quick cell (a few ms) to the longest budget a cell may have. */
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
@@ -9,6 +10,29 @@ const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 1
 const NESTED_BUCKETS = [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30];
 /** Bytes: a fresh VM's snapshot is about 1.4 MB raw. */
 const SNAPSHOT_BUCKETS = [64e3, 256e3, 512e3, 1e6, 2e6, 4e6, 8e6, 16e6, 32e6, 64e6];
+/** Seconds: an agent request or a model call, from a cached answer to a long multi-turn run. */
+const MODEL_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
+const READINESS_STATES: readonly ReadinessState[] = ["starting", "ready", "draining"];
+
+/** One agent-endpoint request that ended. */
+export type AgentRequestEvent = {
+  api: "chat_completions" | "messages";
+  /** The HTTP status answered; null when the client went away before any answer. */
+  statusCode: number | null;
+  /** The failure's kind (an agent error kind, or the HTTP status of a passed-through answer); "" when it succeeded. */
+  errorType: string;
+  durationMs: number;
+};
+
+/** One upstream model call of the agent loop that ended. */
+export type ModelCallEvent = {
+  /** "ok", or the failure's agent error kind (`upstream_error`, `upstream_unavailable`, ...). */
+  outcome: string;
+  durationMs: number;
+  inputTokens: number;
+  outputTokens: number;
+};
 
 /** The same counters and histograms as OpenTelemetry instruments. */
 type OtelInstruments = {
@@ -17,6 +41,11 @@ type OtelInstruments = {
   nestedCalls: ReturnType<Meter["createCounter"]>;
   nestedDuration: ReturnType<Meter["createHistogram"]>;
   snapshotBytes: ReturnType<Meter["createHistogram"]>;
+  agentRequests: ReturnType<Meter["createCounter"]>;
+  agentDuration: ReturnType<Meter["createHistogram"]>;
+  modelCalls: ReturnType<Meter["createCounter"]>;
+  modelDuration: ReturnType<Meter["createHistogram"]>;
+  modelTokens: ReturnType<Meter["createCounter"]>;
 };
 
 type Gauges = {
@@ -41,7 +70,17 @@ export class GatewayMetrics {
   readonly #nestedCalls: Counter<"source" | "via" | "outcome">;
   readonly #nestedDuration: Histogram<"source" | "outcome">;
   readonly #snapshotBytes: Histogram<"kind">;
+  readonly #agentRequests: Counter<"api" | "status_code" | "error_type">;
+  readonly #agentDuration: Histogram<"api" | "error_type">;
+  readonly #modelCalls: Counter<"outcome">;
+  readonly #modelDuration: Histogram<"outcome">;
+  readonly #modelTokens: Counter<"type">;
   readonly #otel: OtelInstruments | null;
+  /**
+   * Where the readiness gauges read the state; unset where nothing probes (no HTTP transport): then
+   * `codecell_ready` reads 0 (prom-client keeps a gauge without labels at 0) and the state has no sample.
+   */
+  #readiness: (() => ReadinessState) | null = null;
 
   constructor(
     readonly gateway: Gateway,
@@ -80,6 +119,61 @@ export class GatewayMetrics {
       labelNames: ["kind"],
       buckets: SNAPSHOT_BUCKETS,
       registers,
+    });
+    // The agent endpoint's instruments. The request's model is not a label: clients name it, so its
+    // values are theirs to multiply (it is on the request's span as gen_ai.request.model).
+    this.#agentRequests = new Counter({
+      name: "codecell_agent_requests_total",
+      help: "Agent endpoint requests (POST /v1/chat/completions, /v1/messages) that ended, by API, HTTP status (empty when the client went away first) and error type (empty when it succeeded).",
+      labelNames: ["api", "status_code", "error_type"],
+      registers,
+    });
+    this.#agentDuration = new Histogram({
+      name: "codecell_agent_request_duration_seconds",
+      help: "How long agent endpoint requests took, model calls and cells included, by API and error type.",
+      labelNames: ["api", "error_type"],
+      buckets: MODEL_BUCKETS,
+      registers,
+    });
+    this.#modelCalls = new Counter({
+      name: "codecell_model_calls_total",
+      help: "Upstream model calls of code mode on the agent endpoint that ended, by outcome (ok, or the error kind).",
+      labelNames: ["outcome"],
+      registers,
+    });
+    this.#modelDuration = new Histogram({
+      name: "codecell_model_call_duration_seconds",
+      help: "How long upstream model calls took, by outcome.",
+      labelNames: ["outcome"],
+      buckets: MODEL_BUCKETS,
+      registers,
+    });
+    this.#modelTokens = new Counter({
+      name: "codecell_model_tokens_total",
+      help: "Tokens the upstream model reported for code mode's calls, by type (input, output).",
+      labelNames: ["type"],
+      registers,
+    });
+    const readinessOf = () => this.#readiness?.() ?? null;
+    new Gauge({
+      name: "codecell_ready",
+      help: "1 when this replica takes new MCP sessions (GET /readyz answers 200), else 0.",
+      registers,
+      collect() {
+        this.set(readinessOf() === "ready" ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: "codecell_readiness_state",
+      help: "1 for the replica's readiness state (starting, ready, draining), 0 for the others.",
+      labelNames: ["state"],
+      registers,
+      collect() {
+        const state = readinessOf();
+        this.reset();
+        if (state === null) return;
+        for (const candidate of READINESS_STATES) this.set({ state: candidate }, candidate === state ? 1 : 0);
+      },
     });
     // Gauges are read at scrape time, all from one read of the gateway's state.
     let pending: Promise<Gauges> | null = null;
@@ -141,7 +235,12 @@ export class GatewayMetrics {
         for (const server of (await read()).servers) this.set({ server: server.server }, server.tools);
       },
     });
-    this.#otel = meter ? this.#otelInstruments(meter, read) : null;
+    this.#otel = meter ? this.#otelInstruments(meter, read, readinessOf) : null;
+  }
+
+  /** The readiness gauges read `state` from now on (the HTTP transport's readiness). */
+  watchReadiness(state: () => ReadinessState): void {
+    this.#readiness = state;
   }
 
   async #readGauges(): Promise<Gauges> {
@@ -163,7 +262,11 @@ export class GatewayMetrics {
     };
   }
 
-  #otelInstruments(meter: Meter, read: () => Promise<Gauges>): OtelInstruments {
+  #otelInstruments(
+    meter: Meter,
+    read: () => Promise<Gauges>,
+    readinessOf: () => ReadinessState | null,
+  ): OtelInstruments {
     const instruments = {
       controlCalls: meter.createCounter("codecell.control.calls", {
         description: "exec and wait calls that ended",
@@ -186,6 +289,26 @@ export class GatewayMetrics {
         description: "Sizes of suspended runs' snapshots",
         advice: { explicitBucketBoundaries: SNAPSHOT_BUCKETS },
       }),
+      agentRequests: meter.createCounter("codecell.agent.requests", {
+        description: "Agent endpoint requests that ended",
+      }),
+      agentDuration: meter.createHistogram("codecell.agent.request.duration", {
+        unit: "s",
+        description: "How long agent endpoint requests took",
+        advice: { explicitBucketBoundaries: MODEL_BUCKETS },
+      }),
+      modelCalls: meter.createCounter("codecell.model.calls", {
+        description: "Upstream model calls of code mode that ended",
+      }),
+      modelDuration: meter.createHistogram("codecell.model.duration", {
+        unit: "s",
+        description: "How long upstream model calls took",
+        advice: { explicitBucketBoundaries: MODEL_BUCKETS },
+      }),
+      modelTokens: meter.createCounter("codecell.model.tokens", {
+        unit: "{token}",
+        description: "Tokens the upstream model reported, by type",
+      }),
     };
     const waiting = meter.createObservableGauge("codecell.runs.waiting", {
       description: "Suspended code-mode runs in the snapshot store",
@@ -196,6 +319,9 @@ export class GatewayMetrics {
     });
     const serverUp = meter.createObservableGauge("codecell.mcp.server.up", {
       description: "1 when a downstream MCP server is ready",
+    });
+    const ready = meter.createObservableGauge("codecell.ready", {
+      description: "1 when this replica takes new MCP sessions",
     });
     meter.addBatchObservableCallback(
       async (observer) => {
@@ -208,8 +334,10 @@ export class GatewayMetrics {
         for (const server of gauges.servers) {
           observer.observe(serverUp, server.ready, { server: server.server, state: server.state });
         }
+        const state = readinessOf();
+        if (state !== null) observer.observe(ready, state === "ready" ? 1 : 0, { state });
       },
-      [waiting, sessions, workers, serverUp],
+      [waiting, sessions, workers, serverUp, ready],
     );
     return instruments;
   }
@@ -239,6 +367,38 @@ export class GatewayMetrics {
   snapshot(event: SnapshotIoEvent): void {
     this.#snapshotBytes.observe({ kind: event.kind }, event.bytes);
     this.#otel?.snapshotBytes.record(event.bytes, { kind: event.kind });
+  }
+
+  agentRequestEnded(event: AgentRequestEvent): void {
+    const labels = {
+      api: event.api,
+      status_code: String(event.statusCode ?? ""),
+      error_type: event.errorType,
+    };
+    this.#agentRequests.inc(labels);
+    this.#agentDuration.observe({ api: event.api, error_type: event.errorType }, event.durationMs / 1000);
+    if (this.#otel) {
+      const attributes = {
+        api: event.api,
+        ...(event.statusCode !== null ? { "http.response.status_code": event.statusCode } : {}),
+        ...(event.errorType ? { "error.type": event.errorType } : {}),
+      };
+      this.#otel.agentRequests.add(1, attributes);
+      this.#otel.agentDuration.record(event.durationMs / 1000, attributes);
+    }
+  }
+
+  modelCallEnded(event: ModelCallEvent): void {
+    this.#modelCalls.inc({ outcome: event.outcome });
+    this.#modelDuration.observe({ outcome: event.outcome }, event.durationMs / 1000);
+    if (event.inputTokens > 0) this.#modelTokens.inc({ type: "input" }, event.inputTokens);
+    if (event.outputTokens > 0) this.#modelTokens.inc({ type: "output" }, event.outputTokens);
+    if (this.#otel) {
+      this.#otel.modelCalls.add(1, { outcome: event.outcome });
+      this.#otel.modelDuration.record(event.durationMs / 1000, { outcome: event.outcome });
+      if (event.inputTokens > 0) this.#otel.modelTokens.add(event.inputTokens, { type: "input" });
+      if (event.outputTokens > 0) this.#otel.modelTokens.add(event.outputTokens, { type: "output" });
+    }
   }
 
   /** The Prometheus text exposition of every instrument. */

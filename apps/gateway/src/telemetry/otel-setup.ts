@@ -1,5 +1,5 @@
 import type { Meter } from "@opentelemetry/api";
-import { importModule } from "../cli-host.js";
+import { importModule } from "../cli/cli-host.js";
 import type { TelemetrySettings } from "../config/telemetry-config.js";
 import { setActiveTraceReader } from "../logger.js";
 import { GATEWAY_VERSION } from "../version.js";

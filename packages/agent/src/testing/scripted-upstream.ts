@@ -1,12 +1,14 @@
-// A test double for hosts and for this repository: an OpenAI-compatible server that answers from a
-// script (see startScriptedUpstream). Exported as `@codecell/agent/testing`; the loop never imports it.
-import { createServer, type Server } from "node:http";
+// A test double for hosts and for this repository: a model server that answers from a script in the
+// Chat Completions or the Messages API (see startScriptedUpstream). Exported as `@codecell/agent/testing`;
+// the loop never imports it.
+import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 
 /**
- * The one fake of the agent endpoint's tests: an OpenAI-compatible Chat Completions server on
- * loopback that answers from a script and records every body it receives. A step sees the body and
- * says what to answer; `stream: true` requests get the answer as SSE chunks.
+ * The one fake of the agent endpoint's tests: a model server on loopback (OpenAI Chat Completions, or
+ * the Messages API with `{ api: "messages" }`) that answers from a script and records every body it
+ * receives. A step sees the body and says what to answer; `stream: true` requests get the answer as
+ * the API's event stream.
  */
 export type ScriptedReply =
   | { text: string; usage?: { prompt: number; completion: number } }
@@ -27,8 +29,12 @@ export type ScriptStep = ScriptedReply | ((body: Record<string, unknown>) => Scr
 export type ScriptedUpstream = {
   baseUrl: string;
   bodies: Array<Record<string, unknown>>;
+  /** The headers of each request, beside its body in `bodies` (a `traceparent`, an `authorization`). */
+  headers: IncomingHttpHeaders[];
   /** How many hung requests the client has given up on (their connection closed). */
   abandoned(): number;
+  /** How many TCP connections clients have opened (a client that keeps connections alive opens few). */
+  connections(): number;
   /** Steps left; every request takes the next one. */
   script(...steps: ScriptStep[]): void;
   close(): Promise<void>;
@@ -36,10 +42,7 @@ export type ScriptedUpstream = {
 
 let callNumber = 0;
 
-function completion(
-  reply: Exclude<ScriptedReply, { status: number } | { raw: string } | { hang: true } | { destroy: true }>,
-  model: string,
-) {
+function completion(reply: Answered, model: string) {
   const usage = reply.usage ?? { prompt: 10, completion: 5 };
   const toolCalls =
     "toolCalls" in reply
@@ -68,9 +71,97 @@ function completion(
   };
 }
 
-export async function startScriptedUpstream(): Promise<ScriptedUpstream> {
+/** Which API the scripted server speaks: Chat Completions (the default) or the Messages API. */
+export type ScriptedUpstreamOptions = { api?: "chat-completions" | "messages" };
+
+type Answered = Exclude<
+  ScriptedReply,
+  { status: number } | { raw: string } | { hang: true } | { destroy: true }
+>;
+
+/** A scripted reply as a Messages API answer: its content blocks, stop reason and usage. */
+function message(reply: Answered, model: string, id: string) {
+  const usage = reply.usage ?? { prompt: 10, completion: 5 };
+  const calls = "toolCalls" in reply ? reply.toolCalls : [];
+  const content = [
+    ...(reply.text ? [{ type: "text", text: reply.text }] : []),
+    ...calls.map((call) => ({
+      type: "tool_use",
+      id: call.id ?? `toolu_up_${++callNumber}`,
+      name: call.name,
+      input: typeof call.arguments === "string" ? JSON.parse(call.arguments) : call.arguments,
+    })),
+  ];
+  return {
+    id,
+    type: "message",
+    role: "assistant",
+    model,
+    content,
+    stop_reason: calls.length ? "tool_use" : "end_turn",
+    stop_sequence: null,
+    usage: { input_tokens: usage.prompt, output_tokens: usage.completion },
+  };
+}
+
+/** A Messages answer as its event stream, the way the API sends it (text in small deltas, input JSON in two). */
+function writeMessageStream(
+  res: import("node:http").ServerResponse,
+  answer: ReturnType<typeof message>,
+): void {
+  res.writeHead(200, { "content-type": "text/event-stream" });
+  const send = (type: string, data: Record<string, unknown>) =>
+    res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
+  send("message_start", {
+    message: {
+      ...answer,
+      content: [],
+      stop_reason: null,
+      usage: { input_tokens: answer.usage.input_tokens, output_tokens: 1 },
+    },
+  });
+  send("ping", {});
+  answer.content.forEach((block, index) => {
+    if (block.type === "text") {
+      send("content_block_start", { index, content_block: { type: "text", text: "" } });
+      const text = (block as { text: string }).text;
+      for (let at = 0; at < text.length; at += 4) {
+        send("content_block_delta", { index, delta: { type: "text_delta", text: text.slice(at, at + 4) } });
+      }
+    } else {
+      const call = block as { id: string; name: string; input: unknown };
+      send("content_block_start", {
+        index,
+        content_block: { type: "tool_use", id: call.id, name: call.name, input: {} },
+      });
+      const json = JSON.stringify(call.input);
+      const half = Math.floor(json.length / 2);
+      send("content_block_delta", {
+        index,
+        delta: { type: "input_json_delta", partial_json: json.slice(0, half) },
+      });
+      send("content_block_delta", {
+        index,
+        delta: { type: "input_json_delta", partial_json: json.slice(half) },
+      });
+    }
+    send("content_block_stop", { index });
+  });
+  send("message_delta", {
+    delta: { stop_reason: answer.stop_reason, stop_sequence: null },
+    usage: { output_tokens: answer.usage.output_tokens },
+  });
+  send("message_stop", {});
+  res.end();
+}
+
+export async function startScriptedUpstream(
+  options: ScriptedUpstreamOptions = {},
+): Promise<ScriptedUpstream> {
+  const api = options.api ?? "chat-completions";
   const steps: ScriptStep[] = [];
   const bodies: Array<Record<string, unknown>> = [];
+  const headers: IncomingHttpHeaders[] = [];
   const hung: import("node:http").ServerResponse[] = [];
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -84,6 +175,7 @@ export async function startScriptedUpstream(): Promise<ScriptedUpstream> {
         return;
       }
       bodies.push(body);
+      headers.push(req.headers);
       const step = steps.shift();
       if (!step) {
         res
@@ -109,6 +201,12 @@ export async function startScriptedUpstream(): Promise<ScriptedUpstream> {
         return;
       }
       const model = typeof body.model === "string" ? body.model : "scripted";
+      if (api === "messages") {
+        const answer = message(reply, model, `msg_up_${bodies.length}`);
+        if (body.stream === true) writeMessageStream(res, answer);
+        else res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(answer));
+        return;
+      }
       const answer = completion(reply, model);
       const id = `up-${bodies.length}`;
       if (body.stream !== true) {
@@ -161,11 +259,17 @@ export async function startScriptedUpstream(): Promise<ScriptedUpstream> {
       res.end("data: [DONE]\n\n");
     });
   });
+  let connections = 0;
+  server.on("connection", () => {
+    connections++;
+  });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     bodies,
+    headers,
+    connections: () => connections,
     abandoned: () =>
       hung.filter((res) => res.destroyed || res.socket === null || res.socket.destroyed).length,
     script: (...more) => {

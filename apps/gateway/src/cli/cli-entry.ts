@@ -1,0 +1,214 @@
+#!/usr/bin/env node
+// The `codecell` command's start-up file: scripts/bundle-cli.mjs builds it into dist/cli.js, beside the
+// bundled CLI itself (dist/cli-bundle.cjs: src/cli.ts, the `@codecell/*` packages and the third-party
+// dependencies). It exists for
+// the time from process start to the first `tools/list` and the first exec result:
+//
+// 1. The sandbox starts booting its first worker and compiling QuickJS before anything else loads, so
+//    the worker's start overlaps the main thread's own loading instead of following it.
+// 2. The bundle is compiled through `vm.Script` with V8's code cache kept on disk. Node 20 has no compile
+//    cache of its own: compiling the 1.7 MB bundle, and then each function it runs, was a fifth of the
+//    way to `tools/list`. The cache is an optimisation only: a missing, unreadable, unwritable or
+//    rejected cache means the bundle is compiled from source, as without it.
+import {
+  closeSync,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Script } from "node:vm";
+import { userCacheDir } from "../config/data-dir.js";
+
+/** Written by scripts/bundle-cli.mjs when it builds this file, from the bundle it built beside it. */
+declare const CLI_BUNDLE: {
+  /** The bundle's file name, beside this file. */
+  file: string;
+  /** Its SHA-256 (hex) and length in bytes (it is ASCII, so also in characters). */
+  sha256: string;
+  length: number;
+  /** The packages it leaves to Node, by name, and requires at load: the sandbox's worker start. */
+  externals: string[];
+};
+
+/** The bundle is a function expression taking these, in this order (the build's banner). */
+type BundleFunction = (
+  exports: object,
+  require: (id: string) => unknown,
+  module: { exports: object },
+  filename: string,
+  dirname: string,
+  entryUrl: string,
+  host: typeof import("./cli-host.js"),
+) => void;
+
+const CACHE_FILE_PATTERN = /^cli-[0-9a-f]{16}-.+\.v8cache$/;
+
+const debugCache = process.env.CODECELL_DEBUG_CODE_CACHE === "1";
+function cacheNote(message: string): void {
+  if (debugCache) process.stderr.write(`[codecell:code-cache] ${message}\n`);
+}
+
+/**
+ * Where this bundle's code cache lives, or null when it is off (`CODECELL_CODE_CACHE=0`). The name holds
+ * the bundle's hash and the Node version and architecture: V8 checks only the source's length and its
+ * own version and flags, so a changed bundle of the same length must never meet an old cache.
+ */
+function codeCacheFile(): string | null {
+  if (process.env.CODECELL_CODE_CACHE === "0") return null;
+  const key = `${CLI_BUNDLE.sha256.slice(0, 16)}-node${process.versions.node}-${process.arch}`;
+  return join(userCacheDir(), `cli-${key}.v8cache`);
+}
+
+/**
+ * A whole file's bytes, read into `spare` when they fit (else into a new buffer), as a view of that
+ * buffer. Fresh memory is what reading costs on some machines, not the copy: see compileBundle.
+ */
+function readWholeFile(file: string, spare?: Buffer): Buffer {
+  const fd = openSync(file, "r");
+  try {
+    const size = fstatSync(fd).size;
+    const buffer = spare !== undefined && spare.length >= size ? spare : Buffer.allocUnsafeSlow(size);
+    let read = 0;
+    while (read < size) {
+      const count = readSync(fd, buffer, read, size - read, read);
+      if (count === 0) break;
+      read += count;
+    }
+    return buffer.subarray(0, read);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The cache's bytes, read into `spare` when they fit, or undefined when there is no readable cache. */
+function readCache(file: string, spare: Buffer): Buffer | undefined {
+  try {
+    return readWholeFile(file, spare);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Writes the cache atomically (another CLI may read it meanwhile) and drops caches of other builds. */
+function writeCache(script: Script, file: string): void {
+  try {
+    const data = script.createCachedData();
+    const dir = dirname(file);
+    mkdirSync(dir, { recursive: true });
+    const partial = `${file}.${process.pid}.tmp`;
+    writeFileSync(partial, data);
+    renameSync(partial, file);
+    for (const name of readdirSync(dir)) {
+      if (CACHE_FILE_PATTERN.test(name) && join(dir, name) !== file) rmSync(join(dir, name), { force: true });
+    }
+    cacheNote(`wrote ${file} (${data.length} bytes)`);
+  } catch (error) {
+    cacheNote(`could not write ${file}: ${(error as Error).message}`);
+  }
+}
+
+const nodeRequire = createRequire(import.meta.url);
+/** V8's default `--wasm-tiering-budget` (1,800,000 in Node 20's V8) times 100, for one-shot commands. */
+const ONE_SHOT_WASM_TIERING_BUDGET = 180_000_000;
+
+// The command line as the start-up reads it, before the bundle parses it. Only two words matter here, and
+// each is read on the safe side: an argument `serve` anywhere (even an option's value) means a long-lived
+// process, and `serve` or `exec` anywhere means one that may run cells.
+const args = process.argv.slice(2);
+const longLived = args.includes("serve");
+const runsCells = longLived || args.includes("exec");
+
+// 1. The sandbox's early worker starts as this module loads (see @codecell/sandbox): three small modules,
+// before the rest of the sandbox and everything else. A command that runs no cell (`catalog`, `check`,
+// help) starts none: a worker thread booting beside it took CPU from it, and its exit waited for the
+// thread. The sandbox's own switch turns it off, for this import only (children never see it).
+const earlyStartSetting = process.env.CODECELL_SANDBOX_EARLY_START;
+if (!runsCells) process.env.CODECELL_SANDBOX_EARLY_START = "0";
+try {
+  await import("@codecell/sandbox/worker-start");
+} finally {
+  if (earlyStartSetting === undefined) delete process.env.CODECELL_SANDBOX_EARLY_START;
+  else process.env.CODECELL_SANDBOX_EARLY_START = earlyStartSetting;
+}
+// V8 tiers QuickJS's hot wasm functions up to TurboFan on background threads, as many at once as its
+// platform has threads (four in Node), and on a small machine those compiles take the cores from the
+// sandbox's worker running its first cells and from this thread answering the client: in `codecell
+// serve` they overlap the first exec. One compile at a time leaves the other core to the threads doing
+// the work; what is compiled, and its speed once compiled, are the same. Set here, after the worker
+// start: loaded first, node:v8 (~1-2 ms) would delay the worker's spawn. A flag of the whole process,
+// which the CLI owns; the library packages never set one.
+const v8 = nodeRequire("node:v8") as typeof import("node:v8");
+v8.setFlagsFromString("--wasm-num-compilation-tasks=1");
+// A one-shot command (everything but `serve`) also raises the budget after which V8 recompiles a hot
+// QuickJS function with TurboFan, a hundredfold. A process cannot exit while such a compile is running
+// (Node waits for V8's compile threads), and a first cell sets off compiles of QuickJS's interpreter
+// taking 100-200 ms here, whose code the command then never runs: `codecell exec` of `return 1` printed its
+// result and then waited that long to exit. A cell that computes for long still reaches the budget and is
+// compiled. `serve` keeps V8's default: its cells run for the life of the process.
+if (!longLived) v8.setFlagsFromString(`--wasm-tiering-budget=${ONE_SHOT_WASM_TIERING_BUDGET}`);
+// The packages the bundle leaves external, loaded as the ES modules they are (the worker start, already
+// loaded above, so the bundle's copy of the sandbox shares its state); the bundle gets them by name.
+const externals = new Map<string, unknown>(
+  await Promise.all(CLI_BUNDLE.externals.map(async (name) => [name, await import(name)] as const)),
+);
+
+// 2. The bundle, compiled with the code cache when there is one for it.
+const bundleFile = fileURLToPath(new URL(CLI_BUNDLE.file, import.meta.url));
+
+/**
+ * Compiles the bundle; `save` writes the cache when it needs writing (the commands call it once their
+ * start-up path has run, so the functions it compiled are in it). In a function so that the cache's
+ * bytes are garbage once compiled, not kept for the life of the process.
+ */
+function compileBundle(): { script: Script; save: () => void } {
+  // ASCII by construction (the build checks), so read without UTF-8 decoding, into a one-byte string.
+  const bytes = readWholeFile(bundleFile);
+  const source = bytes.toString("latin1");
+  // A bundle that is not the one this file was built with neither uses nor writes a cache.
+  const cacheFile = source.length === CLI_BUNDLE.length ? codeCacheFile() : null;
+  // The cache is read into the buffer the bundle's bytes were read into (the string is a copy of them),
+  // not into a new one: touching fresh memory costs ~4 µs of CPU per KB where memory is slow to map in
+  // (this project's 2-core VM), and this saves ~0.9 MB of it. V8 reads the cache only inside `new Script`.
+  const cachedData = cacheFile === null ? undefined : readCache(cacheFile, bytes);
+  const script = new Script(source, { filename: bundleFile, ...(cachedData ? { cachedData } : {}) });
+  if (cacheFile === null) return { script, save: () => {} };
+  if (cachedData && !script.cachedDataRejected) {
+    cacheNote(`used ${cacheFile}`);
+    return { script, save: () => {} };
+  }
+  cacheNote(cachedData ? `V8 rejected ${cacheFile}; it is rewritten` : `no cache yet at ${cacheFile}`);
+  let saved = false;
+  return {
+    script,
+    save: () => {
+      if (saved) return;
+      saved = true;
+      writeCache(script, cacheFile);
+    },
+  };
+}
+
+const { script, save: saveCodeCache } = compileBundle();
+const bundle = script.runInThisContext() as BundleFunction;
+const module = { exports: {} };
+bundle(
+  module.exports,
+  (id) => (externals.has(id) ? externals.get(id) : nodeRequire(id)),
+  module,
+  bundleFile,
+  dirname(bundleFile),
+  // The bundle's `import.meta.url` is this file's, as it was when the CLI was one ES module here.
+  import.meta.url,
+  {
+    importModule: (url) => import(url),
+    saveCodeCache,
+  },
+);

@@ -1,0 +1,298 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import {
+  AgentError,
+  AgentLoop,
+  ChatCompletionsFront,
+  MessagesFront,
+  MessagesUpstream,
+  messagesErrorBody,
+  OpenAiUpstream,
+  openAiErrorBody,
+  type ResponseSink,
+  snapshotStoreConversations,
+} from "@codecell/agent";
+import { debugLine, debugSwitches, redact } from "../debug-switches.js";
+import type { Gateway } from "../gateway.js";
+import { NO_APPROVAL_CLIENT } from "../mcp/approvals.js";
+import { AgentRequestRecord, agentRequest, countedUpstream } from "../telemetry/agent-request-telemetry.js";
+import type { ServerSpan } from "../telemetry/request-tracing.js";
+import type { AuthOutcome } from "./http-auth.js";
+import { bearerChallenge } from "./http-auth.js";
+
+/** The agent endpoint's paths all start here (the HTTP transport routes the prefix to this module). */
+export const AGENT_PATH_PREFIX = "/v1/";
+/** OpenAI Chat Completions, code mode in front of the upstream model. */
+export const CHAT_COMPLETIONS_PATH = "/v1/chat/completions";
+/** The Anthropic Messages API, code mode in front of the same upstream. */
+export const MESSAGES_PATH = "/v1/messages";
+/** `GET /v1/codecell/threads/<thread>/trajectory`: a thread's exec and wait calls with their nested calls. */
+const TRAJECTORY_PATH = /^\/v1\/codecell\/threads\/([^/]+)\/trajectory$/;
+
+const MAX_BODY_BYTES = 8 * 1024 * 1024;
+const CONVERSATION_HEADER = "codecell-session";
+const MAX_CONVERSATION_LENGTH = 200;
+
+function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  res.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify(body));
+}
+
+function sinkFor(res: ServerResponse): ResponseSink {
+  return {
+    json: (status, body, headers) => sendJson(res, status, body, headers),
+    startStream: (headers) => {
+      res.writeHead(200, {
+        "content-type": "text/event-stream",
+        "cache-control": "no-cache",
+        connection: "keep-alive",
+        ...headers,
+      });
+      res.flushHeaders();
+    },
+    write: (text) => void res.write(text),
+    end: () => void res.end(),
+  };
+}
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) {
+      throw new AgentError("invalid_request", `The request body is over ${MAX_BODY_BYTES} bytes.`);
+    }
+    chunks.push(chunk as Buffer);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+  } catch (error) {
+    throw new AgentError("invalid_request", `The request body is not JSON: ${(error as Error).message}.`);
+  }
+}
+
+/**
+ * `POST /v1/chat/completions` of `codecell serve --http`: the agent loop of `@codecell/agent` over
+ * the gateway's engine, store, catalog and executor. Built on the first request, so a gateway whose
+ * clients never call it pays nothing for it.
+ */
+export function createAgentRoutes(
+  gateway: Gateway,
+): (req: IncomingMessage, res: ServerResponse, auth: AuthOutcome, pathname: string) => Promise<void> {
+  type Built = { front: ChatCompletionsFront; messages: MessagesFront; loop: AgentLoop };
+  let built: Built | null = null;
+  let hostTools: {
+    version: number;
+    tools: ReturnType<Gateway["effectiveTools"]>;
+    mcpServers: ReturnType<Gateway["connector"]["describeServers"]>;
+  } | null = null;
+  const frontFor = (): Built | null => {
+    const settings = gateway.config.agent;
+    if (!settings) return null;
+    if (built) return built;
+    const switches = debugSwitches();
+    const transport = {
+      baseUrl: settings.upstream.baseUrl,
+      ...(settings.upstream.apiKey ? { apiKey: settings.upstream.apiKey } : {}),
+      headers: settings.upstream.headers,
+      timeoutMs: settings.upstream.timeoutMs,
+      debug: {
+        payload: switches.payload,
+        transport: switches.transport,
+        sse: switches.sse,
+        line: (tag: string, text: string) => debugLine(tag, text),
+        redact,
+      },
+    };
+    const upstream =
+      settings.upstream.api === "messages"
+        ? new MessagesUpstream({ ...transport, defaultMaxTokens: settings.upstream.maxTokens })
+        : new OpenAiUpstream(transport);
+    const loop = new AgentLoop({
+      engine: gateway.engine,
+      // Each model call counted in /metrics (read when the call ends: metrics may be enabled later).
+      upstream: countedUpstream(upstream, () => gateway.metrics),
+      conversations: snapshotStoreConversations(gateway.store),
+      maxModelTurns: settings.maxModelTurns,
+      transcriptTtlSeconds: settings.transcriptTtlSeconds,
+      hostTools: (_principal, sessionId) => {
+        const { allow, deny } = gateway.policy();
+        // The effective tools change only when a downstream server's tools do: built once per change,
+        // not per request (building them means building a catalog).
+        if (!hostTools || hostTools.version !== gateway.toolsVersion) {
+          hostTools = {
+            version: gateway.toolsVersion,
+            tools: gateway.effectiveTools(),
+            mcpServers: gateway.connector.describeServers(),
+          };
+        }
+        return {
+          tools: hostTools.tools,
+          ...(allow ? { allow } : {}),
+          deny,
+          mcpServers: hostTools.mcpServers,
+          // Nothing can ask this client for approvals: calls that need one are refused with a reason.
+          executor: gateway.executorFor(sessionId, NO_APPROVAL_CLIENT),
+        };
+      },
+    });
+    const front = new ChatCompletionsFront({
+      loop,
+      upstream,
+      ...(settings.upstream.model ? { defaultModel: settings.upstream.model } : {}),
+    });
+    const messages = new MessagesFront({
+      loop,
+      upstream,
+      upstreamApi: settings.upstream.api,
+      ...(settings.upstream.model ? { defaultModel: settings.upstream.model } : {}),
+    });
+    built = { front, messages, loop };
+    return built;
+  };
+
+  return async (req, res, auth, pathname) => {
+    // Each API's clients read errors in its own shape: the Messages API's on its path.
+    const errorBody: (error: AgentError, status?: number) => unknown =
+      pathname === MESSAGES_PATH ? messagesErrorBody : openAiErrorBody;
+    if (!auth.ok) {
+      const error = new AgentError(
+        "invalid_request",
+        auth.reason === "missing"
+          ? pathname === MESSAGES_PATH
+            ? "This gateway needs a token: send it as x-api-key (the Anthropic client's apiKey) or Authorization: Bearer <token>."
+            : "This gateway needs a bearer token: send Authorization: Bearer <token> (the openai client's apiKey)."
+          : "The bearer token is not valid.",
+      );
+      sendJson(res, 401, errorBody(error, 401), { "www-authenticate": bearerChallenge(auth.reason) });
+      return;
+    }
+    const trajectory = TRAJECTORY_PATH.exec(pathname);
+    if (pathname !== CHAT_COMPLETIONS_PATH && pathname !== MESSAGES_PATH && !trajectory) {
+      sendJson(
+        res,
+        404,
+        errorBody(
+          new AgentError(
+            "invalid_request",
+            `Nothing at ${pathname}. The agent endpoint serves POST ${CHAT_COMPLETIONS_PATH}, POST ${MESSAGES_PATH} and GET /v1/codecell/threads/<thread>/trajectory.`,
+          ),
+        ),
+      );
+      return;
+    }
+    if (trajectory) {
+      const agent = frontFor();
+      if (req.method !== "GET" || !agent) {
+        sendJson(
+          res,
+          agent ? 405 : 404,
+          errorBody(
+            new AgentError(
+              "invalid_request",
+              "Only GET is served here, with an agent section in the config.",
+            ),
+          ),
+        );
+        return;
+      }
+      // The principal's own thread only: another principal's id reads as an empty trajectory. Entries
+      // are this replica's (the trajectory is kept in the process that ran the calls).
+      sendJson(res, 200, agent.loop.trajectory(auth.principal, decodeURIComponent(trajectory[1]!)));
+      return;
+    }
+    if (req.method !== "POST") {
+      sendJson(
+        res,
+        405,
+        errorBody(new AgentError("invalid_request", `Only POST is served at ${pathname}.`)),
+        {
+          allow: "POST",
+        },
+      );
+      return;
+    }
+    const agent = frontFor();
+    const chat = agent ? (pathname === MESSAGES_PATH ? agent.messages : agent.front) : null;
+    const record = new AgentRequestRecord(pathname === MESSAGES_PATH ? "messages" : "chat_completions", res);
+    const answer = () => answerTurn(req, res, auth, pathname, chat, errorBody, record);
+    // Traced, the request is a server span in the client's trace (its traceparent header): the model
+    // calls, the hidden cells' exec and wait and their nested calls are spans under it.
+    const answered = async (span: ServerSpan | null) => {
+      try {
+        await answer();
+      } finally {
+        record.finish(span, gateway.metrics);
+      }
+    };
+    if (gateway.traceRequest) await gateway.traceRequest(agentRequest(req, pathname), answered);
+    else await answered(null);
+  };
+}
+
+/** One POST to a chat path: its checks, then the front's answer on the response. */
+async function answerTurn(
+  req: IncomingMessage,
+  res: ServerResponse,
+  auth: Extract<AuthOutcome, { ok: true }>,
+  pathname: string,
+  chat: ChatCompletionsFront | MessagesFront | null,
+  errorBody: (error: AgentError, status?: number) => unknown,
+  record: AgentRequestRecord,
+): Promise<void> {
+  if (!chat) {
+    sendJson(
+      res,
+      404,
+      errorBody(
+        new AgentError(
+          "invalid_request",
+          `The agent endpoint is off: the config has no agent section. Add "agent": { "upstream": { "baseUrl": "https://.../v1", "apiKey": "\${OPENAI_API_KEY}" } } to serve ${pathname}.`,
+        ),
+      ),
+    );
+    return;
+  }
+  const header = req.headers[CONVERSATION_HEADER];
+  const conversation = (Array.isArray(header) ? header[0] : header)?.trim();
+  if (conversation !== undefined && (conversation === "" || conversation.length > MAX_CONVERSATION_LENGTH)) {
+    const error = new AgentError(
+      "invalid_request",
+      `The ${CONVERSATION_HEADER} header must be 1 to ${MAX_CONVERSATION_LENGTH} characters.`,
+    );
+    record.refused(error);
+    sendJson(res, 400, errorBody(error));
+    return;
+  }
+  let body: unknown;
+  try {
+    body = await readJson(req);
+  } catch (error) {
+    record.refused(error);
+    sendJson(res, 400, errorBody(error as AgentError));
+    return;
+  }
+  record.request(body, conversation);
+  // The client going away cancels its request: the upstream call, the cell and its nested calls.
+  const abort = new AbortController();
+  res.once("close", () => {
+    if (!res.writableEnded) abort.abort(new AgentError("aborted", "The client went away."));
+  });
+  await chat.handle(
+    body,
+    {
+      principal: auth.principal,
+      ...(conversation !== undefined ? { conversation } : {}),
+      signal: abort.signal,
+    },
+    record.sink(sinkFor(res)),
+  );
+}

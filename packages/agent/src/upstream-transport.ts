@@ -1,0 +1,295 @@
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import { AgentError } from "./agent-error.js";
+import { SSE_PEEK_EVENTS, type UpstreamDebug } from "./upstream-debug.js";
+
+/**
+ * An upstream's answer as the loop reads it: the status, a header, the body's bytes as they arrive
+ * (each at most once: as text, or as chunks).
+ */
+export interface UpstreamResponse {
+  readonly status: number;
+  readonly headers: { get(name: string): string | null };
+  readonly body: AsyncIterable<Uint8Array>;
+  text(): Promise<string>;
+}
+
+/**
+ * Idle keep-alive connections are closed after this long, before the usual server keep-alive timeouts
+ * (5 s for Node, 60 s and more elsewhere), so a request rarely meets a connection the server is closing.
+ */
+const IDLE_SOCKET_MS = 4_000;
+
+class TimeoutError extends Error {
+  override readonly name = "TimeoutError";
+}
+
+function responseOf(message: IncomingMessage): UpstreamResponse {
+  return {
+    status: message.statusCode ?? 0,
+    headers: {
+      get: (name) => {
+        const value = message.headers[name.toLowerCase()];
+        return value === undefined ? null : Array.isArray(value) ? value.join(", ") : value;
+      },
+    },
+    body: message,
+    async text() {
+      const chunks: Buffer[] = [];
+      for await (const chunk of message) chunks.push(chunk as Buffer);
+      return Buffer.concat(chunks).toString("utf8");
+    },
+  };
+}
+
+export type UpstreamTransportOptions = {
+  /** The API root, such as `https://api.openai.com/v1`. */
+  baseUrl: string;
+  /** The path a model call goes to under the root: `/chat/completions`, `/messages`. */
+  path: string;
+  /** Sent with every request: the content type, the upstream's key header, the configured extras. */
+  headers: Readonly<Record<string, string>>;
+  /** How long one request may take, answer included. */
+  timeoutMs: number;
+  debug?: UpstreamDebug;
+  /** What a well-formed answer is, for the message of a malformed one ("a Chat Completions answer"). */
+  answerKind: string;
+  /** What to check when an answer is not one: a sentence on `agent.upstream`. */
+  baseUrlHint: string;
+};
+
+/**
+ * The HTTP side of one upstream model API, whatever format it speaks: one POST per model call with the
+ * request timeout and the client's abort, failures as `AgentError`s that say what to do, and the debug
+ * switches (the body sent, each request and answer, the SSE events read).
+ */
+export class UpstreamTransport {
+  readonly baseUrl: string;
+  readonly url: string;
+  readonly #headers: Readonly<Record<string, string>>;
+  readonly #timeoutMs: number;
+  readonly #debug: UpstreamDebug | undefined;
+  readonly #answerKind: string;
+  readonly #baseUrlHint: string;
+  /** One pool of keep-alive connections per upstream: a model call does not pay a TCP (and TLS) handshake. */
+  readonly #agent: HttpAgent;
+  readonly #request: typeof httpRequest;
+  #requests = 0;
+
+  constructor(options: UpstreamTransportOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, "");
+    this.url = `${this.baseUrl}${options.path}`;
+    this.#headers = options.headers;
+    this.#timeoutMs = options.timeoutMs;
+    this.#debug = options.debug;
+    this.#answerKind = options.answerKind;
+    this.#baseUrlHint = options.baseUrlHint;
+    const https = this.url.startsWith("https:");
+    const agentOptions = { keepAlive: true, timeout: IDLE_SOCKET_MS, scheduling: "lifo" as const };
+    this.#agent = https ? new HttpsAgent(agentOptions) : new HttpAgent(agentOptions);
+    this.#request = https ? httpsRequest : httpRequest;
+  }
+
+  /**
+   * Sends one body and returns the answer once its status is in; an error status becomes an
+   * `upstream_error` with the upstream's own message.
+   */
+  async post(
+    body: unknown,
+    signal: AbortSignal,
+    headers?: Readonly<Record<string, string>>,
+  ): Promise<UpstreamResponse> {
+    const response = await this.forward(body, signal, headers);
+    if (response.status >= 400) {
+      // The status is the failure; a body that breaks off only loses its message.
+      const text = await this.readText(response, signal).catch(() => "");
+      throw new AgentError(
+        "upstream_error",
+        `The upstream model at ${this.baseUrl} answered ${response.status}: ${upstreamMessage(text)}. ${
+          response.status >= 500
+            ? "It is the upstream's failure; send the request again later."
+            : "Check the request (model name, parameters) and agent.upstream (apiKey)."
+        }`,
+        { upstreamStatus: response.status },
+      );
+    }
+    return response;
+  }
+
+  /**
+   * Sends one body as it is and returns the answer whatever its status (pass-through relays it
+   * unchanged); only a failure to get an answer at all throws. `headers` go with this request only.
+   */
+  async forward(
+    body: unknown,
+    signal: AbortSignal,
+    headers?: Readonly<Record<string, string>>,
+  ): Promise<UpstreamResponse> {
+    const number = ++this.#requests;
+    this.#tracePayload(number, body);
+    const started = Date.now();
+    const payload = Buffer.from(JSON.stringify(body));
+    let response: UpstreamResponse;
+    try {
+      response = await this.#send(payload, signal, headers);
+    } catch (error) {
+      this.#debug?.transport &&
+        this.#debug.line("transport", `upstream #${number} POST ${this.url} failed: ${String(error)}`);
+      throw this.#sendFailure(error, signal);
+    }
+    if (this.#debug?.transport) {
+      this.#debug.line(
+        "transport",
+        `upstream #${number} POST ${this.url} -> ${response.status} ${response.headers.get("content-type") ?? ""} in ${Date.now() - started} ms`,
+      );
+    }
+    return response;
+  }
+
+  /**
+   * One POST on a pooled connection; resolves with the answer once its headers are in. The timeout
+   * covers the whole answer, so a body still arriving at `timeoutMs` is cut off; the client's abort
+   * ends it at any point. Nothing is sent twice: a model call is not idempotent (it costs tokens), and
+   * a connection reset may come after the upstream read the request.
+   */
+  #send(
+    payload: Buffer,
+    signal: AbortSignal,
+    headers: Readonly<Record<string, string>> | undefined,
+  ): Promise<UpstreamResponse> {
+    return new Promise((resolve, reject) => {
+      if (signal.aborted) {
+        reject(signal.reason ?? new Error("aborted"));
+        return;
+      }
+      const request = this.#request(this.url, {
+        method: "POST",
+        agent: this.#agent,
+        headers: { ...this.#headers, ...headers, "content-length": String(payload.length) },
+      });
+      let answered = false;
+      const timer = setTimeout(
+        () => request.destroy(new TimeoutError(`no complete answer within ${this.#timeoutMs} ms`)),
+        this.#timeoutMs,
+      );
+      const onAbort = () =>
+        request.destroy(signal.reason instanceof Error ? signal.reason : new Error("aborted"));
+      signal.addEventListener("abort", onAbort, { once: true });
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener("abort", onAbort);
+      };
+      request.on("error", (error) => {
+        done();
+        if (!answered) reject(error); // Once answered, the body's reader sees the failure.
+      });
+      request.on("response", (message) => {
+        answered = true;
+        message.on("end", done);
+        message.on("close", done);
+        resolve(responseOf(message));
+      });
+      request.end(payload);
+    });
+  }
+
+  /** An answer's whole body as text; a body that breaks off is `upstream_unavailable`. */
+  async readText(response: UpstreamResponse, signal: AbortSignal): Promise<string> {
+    try {
+      const text = await response.text();
+      if (this.#debug?.transport) {
+        this.#debug.line("transport", `upstream answer ${JSON.stringify(this.#debug.redact(text))}`);
+      }
+      return text;
+    } catch (error) {
+      if (signal.aborted) throw new AgentError("aborted", "The request was cancelled.", { cause: error });
+      throw new AgentError(
+        "upstream_unavailable",
+        `The upstream model at ${this.baseUrl} broke off its answer (${String(error)}). Send the request again.`,
+        { cause: error },
+      );
+    }
+  }
+
+  /** A failure while reading a stream, unless it is already one of the loop's own errors. */
+  streamFailure(error: unknown, signal: AbortSignal): AgentError {
+    if (AgentError.is(error)) return error;
+    if (signal.aborted) return new AgentError("aborted", "The request was cancelled.", { cause: error });
+    return new AgentError(
+      "upstream_unavailable",
+      `The upstream model at ${this.baseUrl} broke off its stream (${String(error)}). Send the request again.`,
+      { cause: error },
+    );
+  }
+
+  /** An answer that is not what the API gives: `what` says what came instead. */
+  malformed(what: string): AgentError {
+    return new AgentError(
+      "upstream_malformed",
+      `The upstream model at ${this.baseUrl} sent ${what}, not ${this.#answerKind}. ${this.#baseUrlHint}`,
+    );
+  }
+
+  /** One SSE event read from an answer, for `CODECELL_DEBUG_SSE`. */
+  traceSse(event: number, data: string): void {
+    const debug = this.#debug;
+    if (!debug?.sse) return;
+    if (debug.sse === "events") debug.line("sse", `upstream event ${event}: ${data.length} bytes`);
+    else if (event <= SSE_PEEK_EVENTS) {
+      let shown: unknown = data;
+      try {
+        shown = JSON.parse(data);
+      } catch {} // Not JSON: shown as the text it is.
+      debug.line("sse", `upstream event ${event}: ${JSON.stringify(debug.redact(shown))}`);
+    }
+  }
+
+  #sendFailure(error: unknown, signal: AbortSignal): AgentError {
+    if (signal.aborted) return new AgentError("aborted", "The request was cancelled.", { cause: error });
+    if (error instanceof TimeoutError) {
+      return new AgentError(
+        "upstream_unavailable",
+        `The upstream model at ${this.baseUrl} did not answer within ${this.#timeoutMs} ms. Send the request again, or raise agent.upstream.timeoutMs.`,
+        { cause: error },
+      );
+    }
+    const code = (error as NodeJS.ErrnoException).code;
+    return new AgentError(
+      "upstream_unavailable",
+      `The upstream model at ${this.baseUrl} could not be reached (${code ?? (error as Error).message ?? String(error)}). Check agent.upstream.baseUrl and that the server is up, then send the request again.`,
+      { cause: error },
+    );
+  }
+
+  #tracePayload(number: number, body: unknown): void {
+    const debug = this.#debug;
+    if (!debug?.payload) return;
+    if (debug.payload === "tools") {
+      // Chat Completions nests a tool's name in `function`; the Messages API does not.
+      const tools = (body as { tools?: Array<{ name?: string; function?: { name?: string } }> }).tools ?? [];
+      debug.line(
+        "payload",
+        `upstream #${number} tools: ${tools.map((tool) => tool.function?.name ?? tool.name).join(", ") || "(none)"}`,
+      );
+      return;
+    }
+    debug.line("payload", `upstream #${number} body ${JSON.stringify(debug.redact(body))}`);
+  }
+}
+
+/** The message of an upstream's error body (either API's shape, or a bare message), bounded. */
+export function upstreamMessage(text: string): string {
+  try {
+    const parsed = JSON.parse(text) as { error?: { message?: unknown } | string; message?: unknown };
+    const message =
+      typeof parsed.error === "string"
+        ? parsed.error
+        : typeof parsed.error?.message === "string"
+          ? parsed.error.message
+          : typeof parsed.message === "string"
+            ? parsed.message
+            : null;
+    if (message) return message.slice(0, 500);
+  } catch {} // Not JSON: the text itself is the message.
+  return text.trim() ? text.trim().slice(0, 300) : "(no body)";
+}
