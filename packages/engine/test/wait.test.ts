@@ -2,7 +2,7 @@ import type { CodeModeResult } from "@codecell/contract";
 import { MemorySnapshotBackend, openSnapshotStore } from "@codecell/snapshot-store";
 import { afterAll, describe, expect, it } from "vitest";
 import { type CodeModeEngine, createCodeModeEngine } from "../src/index.js";
-import { context, hostTools, TestExecutor } from "./support.js";
+import { context, failedError, hostTools, TestExecutor, waitingRunId } from "./support.js";
 
 const engines: CodeModeEngine[] = [];
 afterAll(async () => {
@@ -30,11 +30,6 @@ function prepare(
   });
 }
 
-const runIdOf = (result: CodeModeResult) => {
-  expect(result.status).toBe("waiting");
-  return (result as { runId: string }).runId;
-};
-
 const slowCell = `
   text("before");
   const value = await tools.slow_echo({ ms: 600, value: "slow result" });
@@ -54,7 +49,7 @@ describe("wait", () => {
       output: [{ type: "text", text: "before" }],
     });
     expect(first.telemetry.snapshotEvents).toEqual([expect.objectContaining({ event: "stored" })]);
-    const runId = runIdOf(first);
+    const runId = waitingRunId(first);
     expect(runId.length).toBeGreaterThanOrEqual(22);
     // The call keeps running on the host; wait gets its result (within its own timeout, possibly twice).
     let result = await run.wait({ runId }, { toolCallId: "wait-1" });
@@ -80,7 +75,7 @@ describe("wait", () => {
     const first = await prepare(engine).exec({ code: slowCell }, { toolCallId: "exec-1" });
     const later = prepare(engine);
     await new Promise((resolve) => setTimeout(resolve, 700));
-    const result = await later.wait({ runId: runIdOf(first) }, { toolCallId: "wait-1" });
+    const result = await later.wait({ runId: waitingRunId(first) }, { toolCallId: "wait-1" });
     expect(result).toMatchObject({ status: "completed", value: { value: "slow result" } });
   });
 
@@ -97,7 +92,7 @@ describe("wait", () => {
       output: [{ type: "text", text: "step 1" }],
     });
     expect(first).not.toHaveProperty("pendingToolCalls");
-    const second = await run.wait({ runId: runIdOf(first) }, { toolCallId: "wait-1" });
+    const second = await run.wait({ runId: waitingRunId(first) }, { toolCallId: "wait-1" });
     expect(second).toMatchObject({
       status: "completed",
       value: 42,
@@ -114,7 +109,7 @@ describe("wait", () => {
       },
       { toolCallId: "exec-1" },
     );
-    let result = await run.wait({ runId: runIdOf(first) }, { toolCallId: "wait-1" });
+    let result = await run.wait({ runId: waitingRunId(first) }, { toolCallId: "wait-1" });
     if (result.status === "waiting")
       result = await run.wait({ runId: result.runId }, { toolCallId: "wait-2" });
     expect(result).toMatchObject({ status: "completed", value: "nested_tool_failed" });
@@ -129,15 +124,15 @@ describe("wait", () => {
     const engine = newEngine();
     const first = await prepare(engine).exec({ code: slowCell }, { toolCallId: "exec-1" });
     const stranger = prepare(engine, { context: context(scope) });
-    const foreign = await stranger.wait({ runId: runIdOf(first) }, { toolCallId: "w" });
+    const foreign = await stranger.wait({ runId: waitingRunId(first) }, { toolCallId: "w" });
     const unknown = await stranger.wait({ runId: "AAAAAAAAAAAAAAAAAAAAAAAA" }, { toolCallId: "w" });
     expect(foreign).toMatchObject({ status: "failed", code: "invalid_input" });
-    expect((foreign as { error: string }).error.replace(runIdOf(first), "ID")).toBe(
-      (unknown as { error: string }).error.replace("AAAAAAAAAAAAAAAAAAAAAAAA", "ID"),
+    expect(failedError(foreign).replace(waitingRunId(first), "ID")).toBe(
+      failedError(unknown).replace("AAAAAAAAAAAAAAAAAAAAAAAA", "ID"),
     );
     // The owner can still resume it.
     await new Promise((resolve) => setTimeout(resolve, 700));
-    expect(await prepare(engine).wait({ runId: runIdOf(first) }, { toolCallId: "w" })).toMatchObject({
+    expect(await prepare(engine).wait({ runId: waitingRunId(first) }, { toolCallId: "w" })).toMatchObject({
       status: "completed",
     });
   });
@@ -159,7 +154,7 @@ describe("wait", () => {
     const run = prepare(engine);
     const first = await run.exec({ code: `await yield_control(); return 1` }, { toolCallId: "exec-1" });
     await new Promise((resolve) => setTimeout(resolve, 1200));
-    expect(await run.wait({ runId: runIdOf(first) }, { toolCallId: "w" })).toMatchObject({
+    expect(await run.wait({ runId: waitingRunId(first) }, { toolCallId: "w" })).toMatchObject({
       status: "failed",
       code: "snapshot_expired",
     });
@@ -173,7 +168,7 @@ describe("wait", () => {
     const first = await run.exec({ code: slowCell }, { toolCallId: "exec-1" });
     controller.abort();
     await new Promise((resolve) => setTimeout(resolve, 50));
-    const result = await prepare(engine).wait({ runId: runIdOf(first) }, { toolCallId: "w" });
+    const result = await prepare(engine).wait({ runId: waitingRunId(first) }, { toolCallId: "w" });
     expect(result).toMatchObject({ status: "failed", code: "aborted" });
     expect(await (await engine.store).stats()).toMatchObject({ live: 0 });
   });
@@ -182,7 +177,7 @@ describe("wait", () => {
     const engine = newEngine();
     const first = await prepare(engine).exec({ code: slowCell }, { toolCallId: "exec-1" });
     expect(await engine.endSession("session-1")).toBeGreaterThanOrEqual(0);
-    const result = await prepare(engine).wait({ runId: runIdOf(first) }, { toolCallId: "w" });
+    const result = await prepare(engine).wait({ runId: waitingRunId(first) }, { toolCallId: "w" });
     expect(result.status).toBe("failed");
     expect(["aborted", "invalid_input"]).toContain((result as { code: string }).code);
     expect(await (await engine.store).stats()).toMatchObject({ live: 0 });
@@ -195,7 +190,7 @@ describe("wait", () => {
       { code: `await yield_control(); return await tools.slow_echo({ ms: 300, value: 1 });` },
       { toolCallId: "e" },
     );
-    const runId = runIdOf(first);
+    const runId = waitingRunId(first);
     const [a, b] = await Promise.all([
       run.wait({ runId }, { toolCallId: "w1" }),
       run.wait({ runId }, { toolCallId: "w2" }),
@@ -223,7 +218,7 @@ describe("wait", () => {
       { toolCallId: "e" },
     );
     expect(first.status).toBe("waiting");
-    const second = await run.wait({ runId: runIdOf(first) }, { toolCallId: "w" });
+    const second = await run.wait({ runId: waitingRunId(first) }, { toolCallId: "w" });
     expect(second).toMatchObject({ status: "failed", code: "output_limit_exceeded" });
   });
 
@@ -241,7 +236,7 @@ describe("wait", () => {
     const engine = newEngine({ timeoutMs: 2000 }, { store });
     const run = prepare(engine);
     const first = await run.exec({ code: "await yield_control(); return 1" }, { toolCallId: "e" });
-    const result = await run.wait({ runId: runIdOf(first) }, { toolCallId: "w" });
+    const result = await run.wait({ runId: waitingRunId(first) }, { toolCallId: "w" });
     expect(result).toMatchObject({ status: "failed", code: "snapshot_restore_failed" });
     await store.close();
   });
@@ -252,8 +247,8 @@ describe("engine-level telemetry", () => {
     const engine = newEngine({ timeoutMs: 2000 });
     const run = prepare(engine);
     const first = await run.exec({ code: "await yield_control(); return 1" }, { toolCallId: "e" });
-    await run.wait({ runId: runIdOf(first) }, { toolCallId: "w" });
-    await run.wait({ runId: runIdOf(first) }, { toolCallId: "w2" });
+    await run.wait({ runId: waitingRunId(first) }, { toolCallId: "w" });
+    await run.wait({ runId: waitingRunId(first) }, { toolCallId: "w2" });
     expect(engine.stats.snapshotEvents).toMatchObject({ stored: 1, resumed: 1, deleted: 1, refused: 1 });
     expect(engine.stats).toMatchObject({
       execCount: 1,
