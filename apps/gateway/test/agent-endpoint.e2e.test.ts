@@ -7,6 +7,15 @@ import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/reso
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { baseConfig, type HttpGateway, makeSetup, startHttpGateway } from "./harness.js";
+import {
+  type AgentGateways,
+  lastToolResult,
+  rejectionOf,
+  startAgentGateways,
+  type UpstreamBody,
+  upstreamMessages,
+  upstreamToolNames,
+} from "./support/agent-endpoint.js";
 
 const ALICE = "agent-alice-token-0123456789";
 const BOB = "agent-bob-token-0123456789abc";
@@ -31,67 +40,33 @@ const CLIENT_TOOLS: ChatCompletionTool[] = [
   },
 ];
 
-type Body = Record<string, unknown>;
-const toolNames = (body: Body | undefined) =>
-  ((body?.tools ?? []) as Array<{ function: { name: string } }>).map((tool) => tool.function.name);
-const messagesOf = (body: Body | undefined) => (body?.messages ?? []) as Array<Record<string, unknown>>;
-/** The last tool message of an upstream body (the exec result the model reads), parsed. */
-const lastToolResult = (body: Body) => {
-  const tool = messagesOf(body)
-    .filter((message) => message.role === "tool")
-    .at(-1);
-  return JSON.parse(String(tool?.content)) as Record<string, unknown>;
-};
-
 function client(gateway: HttpGateway, token = ALICE, headers: Record<string, string> = {}): OpenAI {
   return new OpenAI({ baseURL: `${gateway.url}v1`, apiKey: token, maxRetries: 0, defaultHeaders: headers });
 }
 
-async function apiError(promise: Promise<unknown>): Promise<InstanceType<typeof OpenAI.APIError>> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof OpenAI.APIError) return error;
-    throw error;
-  }
-  throw new Error("expected the request to fail");
-}
+const apiError = (promise: Promise<unknown>) => rejectionOf(promise, OpenAI.APIError);
 
 describe("the agent endpoint: POST /v1/chat/completions", () => {
   let upstream: ScriptedUpstream;
+  let gateways: AgentGateways;
   let gateway: HttpGateway;
   let off: HttpGateway;
 
   beforeAll(async () => {
     upstream = await startScriptedUpstream();
-    const agent = {
-      upstream: { baseUrl: upstream.baseUrl, apiKey: "upstream-key-123", timeoutMs: 2500 },
-      maxModelTurns: 4,
-    };
-    const http = {
+    gateways = await startAgentGateways(upstream, {
       tokens: [
         { name: "alice", token: ALICE },
         { name: "bob", token: BOB },
       ],
-    };
-    [gateway, off] = await Promise.all([
-      startHttpGateway(
-        makeSetup(
-          baseConfig({
-            tools: { codeMode: { enabled: true, timeoutMs: 3000 }, deny: ["core:codecell:write_file"] },
-            http,
-            agent,
-          }),
-        ).configPath,
-      ),
-      startHttpGateway(
-        makeSetup(baseConfig({ tools: { codeMode: false }, mcpServers: {}, http, agent })).configPath,
-      ),
-    ]);
+      codeModeConfig: {
+        tools: { codeMode: { enabled: true, timeoutMs: 3000 }, deny: ["core:codecell:write_file"] },
+      },
+    });
+    ({ codeMode: gateway, passThrough: off } = gateways);
   });
   afterAll(async () => {
-    await gateway?.stop();
-    await off?.stop();
+    await gateways?.stop();
     await upstream?.close();
   });
   beforeEach(() => {
@@ -155,7 +130,7 @@ describe("the agent endpoint: POST /v1/chat/completions", () => {
         tools: CLIENT_TOOLS,
       });
       expect(upstream.bodies).toHaveLength(2);
-      for (const body of upstream.bodies) expect(toolNames(body)).toEqual(["exec", "wait"]);
+      for (const body of upstream.bodies) expect(upstreamToolNames(body)).toEqual(["exec", "wait"]);
       // The client's tool schemas never reach the model directly.
       expect(JSON.stringify(upstream.bodies[0]?.tools)).not.toContain("Ask the user to pick a file");
       const ids = lastToolResult(upstream.bodies[1]!).value as string[];
@@ -237,7 +212,7 @@ describe("the agent endpoint: POST /v1/chat/completions", () => {
       expect(second.choices[0]?.finish_reason).toBe("stop");
       expect(second.choices[0]?.message.content).toContain("picked README.md");
       // The model saw its own exec call and the cell's result, never the client's select_file call.
-      const resumed = messagesOf(upstream.bodies[1]);
+      const resumed = upstreamMessages(upstream.bodies[1]);
       expect(resumed.map((message) => message.role)).toEqual(["user", "assistant", "tool"]);
       expect(JSON.stringify(resumed)).not.toContain('select_file","arguments');
       expect(lastToolResult(upstream.bodies[1]!)).toMatchObject({
@@ -255,7 +230,9 @@ describe("the agent endpoint: POST /v1/chat/completions", () => {
         ).json()) as { entries: Array<Record<string, unknown>> };
       const { entries } = await trajectoryOf(ALICE);
       const execCall =
-        messagesOf(upstream.bodies[0]).length === 1 ? messagesOf(upstream.bodies[1])[1] : undefined;
+        upstreamMessages(upstream.bodies[0]).length === 1
+          ? upstreamMessages(upstream.bodies[1])[1]
+          : undefined;
       const execId = (execCall?.tool_calls as Array<{ id: string }> | undefined)?.[0]?.id;
       expect(entries.find((entry) => entry.kind === "control" && entry.tool === "exec")).toMatchObject({
         toolCallId: execId,
@@ -276,7 +253,7 @@ describe("the agent endpoint: POST /v1/chat/completions", () => {
       upstream.script({ text: "All done." });
       const third = await openai.chat.completions.create({ model: "m", messages, tools: CLIENT_TOOLS });
       expect(third.choices[0]?.message.content).toBe("All done.");
-      const next = messagesOf(upstream.bodies[2]);
+      const next = upstreamMessages(upstream.bodies[2]);
       expect(next.map((message) => message.role)).toEqual(["user", "assistant", "tool", "assistant", "user"]);
       expect(JSON.stringify(next[1])).toContain("tools.select_file");
     });
@@ -360,7 +337,7 @@ describe("the agent endpoint: POST /v1/chat/completions", () => {
       expect(asked).toEqual(["*.json"]);
       expect(result.text).toBe("The cell says: size of package.json: 512");
       expect(result.steps).toHaveLength(2);
-      for (const body of upstream.bodies) expect(toolNames(body)).toEqual(["exec", "wait"]);
+      for (const body of upstream.bodies) expect(upstreamToolNames(body)).toEqual(["exec", "wait"]);
     });
 
     it("streams: the openai client's stream helpers read the answer, the handed-out calls and the summed usage", async () => {
@@ -608,7 +585,7 @@ describe("the agent endpoint: POST /v1/chat/completions", () => {
       expect(retried.choices[0]?.message.content).toBe("value 42");
       // The retry went straight to the model with the cell's result; the cell did not run again.
       expect(upstream.bodies).toHaveLength(3);
-      expect(messagesOf(upstream.bodies[2]).map((message) => message.role)).toEqual([
+      expect(upstreamMessages(upstream.bodies[2]).map((message) => message.role)).toEqual([
         "user",
         "assistant",
         "tool",

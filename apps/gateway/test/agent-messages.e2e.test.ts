@@ -2,7 +2,16 @@ import Anthropic from "@anthropic-ai/sdk";
 import type { MessageParam, Tool } from "@anthropic-ai/sdk/resources/messages";
 import { type ScriptedUpstream, startScriptedUpstream } from "@codecell/agent/testing";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { baseConfig, type HttpGateway, makeSetup, startHttpGateway } from "./harness.js";
+import type { HttpGateway } from "./harness.js";
+import {
+  type AgentGateways,
+  lastToolResult,
+  rejectionOf,
+  startAgentGateways,
+  type UpstreamBody,
+  upstreamMessages,
+  upstreamToolNames,
+} from "./support/agent-endpoint.js";
 
 const ALICE = "agent-alice-token-0123456789";
 
@@ -20,17 +29,6 @@ const CLIENT_TOOLS: Tool[] = [
   },
 ];
 
-type Body = Record<string, unknown>;
-const toolNames = (body: Body | undefined) =>
-  ((body?.tools ?? []) as Array<{ function: { name: string } }>).map((tool) => tool.function.name);
-const messagesOf = (body: Body | undefined) => (body?.messages ?? []) as Array<Record<string, unknown>>;
-const lastToolResult = (body: Body) => {
-  const tool = messagesOf(body)
-    .filter((message) => message.role === "tool")
-    .at(-1);
-  return JSON.parse(String(tool?.content)) as Record<string, unknown>;
-};
-
 /** The message of a Messages API error body, as the client got it. */
 const messageOf = (error: InstanceType<typeof Anthropic.APIError>) =>
   String((error.error as { error?: { message?: unknown } } | undefined)?.error?.message);
@@ -44,47 +42,24 @@ function client(gateway: HttpGateway, headers: Record<string, string> = {}): Ant
   });
 }
 
-async function apiError(promise: Promise<unknown>): Promise<InstanceType<typeof Anthropic.APIError>> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof Anthropic.APIError) return error;
-    throw error;
-  }
-  throw new Error("expected the request to fail");
-}
+const apiError = (promise: Promise<unknown>) => rejectionOf(promise, Anthropic.APIError);
 
 describe("the agent endpoint: POST /v1/messages on a Chat Completions upstream", () => {
   let upstream: ScriptedUpstream;
+  let gateways: AgentGateways;
   let gateway: HttpGateway;
   let off: HttpGateway;
 
   beforeAll(async () => {
     upstream = await startScriptedUpstream();
-    const agent = {
-      upstream: { baseUrl: upstream.baseUrl, apiKey: "upstream-key-123", timeoutMs: 2500 },
-      maxModelTurns: 4,
-    };
-    const http = { tokens: [{ name: "alice", token: ALICE }] };
-    [gateway, off] = await Promise.all([
-      startHttpGateway(
-        makeSetup(
-          baseConfig({
-            tools: { codeMode: { enabled: true, timeoutMs: 3000 } },
-            mcpServers: {},
-            http,
-            agent,
-          }),
-        ).configPath,
-      ),
-      startHttpGateway(
-        makeSetup(baseConfig({ tools: { codeMode: false }, mcpServers: {}, http, agent })).configPath,
-      ),
-    ]);
+    gateways = await startAgentGateways(upstream, {
+      tokens: [{ name: "alice", token: ALICE }],
+      codeModeConfig: { tools: { codeMode: { enabled: true, timeoutMs: 3000 } }, mcpServers: {} },
+    });
+    ({ codeMode: gateway, passThrough: off } = gateways);
   });
   afterAll(async () => {
-    await gateway?.stop();
-    await off?.stop();
+    await gateways?.stop();
     await upstream?.close();
   });
   beforeEach(() => {
@@ -111,11 +86,11 @@ describe("the agent endpoint: POST /v1/messages on a Chat Completions upstream",
       });
       expect(upstream.bodies).toHaveLength(2);
       for (const body of upstream.bodies) {
-        expect(toolNames(body)).toEqual(["exec", "wait"]);
+        expect(upstreamToolNames(body)).toEqual(["exec", "wait"]);
         expect(body).toMatchObject({ max_tokens: 256, temperature: 0.3 });
       }
       expect(JSON.stringify(upstream.bodies[0]?.tools)).not.toContain("Ask the user to pick a file");
-      expect(messagesOf(upstream.bodies[0])).toEqual([
+      expect(upstreamMessages(upstream.bodies[0])).toEqual([
         { role: "system", content: "You are terse." },
         { role: "user", content: "what tools are there?" },
       ]);
@@ -177,7 +152,7 @@ describe("the agent endpoint: POST /v1/messages on a Chat Completions upstream",
       const text = second.content[0]!;
       expect(text.type === "text" && text.text).toContain("picked README.md");
       // The model saw its own exec call and the cell's result, never the client's select_file call.
-      const resumed = messagesOf(upstream.bodies[1]);
+      const resumed = upstreamMessages(upstream.bodies[1]);
       expect(resumed.map((message) => message.role)).toEqual(["user", "assistant", "tool"]);
       expect(lastToolResult(upstream.bodies[1]!)).toMatchObject({
         status: "completed",
@@ -194,7 +169,7 @@ describe("the agent endpoint: POST /v1/messages on a Chat Completions upstream",
         tools: CLIENT_TOOLS,
       });
       expect(third.content).toEqual([{ type: "text", text: "All done." }]);
-      const next = messagesOf(upstream.bodies[2]);
+      const next = upstreamMessages(upstream.bodies[2]);
       expect(next.map((message) => message.role)).toEqual(["user", "assistant", "tool", "assistant", "user"]);
       expect(JSON.stringify(next[1])).toContain("tools.select_file");
     });
@@ -272,7 +247,7 @@ describe("the agent endpoint: POST /v1/messages on a Chat Completions upstream",
         ],
         tools: CLIENT_TOOLS,
       });
-      expect(messagesOf(upstream.bodies[0])[0]).toEqual({
+      expect(upstreamMessages(upstream.bodies[0])[0]).toEqual({
         role: "user",
         content: [
           { type: "text", text: "what is this?" },
@@ -387,7 +362,7 @@ describe("the agent endpoint: POST /v1/messages on a Chat Completions upstream",
           { role: "user", content: "pick a file" },
         ],
       });
-      expect(toolNames(upstream.bodies[0])).toEqual(["select_file", "open_tab"]);
+      expect(upstreamToolNames(upstream.bodies[0])).toEqual(["select_file", "open_tab"]);
       expect(JSON.stringify(upstream.bodies[0]?.tools)).toContain("Ask the user to pick a file");
       expect(answer.stop_reason).toBe("tool_use");
       expect(answer.content).toEqual([
@@ -407,7 +382,7 @@ describe("the agent endpoint: POST /v1/messages on a Chat Completions upstream",
         ],
         tools: CLIENT_TOOLS,
       });
-      expect(messagesOf(upstream.bodies[1]).slice(1)).toEqual([
+      expect(upstreamMessages(upstream.bodies[1]).slice(1)).toEqual([
         {
           role: "assistant",
           content: null,
@@ -442,7 +417,7 @@ describe("the agent endpoint: POST /v1/messages on a Chat Completions upstream",
       });
       expect(none.content).toEqual([{ type: "text", text: "no tools wanted" }]);
       expect(upstream.bodies[1]).toMatchObject({ tool_choice: "none" });
-      expect(toolNames(upstream.bodies[1])).toEqual(["select_file", "open_tab"]);
+      expect(upstreamToolNames(upstream.bodies[1])).toEqual(["select_file", "open_tab"]);
     });
   });
 

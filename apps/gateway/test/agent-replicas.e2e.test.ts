@@ -6,6 +6,8 @@ import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/reso
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningRedis, redisSkipReason, startRedisServer } from "../../../scripts/redis-server.mjs";
 import { baseConfig, type HttpGateway, makeSetup, startHttpGateway } from "./harness.js";
+import { lastToolResult } from "./support/agent-endpoint.js";
+import { redisSnapshotStore } from "./support/replicas.js";
 
 const TOKEN = "agent-replica-token-0123456789";
 const SECRET = "agent-replica-integrity-secret-0123456789abcdef";
@@ -19,11 +21,6 @@ const TOOLS: ChatCompletionTool[] = [
     },
   },
 ];
-
-const lastToolResult = (body: Record<string, unknown>) => {
-  const messages = body.messages as Array<Record<string, unknown>>;
-  return JSON.parse(String(messages.filter((message) => message.role === "tool").at(-1)?.content));
-};
 
 if (redisSkipReason) console.warn(redisSkipReason);
 
@@ -42,12 +39,7 @@ describe.skipIf(redisSkipReason !== null)("agent endpoint replicas on one Redis"
         tools: { codeMode: { enabled: true, timeoutMs: 3000 } },
         mcpServers: {},
         http: { tokens: [{ name: "alice", token: TOKEN }] },
-        snapshotStore: {
-          kind: "redis",
-          url: "${REDIS_URL}",
-          secret: "${CODECELL_SNAPSHOT_SECRET}",
-          keyPrefix: "agent:",
-        },
+        snapshotStore: redisSnapshotStore("agent:"),
         agent: { upstream: { baseUrl: upstream.baseUrl } },
       }),
     ).configPath;

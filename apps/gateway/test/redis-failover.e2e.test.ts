@@ -7,15 +7,8 @@ import {
   startRedisSentinel,
   startRedisServer,
 } from "../../../scripts/redis-server.mjs";
-import {
-  baseConfig,
-  type Connected,
-  callCodeMode,
-  connectHttp,
-  type HttpGateway,
-  makeSetup,
-  startHttpGateway,
-} from "./harness.js";
+import { baseConfig, type Connected, callCodeMode, type HttpGateway, makeSetup } from "./harness.js";
+import { ReplicaFleet } from "./support/replicas.js";
 
 const TOKEN = "redis-failover-token-0123456789";
 const SECRET = "redis-failover-integrity-secret-0123456789abcdef";
@@ -35,8 +28,8 @@ describe.skipIf(redisSkipReason !== null)("replicas through a Redis Sentinel fai
   let master: RunningRedis;
   let standby: RunningRedis;
   let sentinel: RunningSentinel;
-  const gateways: HttpGateway[] = [];
-  const clients: Connected[] = [];
+  const fleet = new ReplicaFleet(HEADERS);
+  const gateways = fleet.gateways;
 
   beforeAll(async () => {
     master = await startRedisServer();
@@ -69,29 +62,25 @@ describe.skipIf(redisSkipReason !== null)("replicas through a Redis Sentinel fai
         },
       }),
     );
-    for (const gateway of await Promise.all(
+    await Promise.all(
       [0, 1].map(() =>
-        startHttpGateway(setup.configPath, { env: { CODECELL_SNAPSHOT_SECRET: SECRET }, detached: true }),
+        fleet.start(setup.configPath, {
+          env: { CODECELL_SNAPSHOT_SECRET: SECRET },
+          detached: true,
+          warm: false,
+        }),
       ),
-    )) {
-      gateways.push(gateway);
-    }
+    );
   });
-  afterEach(async () => {
-    for (const client of clients.splice(0)) await client.close().catch(() => {});
-  });
+  afterEach(() => fleet.closeClients());
   afterAll(async () => {
-    for (const gateway of gateways.splice(0)) await gateway.stop();
+    await fleet.stopAll();
     await sentinel?.stop();
     await standby?.stop();
     await master?.stop();
   });
 
-  async function client(gateway: HttpGateway): Promise<Connected> {
-    const connected = await connectHttp(gateway.mcpUrl, {}, { headers: HEADERS });
-    clients.push(connected);
-    return connected;
-  }
+  const client = (gateway: HttpGateway): Promise<Connected> => fleet.client(gateway);
 
   /** Repeats `action` while it answers runtime_unavailable (the failover under way), at most 60 times. */
   async function onceRedisAnswers(

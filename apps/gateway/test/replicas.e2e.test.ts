@@ -1,15 +1,8 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: config files use ${ENV} references
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type RunningRedis, redisSkipReason, startRedisServer } from "../../../scripts/redis-server.mjs";
-import {
-  baseConfig,
-  type Connected,
-  callCodeMode,
-  connectHttp,
-  type HttpGateway,
-  makeSetup,
-  startHttpGateway,
-} from "./harness.js";
+import { baseConfig, type Connected, callCodeMode, type HttpGateway, makeSetup } from "./harness.js";
+import { ReplicaFleet, redisSnapshotStore } from "./support/replicas.js";
 
 const TOKEN = "replica-test-token-0123456789";
 const SECRET = "replica-test-integrity-secret-0123456789abcdef";
@@ -25,8 +18,7 @@ if (redisSkipReason) console.warn(redisSkipReason);
 describe.skipIf(redisSkipReason !== null)("gateway replicas on one Redis", () => {
   let redis: RunningRedis;
   let configPath: string;
-  const gateways: HttpGateway[] = [];
-  const clients: Connected[] = [];
+  const fleet = new ReplicaFleet(HEADERS);
 
   beforeAll(async () => {
     redis = await startRedisServer();
@@ -35,48 +27,20 @@ describe.skipIf(redisSkipReason !== null)("gateway replicas on one Redis", () =>
         tools: { codeMode: { enabled: true, timeoutMs: 2500 }, allow: ["*", "core:codecell:exec"] },
         mcpServers: {},
         http: { tokens: [{ name: "alice", token: TOKEN }] },
-        snapshotStore: {
-          kind: "redis",
-          url: "${REDIS_URL}",
-          secret: "${CODECELL_SNAPSHOT_SECRET}",
-          keyPrefix: "replicas:",
-          replicaLeaseMs: 1500,
-          maxLiveRuns: 500,
-        },
+        snapshotStore: redisSnapshotStore("replicas:", { replicaLeaseMs: 1500, maxLiveRuns: 500 }),
       }),
     ).configPath;
   });
-  afterEach(async () => {
-    for (const client of clients.splice(0)) await client.close().catch(() => {});
-  });
+  afterEach(() => fleet.closeClients());
   afterAll(async () => {
-    for (const gateway of gateways.splice(0)) await gateway.stop();
+    await fleet.stopAll();
     await redis?.stop();
   });
 
-  /** A started replica whose sandbox has run a first cell (a cold VM is slow on a busy machine). */
-  async function replica(): Promise<HttpGateway> {
-    const gateway = await startHttpGateway(configPath, {
-      env: { REDIS_URL: redis.url, CODECELL_SNAPSHOT_SECRET: SECRET },
-    });
-    gateways.push(gateway);
-    const warm = await connectHttp(gateway.mcpUrl, {}, { headers: HEADERS });
-    try {
-      // Bounded: a cold start that misses the deadline leaves a warm worker for the next try.
-      for (let attempt = 0; attempt < 4; attempt += 1) {
-        if ((await callCodeMode(warm.client, "exec", { code: "return 1" })).status === "completed") break;
-      }
-    } finally {
-      await warm.close();
-    }
-    return gateway;
-  }
-
-  async function client(gateway: HttpGateway): Promise<Connected> {
-    const connected = await connectHttp(gateway.mcpUrl, {}, { headers: HEADERS });
-    clients.push(connected);
-    return connected;
-  }
+  /** A started, warmed replica. */
+  const replica = () =>
+    fleet.start(configPath, { env: { REDIS_URL: redis.url, CODECELL_SNAPSHOT_SECRET: SECRET } });
+  const client = (gateway: HttpGateway) => fleet.client(gateway);
 
   async function waitUntilDone(on: Connected, runId: string): Promise<Result> {
     let result = await callCodeMode(on.client, "wait", { runId });

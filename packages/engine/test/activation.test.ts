@@ -3,7 +3,7 @@ import { clearCodeModeNamespacesForTest } from "@codecell/namespaces";
 import { createSandboxPool } from "@codecell/sandbox";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { assertCodeModePayload, createCodeModeEngine } from "../src/index.js";
-import { context, hostTools, registerNotesNamespace, TestExecutor } from "./support.js";
+import { completedValue, context, hostTools, registerNotesNamespace, TestExecutor } from "./support.js";
 
 const engine = createCodeModeEngine({ config: { enabled: true } });
 afterAll(() => engine.close());
@@ -112,7 +112,7 @@ describe("activation", () => {
     const run = prepare();
     const result = await run.exec({ code: "return ALL_TOOLS.map((tool) => tool.id)" }, { toolCallId: "t1" });
     expect(result).toMatchObject({ status: "completed" });
-    const ids = (result as { value: string[] }).value;
+    const ids = completedValue<string[]>(result);
     expect(ids).toContain("core:host:exec");
     expect(ids).not.toContain("core:host:wait");
     expect(ids).not.toContain("core:host:tool_search");

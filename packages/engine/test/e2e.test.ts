@@ -11,7 +11,15 @@ import {
   type PrepareRunOptions,
   trajectoryTree,
 } from "../src/index.js";
-import { context, hostTools, registerNotesNamespace, startMemoryServer, TestExecutor } from "./support.js";
+import {
+  completedValue,
+  context,
+  hostTools,
+  registerNotesNamespace,
+  startMemoryServer,
+  TestExecutor,
+  waitingRunId,
+} from "./support.js";
 
 /**
  * A deterministic stand-in for an LLM provider: it records the tool payload of every request and
@@ -124,7 +132,7 @@ it("with code mode enabled, runs the end-to-end plan across all four sources", a
         `,
       },
     }),
-    (previous) => ({ tool: "wait", input: { runId: (previous as { runId: string }).runId } }),
+    (previous) => ({ tool: "wait", input: { runId: waitingRunId(previous) } }),
     (previous) =>
       previous?.status === "waiting" ? { tool: "wait", input: { runId: previous.runId } } : null,
   ]);
@@ -146,7 +154,7 @@ it("with code mode enabled, runs the end-to-end plan across all four sources", a
       denied: "invalid_input",
     },
   });
-  const ids = (first as { value: { ids: string[] } }).value.ids;
+  const ids = completedValue<{ ids: string[] }>(first).ids;
   expect(ids).toEqual(
     expect.arrayContaining(["core:host:read_file", "plugin:notes:notes_add", "client:app:select_file"]),
   );
@@ -185,7 +193,7 @@ it("with code mode enabled, runs the end-to-end plan across all four sources", a
   expect(readGraph.map((call) => [call.tool, call.status, call.via])).toEqual([
     ["mcp:memory:read_graph", "completed", "mcp"],
   ]);
-  expect(tree[1]!.codeModeRunId).toBe((second as { runId: string }).runId);
+  expect(tree[1]!.codeModeRunId).toBe(waitingRunId(second));
   expect(() => importTrajectory({ format: "other", entries: [] })).toThrow("Not a codecell trajectory");
 
   // Completed: no snapshot left behind.
@@ -210,9 +218,7 @@ it("timeout, abort and expiry clean up the runtime state", async () => {
   const expiring = await prepared.exec({ code: "await yield_control(); return 1" }, { toolCallId: "t2" });
   expect(await store.stats()).toMatchObject({ live: 1 });
   await new Promise((resolve) => setTimeout(resolve, 2100));
-  expect(
-    await prepared.wait({ runId: (expiring as { runId: string }).runId }, { toolCallId: "t3" }),
-  ).toMatchObject({
+  expect(await prepared.wait({ runId: waitingRunId(expiring) }, { toolCallId: "t3" })).toMatchObject({
     code: "snapshot_expired",
   });
   expect(await store.stats()).toMatchObject({ live: 0 });
@@ -226,9 +232,7 @@ it("timeout, abort and expiry clean up the runtime state", async () => {
   controller.abort();
   await new Promise((resolve) => setTimeout(resolve, 50));
   expect(await store.stats()).toMatchObject({ live: 0 });
-  expect(
-    await prepared.wait({ runId: (waiting as { runId: string }).runId }, { toolCallId: "t5" }),
-  ).toMatchObject({
+  expect(await prepared.wait({ runId: waitingRunId(waiting) }, { toolCallId: "t5" })).toMatchObject({
     code: "aborted",
   });
   await engine.close();

@@ -4,7 +4,14 @@ import type { CodeModeResult } from "@codecell/contract";
 import { clearCodeModeNamespacesForTest } from "@codecell/namespaces";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createCodeModeEngine } from "../src/index.js";
-import { context, hostTools, registerNotesNamespace, startMemoryServer, TestExecutor } from "./support.js";
+import {
+  context,
+  failedError,
+  hostTools,
+  registerNotesNamespace,
+  startMemoryServer,
+  TestExecutor,
+} from "./support.js";
 
 let memory: Awaited<ReturnType<typeof startMemoryServer>>;
 const engine = createCodeModeEngine({
@@ -412,7 +419,7 @@ return lines.length;`;
       const run = jsOnly.prepareRun({ tools: hostTools, context: context(), executor });
       const result = await run.exec({ code: "const n: number = 1;\nreturn n" }, { toolCallId: "ts-off" });
       expect(result).toMatchObject({ status: "failed", code: "invalid_input" });
-      expect((result as { error: string }).error).toContain(
+      expect(failedError(result)).toContain(
         'The cell looks like TypeScript (it parses once its types are removed), and TypeScript is not enabled here: write it as JavaScript without type annotations, or ask for the setting tools.codeMode.languages: ["javascript", "typescript"].',
       );
       expect(executor.calls).toEqual([]);

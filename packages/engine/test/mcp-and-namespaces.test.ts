@@ -5,7 +5,14 @@ import { clearCodeModeNamespacesForTest, type NamespaceRuntime } from "@codecell
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildGuestSurface } from "../src/guest-surface.js";
 import { createCodeModeEngine, type McpServerRequest } from "../src/index.js";
-import { context, hostTools, registerNotesNamespace, startMemoryServer, TestExecutor } from "./support.js";
+import {
+  completedValue,
+  context,
+  hostTools,
+  registerNotesNamespace,
+  startMemoryServer,
+  TestExecutor,
+} from "./support.js";
 
 let mcp: McpConnector;
 let memory: Awaited<ReturnType<typeof startMemoryServer>>;
@@ -64,7 +71,7 @@ describe("MCP in the guest", () => {
       status: "completed",
       value: { paths: ["mcp/index.d.ts", "mcp/memory.d.ts"], hasCreate: true },
     });
-    expect((result as { value: { refused: string } }).value.refused).toBeTruthy();
+    expect(completedValue<{ refused: string }>(result).refused).toBeTruthy();
     expect(result.telemetry.nested).toMatchObject({ calls: 0, searches: 0, describes: 0 });
     expect(executor.calls).toHaveLength(0);
   });
@@ -87,7 +94,7 @@ describe("MCP in the guest", () => {
       { toolCallId: "e-api" },
     );
     expect(result.status).toBe("completed");
-    const read = (result as { value: Array<{ path: string; bytes: number; text: string }> }).value;
+    const read = completedValue<Array<{ path: string; bytes: number; text: string }>>(result);
     expect(read.map((file) => file.path)).toEqual(["mcp/index.d.ts", "mcp/memory.d.ts"]);
     const rendered = renderMcpDeclarations(mcp.describeServers());
     for (const file of read) {
@@ -132,7 +139,7 @@ describe("MCP in the guest", () => {
       { toolCallId: "e2" },
     );
     expect(result.status).toBe("completed");
-    const value = (result as { value: Record<string, unknown> }).value;
+    const value = completedValue<Record<string, unknown>>(result);
     expect(value.text).toContain("Ada");
     expect(value.header).toContain("readGraph");
     expect(value.inAllTools).toBe(false);

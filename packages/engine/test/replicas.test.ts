@@ -4,7 +4,7 @@ import { openSnapshotStore, RedisSnapshotBackend, type SnapshotStore } from "@co
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type RunningRedis, redisSkipReason, startRedisServer } from "../../../scripts/redis-server.mjs";
 import { type CodeModeEngine, createCodeModeEngine } from "../src/index.js";
-import { context, hostTools, TestExecutor } from "./support.js";
+import { completedValue, context, hostTools, TestExecutor, waitingRunId } from "./support.js";
 
 const SECRET = "engine-replica-test-secret-0123456789abcdef";
 
@@ -109,7 +109,7 @@ describe.skipIf(redisSkipReason !== null)("wait on another replica (Redis store)
       status: "waiting",
       pendingToolCalls: [{ toolId: "core:host:slow_echo" }],
     });
-    const result = await waitUntilDone(b, (first as { runId: string }).runId);
+    const result = await waitUntilDone(b, waitingRunId(first));
     expect(result).toMatchObject({ status: "completed", value: { value: "slow result" } });
     expect(a.executor.calls.map((call) => call.toolId)).toEqual(["core:host:slow_echo"]);
     expect(b.executor.calls).toEqual([]);
@@ -155,9 +155,9 @@ describe.skipIf(redisSkipReason !== null)("wait on another replica (Redis store)
     );
     expect(first.status).toBe("waiting");
     await a.close();
-    const result = await waitUntilDone(b, (first as { runId: string }).runId);
+    const result = await waitUntilDone(b, waitingRunId(first));
     expect(result).toMatchObject({ status: "completed", value: { code: "nested_tool_failed" } });
-    expect((result as { value: { message: string } }).value.message).toContain("interrupted");
+    expect(completedValue<{ message: string }>(result).message).toContain("interrupted");
   });
 
   it("drains calls queued beyond maxPendingToolCalls on replica A while a wait on B delivers them in order", async () => {
@@ -185,7 +185,7 @@ describe.skipIf(redisSkipReason !== null)("wait on another replica (Redis store)
     expect(first, JSON.stringify(first)).toMatchObject({ status: "waiting", reason: "pending_tools" });
     const pending = (first as { pendingToolCalls: Array<{ queued?: true }> }).pendingToolCalls;
     expect(pending.slice(-2).map((call) => call.queued)).toEqual([true, true]);
-    const result = await waitUntilDone(b, (first as { runId: string }).runId);
+    const result = await waitUntilDone(b, waitingRunId(first));
     expect(result).toMatchObject({ status: "completed", value: [1, 2, 3, 4, 5, 6] });
     expect(a.executor.calls.map((call) => call.input)).toEqual(
       [1, 2, 3, 4, 5, 6].map((value) => ({ ms: 600, value })),

@@ -9,7 +9,15 @@ import {
 } from "@codecell/namespaces";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { type CodeModeEngine, createCodeModeEngine } from "../src/index.js";
-import { context, hostTools, registerNotesNamespace, TestExecutor } from "./support.js";
+import {
+  completedValue,
+  context,
+  failedError,
+  hostTools,
+  registerNotesNamespace,
+  TestExecutor,
+  waitingRunId,
+} from "./support.js";
 
 const engines: CodeModeEngine[] = [];
 afterAll(async () => {
@@ -30,11 +38,6 @@ function setup(engine: CodeModeEngine, overrides: Partial<Parameters<CodeModeEng
   const wait = (runId: string) => run.wait({ runId }, { toolCallId: `call-${++n}` });
   return { run, executor, exec, wait };
 }
-
-const runIdOf = (result: CodeModeResult) => {
-  expect(result.status).toBe("waiting");
-  return (result as { runId: string }).runId;
-};
 
 // A cell that returns without awaiting a call it started; the call's callback adds output.
 const returnsEarly = (ms: number) => `
@@ -68,7 +71,7 @@ describe('spec "exec": completed only when the guest VM has no pending work', ()
       reason: "pending_tools",
       pendingToolCalls: [{ toolId: "core:host:slow_echo" }],
     });
-    const runId = runIdOf(first);
+    const runId = waitingRunId(first);
     let result = await wait(runId);
     for (let round = 0; round < 5 && result.status === "waiting"; round++) result = await wait(runId);
     expect(result).toMatchObject({
@@ -146,7 +149,7 @@ describe('spec "Guest runtime API": yield_control(reason)', () => {
     });
     const control = engine.exportTrajectory().entries.find((entry) => entry.kind === "control");
     expect(control).toMatchObject({ status: "waiting", yieldReason: "need the user's answer first" });
-    expect(await wait(runIdOf(first))).toMatchObject({ status: "completed", value: 2 });
+    expect(await wait(waitingRunId(first))).toMatchObject({ status: "completed", value: 2 });
   });
 
   it("leaves yieldReason out when the guest gave none, and bounds a long one", async () => {
@@ -310,7 +313,7 @@ describe('spec "Nested tool execution": the trajectory shows nested calls under 
       const fast = await tools.read_file({ path: "a" });
       const slow = await tools.slow_echo({ ms: 1200, value: "late" });
       return [fast.path, slow, (await tools.read_file({ path: "b" })).path];`);
-    const runId = runIdOf(first);
+    const runId = waitingRunId(first);
     let result = await wait(runId);
     while (result.status === "waiting") result = await wait(runId);
     expect(result).toMatchObject({ status: "completed", value: ["a", "late", "b"] });
@@ -440,7 +443,7 @@ describe('spec "Virtual API": API.list rejects unknown prefixes and ./.. segment
     const { exec } = setup(newEngine());
     const result = await exec('return await API.list("nope")');
     expect(result).toMatchObject({ status: "failed", code: "invalid_input" });
-    expect((result as { error: string }).error).toContain(
+    expect(failedError(result)).toContain(
       'API.list: there is no directory or file "nope"; valid prefixes are "mcp", "mcp/index.d.ts", and API.list() lists every file',
     );
   });
@@ -514,12 +517,12 @@ describe('spec "Internal namespaces": scopes per exec, and a cleared plugin leav
     const first = await exec(`
       await tools.slow_echo({ ms: 900, value: 1 });
       try { return await Notes.list(); } catch (error) { return { code: error.code, message: error.message }; }`);
-    const runId = runIdOf(first);
+    const runId = waitingRunId(first);
     clearCodeModeNamespacesForPlugin("notes");
     let result = await wait(runId);
     while (result.status === "waiting") result = await wait(runId);
     expect(result).toMatchObject({ status: "completed", value: { code: "invalid_input" } });
-    expect((result as { value: { message: string } }).value.message).toMatch(/Unknown namespace "notes"/);
+    expect(completedValue<{ message: string }>(result).message).toMatch(/Unknown namespace "notes"/);
     expect(executor.calls.filter((call) => call.via === "namespace")).toEqual([]);
   });
 });

@@ -2,7 +2,13 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { CodeModeError, type HostTool, type JsonValue, markCodeModeControlTool } from "@codecell/contract";
+import {
+  CodeModeError,
+  type CodeModeResult,
+  type HostTool,
+  type JsonValue,
+  markCodeModeControlTool,
+} from "@codecell/contract";
 import { createMcpConnector, type McpConnector } from "@codecell/mcp-connector";
 import { createCodeModeNamespaceTool, registerCodeModeNamespaceForPlugin } from "@codecell/namespaces";
 import type { NestedToolCall, ToolExecutor } from "../src/index.js";
@@ -245,4 +251,31 @@ export function watchEventLoop(): { stop(): { ticks: number; maxGapMs: number; e
       return { ticks, maxGapMs, elapsedMs: now - startedAt };
     },
   };
+}
+
+function describeResult(result: CodeModeResult | undefined): string {
+  return result === undefined ? "no result" : JSON.stringify({ ...result, telemetry: undefined });
+}
+
+/**
+ * The value of a completed result, typed as the test reads it. Fails with the whole result when the
+ * exec did not complete, so a test never reads `undefined` off a failure by mistake.
+ */
+export function completedValue<T = unknown>(result: CodeModeResult | undefined): T {
+  if (result?.status !== "completed")
+    throw new Error(`expected a completed result, got ${describeResult(result)}`);
+  return result.value as T;
+}
+
+/** The error message of a failed result; fails with the whole result otherwise. */
+export function failedError(result: CodeModeResult | undefined): string {
+  if (result?.status !== "failed") throw new Error(`expected a failed result, got ${describeResult(result)}`);
+  return result.error;
+}
+
+/** The run id of a waiting result, to pass to `wait`; fails with the whole result otherwise. */
+export function waitingRunId(result: CodeModeResult | undefined): string {
+  if (result?.status !== "waiting")
+    throw new Error(`expected a waiting result, got ${describeResult(result)}`);
+  return result.runId;
 }

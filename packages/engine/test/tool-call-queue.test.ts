@@ -5,7 +5,7 @@ import type { CodeModeResult, JsonValue } from "@codecell/contract";
 import { openSnapshotStore, type SnapshotStore, SqliteSnapshotBackend } from "@codecell/snapshot-store";
 import { afterAll, describe, expect, it } from "vitest";
 import { type CodeModeEngine, createCodeModeEngine, type NestedToolCall } from "../src/index.js";
-import { context, hostTools, TestExecutor } from "./support.js";
+import { completedValue, context, failedError, hostTools, TestExecutor, waitingRunId } from "./support.js";
 
 // Spec, "Limits": `maxPendingToolCalls` bounds the nested tool calls
 // in flight at once. codecell keeps that bound and lets further calls wait their turn in order, up to
@@ -114,7 +114,7 @@ describe("calls beyond maxPendingToolCalls wait their turn", () => {
       return await Promise.all(calls);
     `);
     expect(caught.status).toBe("completed");
-    const values = (caught as { value: unknown[] }).value;
+    const values = completedValue<unknown[]>(caught);
     expect(values.slice(0, 5)).toEqual([1, 2, 3, 4, 5]);
     const [code, message] = values[5] as [string, string];
     expect(code).toBe("too_many_pending_tool_calls");
@@ -126,7 +126,7 @@ describe("calls beyond maxPendingToolCalls wait their turn", () => {
       return await Promise.all([1, 2, 3, 4, 5, 6].map((i) => tools.slow_echo({ ms: 5, value: i })));
     `);
     expect(uncaught).toMatchObject({ status: "failed", code: "too_many_pending_tool_calls" });
-    expect((uncaught as { error: string }).error).toContain("maxQueuedToolCalls");
+    expect(failedError(uncaught)).toContain("maxQueuedToolCalls");
     expect(uncaught.telemetry.limitFailures.pendingToolCalls).toBe(1);
   });
 
@@ -142,7 +142,7 @@ describe("calls beyond maxPendingToolCalls wait their turn", () => {
       return await Promise.all([1, 2, 3, 4, 5].map((i) => tools.slow_echo({ ms: 20, value: i })));
     `);
     expect(uncaught).toMatchObject({ status: "failed", code: "too_many_pending_tool_calls" });
-    expect((uncaught as { error: string }).error).toContain("maxPendingToolCalls is 4");
+    expect(failedError(uncaught)).toContain("maxPendingToolCalls is 4");
     expect(uncaught.telemetry.limitFailures.pendingToolCalls).toBe(1);
   });
 });
@@ -175,7 +175,7 @@ describe("searches, describes and yields take no maxPendingToolCalls slot", () =
       return await slow;
     `);
     expect(first).toMatchObject({ status: "waiting", reason: "yield" });
-    const done = await wait((first as { runId: string }).runId);
+    const done = await wait(waitingRunId(first));
     expect(done).toMatchObject({ status: "completed", value: "slow" });
   });
 });
@@ -235,7 +235,7 @@ describe("queued calls across a wait", () => {
         await new Promise((resolve) => setTimeout(resolve, 25));
       }
       expect(executor.startOrder).toEqual(range(8));
-      const runId = (first as { runId: string }).runId;
+      const runId = waitingRunId(first);
       const store = await engine.store;
       const { agentId, sessionKey, sessionId, runId: parentRunId } = context();
       let recorded: JsonValue[] = [];
@@ -262,7 +262,7 @@ describe("queued calls across a wait", () => {
       return await Promise.all(Array.from({ length: 20 }, (_, i) => tools.slow_echo({ ms: 2, value: i + 1 })));
     `);
     expect(first).toMatchObject({ status: "waiting", reason: "pending_tools" });
-    const waited = wait((first as { runId: string }).runId);
+    const waited = wait(waitingRunId(first));
     executor.open();
     const done = await waited;
     expect(done).toMatchObject({ status: "completed", value: range(20) });

@@ -2,7 +2,7 @@ import type { CodeModeResult } from "@codecell/contract";
 import { MemorySnapshotBackend, openSnapshotStore } from "@codecell/snapshot-store";
 import { afterAll, describe, expect, it } from "vitest";
 import { type CodeModeEngine, createCodeModeEngine } from "../src/index.js";
-import { context, hostTools, TestExecutor } from "./support.js";
+import { context, failedError, hostTools, TestExecutor, waitingRunId } from "./support.js";
 
 // Each case runs with the sandbox on worker threads and on the host's own thread (sandbox.thread).
 describe.each(["worker", "in-thread"] as const)("sandbox thread: %s", (thread) => {
@@ -36,11 +36,6 @@ describe.each(["worker", "in-thread"] as const)("sandbox thread: %s", (thread) =
     });
   }
 
-  const runIdOf = (result: CodeModeResult) => {
-    expect(result.status).toBe("waiting");
-    return (result as { runId: string }).runId;
-  };
-
   const slowCell = `
   text("before");
   const value = await tools.slow_echo({ ms: 600, value: "slow result" });
@@ -60,7 +55,7 @@ describe.each(["worker", "in-thread"] as const)("sandbox thread: %s", (thread) =
         output: [{ type: "text", text: "before" }],
       });
       expect(first.telemetry.snapshotEvents).toEqual([expect.objectContaining({ event: "stored" })]);
-      const runId = runIdOf(first);
+      const runId = waitingRunId(first);
       expect(runId.length).toBeGreaterThanOrEqual(22);
       // The call keeps running on the host; wait gets its result (within its own timeout, possibly twice).
       let result = await run.wait({ runId }, { toolCallId: "wait-1" });
@@ -86,7 +81,7 @@ describe.each(["worker", "in-thread"] as const)("sandbox thread: %s", (thread) =
       const first = await prepare(engine).exec({ code: slowCell }, { toolCallId: "exec-1" });
       const later = prepare(engine);
       await new Promise((resolve) => setTimeout(resolve, 700));
-      const result = await later.wait({ runId: runIdOf(first) }, { toolCallId: "wait-1" });
+      const result = await later.wait({ runId: waitingRunId(first) }, { toolCallId: "wait-1" });
       expect(result).toMatchObject({ status: "completed", value: { value: "slow result" } });
     });
 
@@ -103,7 +98,7 @@ describe.each(["worker", "in-thread"] as const)("sandbox thread: %s", (thread) =
         output: [{ type: "text", text: "step 1" }],
       });
       expect(first).not.toHaveProperty("pendingToolCalls");
-      const second = await run.wait({ runId: runIdOf(first) }, { toolCallId: "wait-1" });
+      const second = await run.wait({ runId: waitingRunId(first) }, { toolCallId: "wait-1" });
       expect(second).toMatchObject({
         status: "completed",
         value: 42,
@@ -120,7 +115,7 @@ describe.each(["worker", "in-thread"] as const)("sandbox thread: %s", (thread) =
         },
         { toolCallId: "exec-1" },
       );
-      let result = await run.wait({ runId: runIdOf(first) }, { toolCallId: "wait-1" });
+      let result = await run.wait({ runId: waitingRunId(first) }, { toolCallId: "wait-1" });
       if (result.status === "waiting")
         result = await run.wait({ runId: result.runId }, { toolCallId: "wait-2" });
       expect(result).toMatchObject({ status: "completed", value: "nested_tool_failed" });
@@ -135,15 +130,15 @@ describe.each(["worker", "in-thread"] as const)("sandbox thread: %s", (thread) =
       const engine = newEngine();
       const first = await prepare(engine).exec({ code: slowCell }, { toolCallId: "exec-1" });
       const stranger = prepare(engine, { context: context(scope) });
-      const foreign = await stranger.wait({ runId: runIdOf(first) }, { toolCallId: "w" });
+      const foreign = await stranger.wait({ runId: waitingRunId(first) }, { toolCallId: "w" });
       const unknown = await stranger.wait({ runId: "AAAAAAAAAAAAAAAAAAAAAAAA" }, { toolCallId: "w" });
       expect(foreign).toMatchObject({ status: "failed", code: "invalid_input" });
-      expect((foreign as { error: string }).error.replace(runIdOf(first), "ID")).toBe(
-        (unknown as { error: string }).error.replace("AAAAAAAAAAAAAAAAAAAAAAAA", "ID"),
+      expect(failedError(foreign).replace(waitingRunId(first), "ID")).toBe(
+        failedError(unknown).replace("AAAAAAAAAAAAAAAAAAAAAAAA", "ID"),
       );
       // The owner can still resume it.
       await new Promise((resolve) => setTimeout(resolve, 700));
-      expect(await prepare(engine).wait({ runId: runIdOf(first) }, { toolCallId: "w" })).toMatchObject({
+      expect(await prepare(engine).wait({ runId: waitingRunId(first) }, { toolCallId: "w" })).toMatchObject({
         status: "completed",
       });
     });
@@ -165,7 +160,7 @@ describe.each(["worker", "in-thread"] as const)("sandbox thread: %s", (thread) =
       const run = prepare(engine);
       const first = await run.exec({ code: `await yield_control(); return 1` }, { toolCallId: "exec-1" });
       await new Promise((resolve) => setTimeout(resolve, 1200));
-      expect(await run.wait({ runId: runIdOf(first) }, { toolCallId: "w" })).toMatchObject({
+      expect(await run.wait({ runId: waitingRunId(first) }, { toolCallId: "w" })).toMatchObject({
         status: "failed",
         code: "snapshot_expired",
       });
@@ -179,7 +174,7 @@ describe.each(["worker", "in-thread"] as const)("sandbox thread: %s", (thread) =
       const first = await run.exec({ code: slowCell }, { toolCallId: "exec-1" });
       controller.abort();
       await new Promise((resolve) => setTimeout(resolve, 50));
-      const result = await prepare(engine).wait({ runId: runIdOf(first) }, { toolCallId: "w" });
+      const result = await prepare(engine).wait({ runId: waitingRunId(first) }, { toolCallId: "w" });
       expect(result).toMatchObject({ status: "failed", code: "aborted" });
       expect(await (await engine.store).stats()).toMatchObject({ live: 0 });
     });
@@ -188,7 +183,7 @@ describe.each(["worker", "in-thread"] as const)("sandbox thread: %s", (thread) =
       const engine = newEngine();
       const first = await prepare(engine).exec({ code: slowCell }, { toolCallId: "exec-1" });
       expect(await engine.endSession("session-1")).toBeGreaterThanOrEqual(0);
-      const result = await prepare(engine).wait({ runId: runIdOf(first) }, { toolCallId: "w" });
+      const result = await prepare(engine).wait({ runId: waitingRunId(first) }, { toolCallId: "w" });
       expect(result.status).toBe("failed");
       expect(["aborted", "invalid_input"]).toContain((result as { code: string }).code);
       expect(await (await engine.store).stats()).toMatchObject({ live: 0 });
@@ -201,7 +196,7 @@ describe.each(["worker", "in-thread"] as const)("sandbox thread: %s", (thread) =
         { code: `await yield_control(); return await tools.slow_echo({ ms: 300, value: 1 });` },
         { toolCallId: "e" },
       );
-      const runId = runIdOf(first);
+      const runId = waitingRunId(first);
       const [a, b] = await Promise.all([
         run.wait({ runId }, { toolCallId: "w1" }),
         run.wait({ runId }, { toolCallId: "w2" }),
@@ -229,7 +224,7 @@ describe.each(["worker", "in-thread"] as const)("sandbox thread: %s", (thread) =
         { toolCallId: "e" },
       );
       expect(first.status).toBe("waiting");
-      const second = await run.wait({ runId: runIdOf(first) }, { toolCallId: "w" });
+      const second = await run.wait({ runId: waitingRunId(first) }, { toolCallId: "w" });
       expect(second).toMatchObject({ status: "failed", code: "output_limit_exceeded" });
     });
 
@@ -247,7 +242,7 @@ describe.each(["worker", "in-thread"] as const)("sandbox thread: %s", (thread) =
       const engine = newEngine({ timeoutMs: 2000 }, { store });
       const run = prepare(engine);
       const first = await run.exec({ code: "await yield_control(); return 1" }, { toolCallId: "e" });
-      const result = await run.wait({ runId: runIdOf(first) }, { toolCallId: "w" });
+      const result = await run.wait({ runId: waitingRunId(first) }, { toolCallId: "w" });
       expect(result).toMatchObject({ status: "failed", code: "snapshot_restore_failed" });
       await store.close();
     });
@@ -258,8 +253,8 @@ describe.each(["worker", "in-thread"] as const)("sandbox thread: %s", (thread) =
       const engine = newEngine({ timeoutMs: 2000 });
       const run = prepare(engine);
       const first = await run.exec({ code: "await yield_control(); return 1" }, { toolCallId: "e" });
-      await run.wait({ runId: runIdOf(first) }, { toolCallId: "w" });
-      await run.wait({ runId: runIdOf(first) }, { toolCallId: "w2" });
+      await run.wait({ runId: waitingRunId(first) }, { toolCallId: "w" });
+      await run.wait({ runId: waitingRunId(first) }, { toolCallId: "w2" });
       expect(engine.stats.snapshotEvents).toMatchObject({ stored: 1, resumed: 1, deleted: 1, refused: 1 });
       expect(engine.stats).toMatchObject({
         execCount: 1,

@@ -45,7 +45,7 @@ const stdio = createMcpConnector({
     args: [bin("@modelcontextprotocol/server-memory")],
     env: { MEMORY_FILE_PATH: join(scratch, "m.jsonl") },
   },
-  control: { command: process.execPath, args: [join(packageDir, "test-fixtures/control-server.mjs")] },
+  control: { command: process.execPath, args: [join(packageDir, "test/fixtures/control-server.mjs")] },
 });
 await stdio.start();
 await stdio.listResources("everything");
@@ -64,7 +64,7 @@ await stdio.close();
 // The same over Streamable HTTP, server bound to 127.0.0.1 on a free port.
 const child = spawn(
   process.execPath,
-  ["--import", join(packageDir, "test-fixtures/listen-on-localhost.mjs"), everything, "streamableHttp"],
+  ["--import", join(packageDir, "test/fixtures/listen-on-localhost.mjs"), everything, "streamableHttp"],
   {
     env: { ...process.env, PORT: "0" },
     stdio: ["ignore", "ignore", "pipe"],

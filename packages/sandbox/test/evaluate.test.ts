@@ -125,13 +125,16 @@ describe.each(THREAD_MODES)("thread: %s", (thread) => {
     });
 
     it("fails at once when the cell awaits a promise nothing can settle", async () => {
-      const started = Date.now();
+      // The deadline lies past the test's own timeout (20 s): a run that waited for it would fail the
+      // test, so only the detection of the stuck promise can end it in time, and it is named as such.
       const { event } = await runToEnd(pool, "await new Promise(() => {}); return 1", {
-        deadlineAt: Date.now() + 30_000,
+        deadlineAt: Date.now() + 60_000,
       });
       expect(event.type).toBe("failed");
-      if (event.type === "failed") expect(event.message).toMatch(/nothing can settle/);
-      expect(Date.now() - started).toBeLessThan(5_000);
+      if (event.type === "failed") {
+        expect(event.code).not.toBe("timeout");
+        expect(event.message).toMatch(/nothing can settle/);
+      }
     });
   });
 

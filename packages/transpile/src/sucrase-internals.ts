@@ -12,7 +12,7 @@ import { createRequire } from "node:module";
  *
  * Written for sucrase 3.35.1, which package.json pins exactly. These paths ship no typings for Node's
  * resolution, so their shapes are declared here against that version. Guarded by
- * src/sucrase-internals.test.ts: an update that moves or renames one of these files or members fails
+ * test/sucrase-internals.test.ts: an update that moves or renames one of these files or members fails
  * there with "sucrase <version> moved <file>; update src/sucrase-internals.ts".
  */
 export const SUCRASE_VERSION = "3.35.1";

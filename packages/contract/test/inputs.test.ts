@@ -1,0 +1,99 @@
+import { describe, expect, it } from "vitest";
+import { CodeModeError } from "../src/code-mode-error.js";
+import { execInputJsonSchema, parseExecInput, parseWaitInput, waitInputJsonSchema } from "../src/inputs.js";
+
+const both = ["javascript", "typescript"] as const;
+
+function codeOf(run: () => unknown): string {
+  try {
+    run();
+  } catch (error) {
+    if (CodeModeError.is(error)) return `${error.code}: ${error.message}`;
+    throw error;
+  }
+  return "no error";
+}
+
+describe("exec input", () => {
+  it.each([
+    ["code only", { code: "return 1" }, { code: "return 1", language: "javascript" }],
+    ["command alias", { command: "return 2" }, { code: "return 2", language: "javascript" }],
+    ["matching code and command", { code: "x", command: "x" }, { code: "x", language: "javascript" }],
+    [
+      "typescript",
+      { code: "let a: number = 1", language: "typescript" },
+      { code: "let a: number = 1", language: "typescript" },
+    ],
+    ["blank command but code", { code: "return 3", command: "" }, "invalid_input"],
+  ])("%s", (_name, input, expected) => {
+    if (typeof expected === "string") {
+      expect(codeOf(() => parseExecInput(input, both))).toMatch(new RegExp(`^${expected}`));
+    } else {
+      expect(parseExecInput(input, both)).toEqual(expected);
+    }
+  });
+
+  it.each([
+    ["not an object", "return 1", "invalid_input: exec input must be an object"],
+    ["null", null, "invalid_input"],
+    ["empty object", {}, 'invalid_input: exec needs a non-empty "code"'],
+    ["blank code", { code: "   " }, 'invalid_input: exec needs a non-empty "code"'],
+    ["code not a string", { code: 42 }, "invalid_input: exec input: code:"],
+    ["differing code and command", { code: "a", command: "b" }, "invalid_input: exec got both"],
+    ["unknown key", { code: "a", lang: "ts" }, 'invalid_input: exec input has unknown key(s) "lang"'],
+    [
+      "unknown language",
+      { code: "a", language: "python" },
+      'unsupported_language: exec language "python" is not supported',
+    ],
+  ])("refuses %s", (_name, input, expected) => {
+    expect(codeOf(() => parseExecInput(input, both))).toContain(expected);
+  });
+
+  it("refuses a cell over maxCodeBytes, counting UTF-8 bytes, and accepts one at the limit", () => {
+    expect(parseExecInput({ code: "x".repeat(1024) }, both, 1024).code).toHaveLength(1024);
+    expect(codeOf(() => parseExecInput({ code: "x".repeat(1025) }, both, 1024))).toContain(
+      "invalid_input: exec code is 1025 bytes, over tools.codeMode.maxCodeBytes (1024)",
+    );
+    // 400 characters of three bytes each: short in UTF-16, over the limit in UTF-8.
+    expect(codeOf(() => parseExecInput({ command: "€".repeat(400) }, both, 1024))).toContain("1200 bytes");
+    expect(parseExecInput({ code: "x".repeat(5000) }, both).code).toHaveLength(5000);
+  });
+
+  it("refuses a language the config does not enable", () => {
+    expect(codeOf(() => parseExecInput({ code: "1", language: "typescript" }, ["javascript"]))).toContain(
+      'unsupported_language: exec language "typescript" is disabled',
+    );
+    expect(codeOf(() => parseExecInput({ code: "1" }, ["typescript"]))).toContain("unsupported_language");
+  });
+
+  it("has a JSON Schema for the tool definition", () => {
+    expect(execInputJsonSchema).toMatchObject({
+      type: "object",
+      properties: {
+        code: { type: "string" },
+        command: { type: "string" },
+        language: { enum: ["javascript", "typescript"] },
+      },
+      additionalProperties: false,
+    });
+  });
+});
+
+describe("wait input", () => {
+  it("accepts a runId", () => {
+    expect(parseWaitInput({ runId: "r1" })).toEqual({ runId: "r1" });
+  });
+  it.each([
+    ["missing runId", {}],
+    ["empty runId", { runId: "" }],
+    ["numeric runId", { runId: 5 }],
+    ["extra key", { runId: "r", code: "x" }],
+    ["not an object", "r1"],
+  ])("refuses %s", (_name, input) => {
+    expect(codeOf(() => parseWaitInput(input))).toMatch(/^invalid_input/);
+  });
+  it("has a JSON Schema with runId required", () => {
+    expect(waitInputJsonSchema).toMatchObject({ type: "object", required: ["runId"] });
+  });
+});
