@@ -12,7 +12,6 @@ import {
   lastToolResult,
   rejectionOf,
   startAgentGateways,
-  type UpstreamBody,
   upstreamMessages,
   upstreamToolNames,
 } from "./support/agent-endpoint.js";

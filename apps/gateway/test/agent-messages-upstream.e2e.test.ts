@@ -5,6 +5,7 @@ import OpenAI from "openai";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { baseConfig, type HttpGateway, makeSetup, startHttpGateway } from "./harness.js";
+import { rejectionOf } from "./support/agent-endpoint.js";
 
 // Both fronts (Chat Completions and Messages) in front of an upstream that speaks the Messages API
 // (agent.upstream.api: "messages"), with the official clients; the scripted upstream speaks Messages.
@@ -68,19 +69,6 @@ function anthropicClient(gateway: HttpGateway, headers: Record<string, string> =
 }
 function openaiClient(gateway: HttpGateway, headers: Record<string, string> = {}): OpenAI {
   return new OpenAI({ baseURL: `${gateway.url}v1`, apiKey: ALICE, maxRetries: 0, defaultHeaders: headers });
-}
-
-async function rejection<E extends Error>(
-  promise: Promise<unknown>,
-  type: abstract new (...args: never[]) => E,
-) {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof type) return error;
-    throw error;
-  }
-  throw new Error("expected the request to fail");
 }
 
 describe("the agent endpoint on a Messages API upstream", () => {
@@ -300,12 +288,12 @@ describe("the agent endpoint on a Messages API upstream", () => {
         messages: [{ role: "user" as const, content: "hi" }],
         tools: MESSAGES_TOOLS,
       };
-      const thinking = await rejection(
+      const thinking = await rejectionOf(
         anthropic.messages.create({ ...base, thinking: { type: "enabled", budget_tokens: 1024 } }),
         Anthropic.BadRequestError,
       );
       expect(messageOf(thinking)).toContain('"thinking" is not carried through code mode');
-      const servers = await rejection(
+      const servers = await rejectionOf(
         anthropic.messages.create({
           ...base,
           ...({ mcp_servers: [{ type: "url", url: "https://x", name: "x" }] } as object),
@@ -319,17 +307,17 @@ describe("the agent endpoint on a Messages API upstream", () => {
         status: 400,
         body: { type: "error", error: { type: "invalid_request_error", message: "model: unknown model m" } },
       });
-      const bad = await rejection(anthropic.messages.create(base), Anthropic.BadRequestError);
+      const bad = await rejectionOf(anthropic.messages.create(base), Anthropic.BadRequestError);
       expect(messageOf(bad)).toContain("unknown model m");
       upstream.script({
         status: 529,
         body: { type: "error", error: { type: "overloaded_error", message: "Overloaded" } },
       });
-      const overloaded = await rejection(anthropic.messages.create(base), Anthropic.APIError);
+      const overloaded = await rejectionOf(anthropic.messages.create(base), Anthropic.APIError);
       expect(overloaded.status).toBe(502);
       expect(messageOf(overloaded)).toContain("Overloaded");
       upstream.script({ raw: "<html>proxy error</html>", contentType: "text/html" });
-      const malformed = await rejection(anthropic.messages.create(base), Anthropic.APIError);
+      const malformed = await rejectionOf(anthropic.messages.create(base), Anthropic.APIError);
       expect(malformed.status).toBe(502);
       expect(messageOf(malformed)).toContain("not a Messages API answer");
     });
@@ -471,13 +459,13 @@ describe("the agent endpoint on a Messages API upstream", () => {
         { response_format: { type: "json_object" as const } },
         { logprobs: true },
       ]) {
-        const error = await rejection(
+        const error = await rejectionOf(
           openai.chat.completions.create({ ...base, ...extra }),
           OpenAI.BadRequestError,
         );
         expect(error.message).toContain(`"${Object.keys(extra)[0]}" has no counterpart in the Messages API`);
       }
-      const audio = await rejection(
+      const audio = await rejectionOf(
         openaiClient(off).chat.completions.create({
           model: "m",
           messages: [
@@ -496,7 +484,7 @@ describe("the agent endpoint on a Messages API upstream", () => {
         status: 401,
         body: { type: "error", error: { type: "authentication_error", message: "invalid x-api-key" } },
       });
-      const denied = await rejection(openai.chat.completions.create(base), OpenAI.AuthenticationError);
+      const denied = await rejectionOf(openai.chat.completions.create(base), OpenAI.AuthenticationError);
       expect(denied.message).toContain("invalid x-api-key");
     });
   });

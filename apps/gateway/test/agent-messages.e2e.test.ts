@@ -8,7 +8,6 @@ import {
   lastToolResult,
   rejectionOf,
   startAgentGateways,
-  type UpstreamBody,
   upstreamMessages,
   upstreamToolNames,
 } from "./support/agent-endpoint.js";

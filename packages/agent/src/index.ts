@@ -41,3 +41,4 @@ export type {
   TurnUsage,
 } from "./turn.js";
 export type { UpstreamDebug } from "./upstream-debug.js";
+export type { UpstreamResponse } from "./upstream-transport.js";

@@ -1,9 +1,10 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AgentError, MessagesUpstream, type ModelRequest, type TurnMessage } from "../src/index.js";
+import { MessagesUpstream, type ModelRequest, type TurnMessage } from "../src/index.js";
 import { toMessagesWire } from "../src/messages-upstream.js";
 import { type ScriptedUpstream, startScriptedUpstream } from "../src/testing/scripted-upstream.js";
+import { failure } from "./support.js";
 
 const request = (messages: TurnMessage[], extra: Partial<ModelRequest> = {}): ModelRequest => ({
   model: "claude-test",
@@ -16,16 +17,6 @@ const request = (messages: TurnMessage[], extra: Partial<ModelRequest> = {}): Mo
   params: {},
   ...extra,
 });
-
-async function failure(promise: Promise<unknown>): Promise<AgentError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (AgentError.is(error)) return error;
-    throw error;
-  }
-  throw new Error("expected the call to fail");
-}
 
 describe("toMessagesWire", () => {
   it("lifts system messages, turns tool results into leading tool_result blocks and merges turns", () => {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AgentError, type ModelRequest, OpenAiUpstream } from "../src/index.js";
+import { type ModelRequest, OpenAiUpstream } from "../src/index.js";
 import { type ScriptedUpstream, startScriptedUpstream } from "../src/testing/scripted-upstream.js";
+import { failure } from "./support.js";
 
 // The HTTP side the Chat Completions and Messages upstreams share (upstream-transport.ts), driven
 // through OpenAiUpstream against the scripted server.
@@ -12,16 +13,6 @@ const request: ModelRequest = {
   codeModeDirectOnly: null,
   params: {},
 };
-
-async function failure(promise: Promise<unknown>): Promise<AgentError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (AgentError.is(error)) return error;
-    throw error;
-  }
-  throw new Error("expected the call to fail");
-}
 
 describe("the upstream transport", () => {
   let upstream: ScriptedUpstream;
