@@ -1,14 +1,16 @@
 // @ts-check
 // The type checker itself: plain JavaScript, so the same file runs in the checker's worker thread (from
 // the source tree in tests, from dist in a build) and inline in a bench that measures both.
+import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { closestMatches, editDistance } from "@codecell/contract";
+// The zod-free entry: the worker starts sooner without the rest of the contract.
+import { closestMatches, editDistance } from "@codecell/contract/errors";
 import { prepareCell } from "@codecell/transpile";
 import { loadCompiler } from "./compiler-loader.js";
 
 /** @typedef {import("typescript")} TypeScript */
 /** @typedef {{ file: "cell.ts"; line: number; column: number; code: string; message: string; accepts?: string[] }} CellDiagnostic */
-/** @typedef {{ status: "checked"; diagnostics: CellDiagnostic[]; total: number } | { status: "skipped"; reason: string } | { status: "missing" }} CheckOutcome */
+/** @typedef {{ status: "checked"; diagnostics: CellDiagnostic[]; total: number } | { status: "skipped" | "unfinished"; reason: string } | { status: "missing" }} CheckOutcome */
 /** @typedef {import("typescript").TypeChecker & { getDiagnostics(file: import("typescript").SourceFile): readonly import("typescript").Diagnostic[] }} Checker */
 /** @typedef {{ key: string; declarations?: string; code: string; language: "javascript" | "typescript"; maxDiagnostics?: number }} CheckRequest */
 
@@ -17,6 +19,31 @@ import { loadCompiler } from "./compiler-loader.js";
 const HEADER = "async function __codecellCell() {\n";
 // `export {}` makes the cell a module, so nothing it declares becomes a global of the shared checker.
 const FOOTER = "\n}\nexport {};\n";
+// What a run's first cell most likely touches: checked once when its declarations arrive.
+const PREPARE_CELL = `const hits = await tools.search("files", { limit: 2 });
+const first = ALL_TOOLS.find((tool) => tool.id === hits[0]?.id);
+const files = await API.list("mcp");
+text(\`\${hits.length} \${first ? first.name : ""} \${files.length}\`);
+json({ ids: hits.map((hit) => hit.id).filter(Boolean), all: Object.keys(tools).length });
+return JSON.stringify(await Promise.all([Promise.resolve(1)]));`;
+// The warm-up's guest and cell: the kinds of code a cell is (calls with object literals, a misspelt
+// argument and result property, Promise.all, array methods, templates), so the checker's code for each,
+// diagnostics included, is compiled before the first real cell.
+const WARM_DECLARATIONS = `interface WarmFile { path: string; content: string; bytes: number }
+declare const tools: {
+  read_file(input: { path: string; maxBytes?: number }): Promise<WarmFile>;
+  search(query: string, options?: { limit?: number }): Promise<Array<{ id: string; name: string }>>;
+};
+declare function text(value: unknown): void;
+declare function json(value: unknown): void;`;
+const WARM_CELL = `const [file, hits] = await Promise.all([
+  tools.read_file({ pth: "README.md" }),
+  tools.search("files", { limit: 2 }),
+]);
+const names = hits.filter((hit) => hit.name.length > 0).map((hit) => ({ id: hit.id, name: hit.name }));
+for (const line of file.contents.split("\\n")) text(\`\${line.trim()} \${names.length}\`);
+json({ names, bytes: file.bytes, found: names.find((entry) => entry.id === "x")?.name ?? null });
+return Object.keys(file).length + JSON.stringify(names).length;`;
 const MAX_MESSAGE_CHARS = 400;
 const MAX_ACCEPTS = 20;
 const MAX_PROGRAMS = 4;
@@ -57,6 +84,67 @@ function compilerOptions(ts) {
 }
 
 /**
+ * The language's library (`lib.esnext.d.ts` and the 79 files it references) as a few files: each run
+ * of global declaration files, in the order the compiler reads them (each after those it references),
+ * joined into one, served under the name of the run's last file, which references the run before it.
+ * A file that is a module (`lib.esnext.iterator.d.ts`, whose globals are in `declare global`) cannot
+ * join a script and stays a file of its own, at its place in the order. The compiler then parses and
+ * binds three files instead of 80, and the declarations, and the order they merge in, are the same.
+ * @param {TypeScript} ts
+ * @param {string} directory
+ * @returns {Map<string, string>} the text of each file the compiler asks for, by path
+ */
+function joinedLibrary(ts, directory) {
+  /** @type {Map<string, string> | undefined} */
+  const libMap = /** @type {{ libMap?: Map<string, string> }} */ (/** @type {unknown} */ (ts)).libMap;
+  const reference = /^\/\/\/\s*<reference\s+lib="([^"]+)"\s*\/>/gm;
+  /** @type {Set<string>} */
+  const seen = new Set();
+  /** @type {Array<{ file: string; name: string; text: string; module: boolean }>} */
+  const order = [];
+  /**
+   * @param {string} name
+   * @param {string} file
+   */
+  const visit = (name, file) => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    const text = readFileSync(`${directory}/${file}`, "utf8");
+    for (const match of text.matchAll(reference)) {
+      const referenced = /** @type {string} */ (match[1]).toLowerCase();
+      visit(referenced, libMap?.get(referenced) ?? `lib.${referenced}.d.ts`);
+    }
+    const body = text.replace(/^\/\/\/\s*<reference\s[^\n]*\n/gm, "");
+    order.push({ file, name, text: body, module: /^(export|import)\b/m.test(body) });
+  };
+  visit("esnext", "lib.esnext.d.ts");
+  /** @type {Map<string, string>} */
+  const files = new Map();
+  /** @type {string[]} */
+  let before = [];
+  /** @type {string[]} */
+  let run = [];
+  const header = '/// <reference no-default-lib="true"/>\n';
+  const refer = (/** @type {string[]} */ names) =>
+    names.map((name) => `/// <reference lib="${name}" />\n`).join("");
+  order.forEach((entry, index) => {
+    if (entry.module) {
+      files.set(`${directory}/${entry.file}`, `${header}${refer(before)}${entry.text}`);
+      before = [entry.name];
+      return;
+    }
+    run.push(entry.text);
+    const last = index === order.length - 1 || /** @type {{ module: boolean }} */ (order[index + 1]).module;
+    if (last) {
+      files.set(`${directory}/${entry.file}`, `${header}${refer(before)}${run.join("\n")}`);
+      before = [entry.name];
+      run = [];
+    }
+  });
+  return files;
+}
+
+/**
  * Loads TypeScript (once per thread) and answers checks against warm programs.
  *
  * A program, and its type checker, is made once per run's declarations. Each cell is then parsed as a
@@ -80,6 +168,10 @@ export function createCheckerCore() {
   /** @type {Map<string, import("typescript").SourceFile | undefined>} */
   const libraryFiles = new Map();
   const baseHost = ts.createCompilerHost(options);
+  // Comments in declaration files are documentation, never types (those are in JSDoc of JavaScript
+  // files only, which the cell's own file still has parsed): the library's and the tools' are skipped.
+  baseHost.jsDocParsingMode = ts.JSDocParsingMode.ParseForTypeErrors;
+  const library = joinedLibrary(ts, /** @type {string} */ (baseHost.getDefaultLibLocation?.()));
   /** @type {Map<string, { checker: Checker; checks: number; declarations: string; globalsName: string }>} */
   const programs = new Map();
   let nextFileId = 0;
@@ -94,7 +186,14 @@ export function createCheckerCore() {
       ...baseHost,
       getSourceFile: (name, languageVersion) => {
         if (name === globalsName) return ts.createSourceFile(name, declarations, languageVersion, true);
-        if (!libraryFiles.has(name)) libraryFiles.set(name, baseHost.getSourceFile(name, languageVersion));
+        if (!libraryFiles.has(name)) {
+          libraryFiles.set(
+            name,
+            library.has(name)
+              ? ts.createSourceFile(name, /** @type {string} */ (library.get(name)), languageVersion, false)
+              : baseHost.getSourceFile(name, languageVersion),
+          );
+        }
         return libraryFiles.get(name);
       },
       fileExists: (name) => name === globalsName || baseHost.fileExists(name),
@@ -281,6 +380,82 @@ export function createCheckerCore() {
     return result;
   }
 
+  /**
+   * The warm checker of a run's declarations (made when they are new), or undefined when the worker no
+   * longer has them and they were not sent.
+   * @param {string} key
+   * @param {string | undefined} declarations
+   * @returns {Checker | undefined}
+   */
+  function checkerFor(key, declarations) {
+    let entry = programs.get(key);
+    if (entry) {
+      // Most recently used last, so the oldest is the one dropped.
+      programs.delete(key);
+    } else {
+      if (declarations === undefined) return undefined;
+      const globalsName = `/globals-${nextFileId++}.d.ts`;
+      entry = { checker: createProgram(declarations, globalsName), checks: 0, declarations, globalsName };
+      if (programs.size >= MAX_PROGRAMS) {
+        const oldest = programs.keys().next().value;
+        if (oldest !== undefined) programs.delete(oldest);
+      }
+    }
+    if (entry.checks >= MAX_CHECKS_PER_PROGRAM) {
+      entry.checker = createProgram(entry.declarations, entry.globalsName);
+      entry.checks = 0;
+    }
+    entry.checks++;
+    programs.set(key, entry);
+    return entry.checker;
+  }
+
+  /**
+   * The cell's findings from a checker: parsed as a module file of its own, bound, checked, each
+   * finding examined and placed on the cell's own lines.
+   * @param {Checker} checker
+   * @param {string} code
+   * @param {"javascript" | "typescript"} language
+   * @param {number} max
+   * @returns {CheckOutcome}
+   */
+  function diagnose(checker, code, language, max) {
+    const javascript = language === "javascript";
+    // A name of its own per cell: the checker keeps its findings by file name.
+    const source = ts.createSourceFile(
+      `/cell-${nextFileId++}.${javascript ? "js" : "ts"}`,
+      HEADER + code + FOOTER,
+      options.target ?? ts.ScriptTarget.ES2023,
+      true,
+      javascript ? ts.ScriptKind.JS : ts.ScriptKind.TS,
+    );
+    const parsed = /** @type {{ parseDiagnostics?: readonly import("typescript").Diagnostic[] }} */ (
+      /** @type {unknown} */ (source)
+    );
+    if ((parsed.parseDiagnostics ?? []).length > 0) {
+      return { status: "unfinished", reason: "the compiler does not parse the cell as the sandbox does" };
+    }
+    bindSourceFile(source, options);
+    const bound = /** @type {{ bindDiagnostics?: readonly import("typescript").Diagnostic[] }} */ (
+      /** @type {unknown} */ (source)
+    );
+    const lastLine = code.split(/\r\n|\r|\n|\u2028|\u2029/).length;
+    const findings = [...(bound.bindDiagnostics ?? []), ...checker.getDiagnostics(source)]
+      .filter((diagnostic) => diagnostic.category === ts.DiagnosticCategory.Error)
+      .sort((a, b) => (a.start ?? 0) - (b.start ?? 0));
+    /** @type {CellDiagnostic[]} */
+    const diagnostics = [];
+    let total = 0;
+    for (const diagnostic of findings) {
+      const examined = examine(diagnostic, checker, source);
+      if (examined.drop) continue;
+      total++;
+      if (diagnostics.length < max)
+        diagnostics.push(toCellDiagnostic(diagnostic, source, lastLine, examined));
+    }
+    return { status: "checked", diagnostics, total };
+  }
+
   return {
     /** @param {string} key */
     has(key) {
@@ -302,67 +477,20 @@ export function createCheckerCore() {
           reason: `the cell does not pass its transpile checks (${String(error)})`,
         };
       }
-      let entry = programs.get(request.key);
-      if (entry) {
-        // Most recently used last, so the oldest is the one dropped.
-        programs.delete(request.key);
-      } else {
-        if (request.declarations === undefined) return { status: "missing" };
-        const globalsName = `/globals-${nextFileId++}.d.ts`;
-        entry = {
-          checker: createProgram(request.declarations, globalsName),
-          checks: 0,
-          declarations: request.declarations,
-          globalsName,
-        };
-        if (programs.size >= MAX_PROGRAMS) {
-          const oldest = programs.keys().next().value;
-          if (oldest !== undefined) programs.delete(oldest);
-        }
-      }
-      if (entry.checks >= MAX_CHECKS_PER_PROGRAM) {
-        entry.checker = createProgram(entry.declarations, entry.globalsName);
-        entry.checks = 0;
-      }
-      entry.checks++;
-      programs.set(request.key, entry);
-      const { checker } = entry;
+      const checker = checkerFor(request.key, request.declarations);
+      if (!checker) return { status: "missing" };
 
-      const javascript = request.language === "javascript";
-      // A name of its own per cell: the checker keeps its findings by file name.
-      const source = ts.createSourceFile(
-        `/cell-${nextFileId++}.${javascript ? "js" : "ts"}`,
-        HEADER + request.code + FOOTER,
-        options.target ?? ts.ScriptTarget.ES2023,
-        true,
-        javascript ? ts.ScriptKind.JS : ts.ScriptKind.TS,
-      );
-      const parsed = /** @type {{ parseDiagnostics?: readonly import("typescript").Diagnostic[] }} */ (
-        /** @type {unknown} */ (source)
-      );
-      if ((parsed.parseDiagnostics ?? []).length > 0) {
-        return { status: "skipped", reason: "the compiler does not parse the cell as the sandbox does" };
-      }
-      bindSourceFile(source, options);
-      const bound = /** @type {{ bindDiagnostics?: readonly import("typescript").Diagnostic[] }} */ (
-        /** @type {unknown} */ (source)
-      );
-      const lastLine = request.code.split(/\r\n|\r|\n|\u2028|\u2029/).length;
-      const findings = [...(bound.bindDiagnostics ?? []), ...checker.getDiagnostics(source)]
-        .filter((diagnostic) => diagnostic.category === ts.DiagnosticCategory.Error)
-        .sort((a, b) => (a.start ?? 0) - (b.start ?? 0));
-      /** @type {CellDiagnostic[]} */
-      const diagnostics = [];
-      let total = 0;
-      const max = request.maxDiagnostics ?? 10;
-      for (const diagnostic of findings) {
-        const examined = examine(diagnostic, checker, source);
-        if (examined.drop) continue;
-        total++;
-        if (diagnostics.length < max)
-          diagnostics.push(toCellDiagnostic(diagnostic, source, lastLine, examined));
-      }
-      return { status: "checked", diagnostics, total };
+      return diagnose(checker, request.code, request.language, request.maxDiagnostics ?? 10);
+    },
+
+    /**
+     * Makes the checker of a run's declarations before its first cell, and has it resolve what every
+     * cell touches (the guest globals, promises, arrays), so that cell costs what a warm check does.
+     * @param {{ key: string; declarations?: string }} request
+     */
+    prepare(request) {
+      const checker = checkerFor(request.key, request.declarations);
+      if (checker) diagnose(checker, PREPARE_CELL, "javascript", 0);
     },
 
     /**
@@ -371,20 +499,9 @@ export function createCheckerCore() {
      * loaded and compiled when the first real cell comes.
      */
     async warm() {
-      const checker = createProgram(
-        "declare const warm: { ready(): Promise<string> };",
-        `/globals-${nextFileId++}.d.ts`,
-      );
-      await prepareCell("return await warm.ready();", "javascript");
-      const source = ts.createSourceFile(
-        `/cell-${nextFileId++}.js`,
-        `${HEADER}const ready = await warm.ready();\nreturn ready.length;${FOOTER}`,
-        ts.ScriptTarget.ESNext,
-        true,
-        ts.ScriptKind.JS,
-      );
-      bindSourceFile(source, options);
-      checker.getDiagnostics(source);
+      const checker = createProgram(WARM_DECLARATIONS, `/globals-${nextFileId++}.d.ts`);
+      await prepareCell(WARM_CELL, "javascript");
+      diagnose(checker, WARM_CELL, "javascript", 10);
     },
 
     /** Writes the compiler's code cache if it needs writing (after the first check or warm-up). */
