@@ -114,8 +114,7 @@ export class CellChecker {
   /**
    * Builds the checker of these declarations now, before their first cell (a run that was just
    * prepared): that cell then costs a warm check. Starts the worker if needed; resolves when done (or
-   * when the checker failed: the cell's own check reports that); never rejects, has no timeout and
-   * keeps no process alive.
+   * when the checker failed: the cell's own check reports that); never rejects and has no timeout.
    */
   async prepare(declarations: GuestDeclarations): Promise<void> {
     if (this.#sentKeys.has(declarations.key)) return;
@@ -128,6 +127,7 @@ export class CellChecker {
         if (this.#pending.size === 0) this.#worker?.unref();
         resolve();
       });
+      worker.ref();
       worker.postMessage({ id, prepare: true, key: declarations.key, declarations: declarations.text });
     });
   }
