@@ -1,0 +1,16 @@
+const t0 = performance.now();
+process.env.CODECELL_SANDBOX_EARLY_START = "0";
+const { createCodeModeEngine } = await import("@codecell/engine");
+const t1 = performance.now();
+const { prepareBenchRun } = await import("./bench-tools.mjs");
+const t2 = performance.now();
+const engine = createCodeModeEngine({ config: { enabled: true, timeoutMs: 60_000 }, sandbox: { thread: "in-thread" } });
+const t3 = performance.now();
+const run = prepareBenchRun(engine);
+const t4 = performance.now();
+const r = await run.exec({ code: "return 1 + 1" }, { toolCallId: "c1" });
+const t5 = performance.now();
+const r2 = await run.exec({ code: "return 1 + 1" }, { toolCallId: "c2" });
+const t6 = performance.now();
+console.log(JSON.stringify({ import: t1 - t0, benchTools: t2 - t1, create: t3 - t2, prepare: t4 - t3, exec1: t5 - t4, exec2: t6 - t5, total: t5 - t0 - (t2 - t1) }));
+await engine.close();
