@@ -44,18 +44,18 @@ const OTHER_MODULE =
 const TERMINAL = new Set(["completed", "failed", "suspended"]);
 
 /**
- * The build's CommonJS bundle of the sandbox's modules (scripts/bundle-worker.mjs): one file for Node's
- * CommonJS loader instead of some twenty ES modules to resolve and link. The modules themselves when
- * running from source (tests).
+ * The sandbox's modules for this thread: the build's CommonJS bundle of them (scripts/bundle-worker.mjs),
+ * one file for Node's CommonJS loader instead of some twenty ES modules to resolve and link; the modules
+ * themselves when running from source (tests).
  */
-const GUEST_BUNDLE = fileURLToPath(new URL("./worker/in-thread.bundle.cjs", import.meta.url));
-const GUEST_MODULE = new URL("./worker/in-thread.js", import.meta.url).href;
-
 function importGuest(): Promise<GuestSide> {
-  if (existsSync(GUEST_BUNDLE)) {
-    return Promise.resolve().then(() => createRequire(import.meta.url)(GUEST_BUNDLE) as GuestSide);
+  // Resolved here, not as this module loads: where this module is inlined (the engine's bundle), its
+  // `import.meta.url` resolves the package's main file, a few ms that a worker-thread pool never needs.
+  const bundle = fileURLToPath(new URL("./worker/in-thread.bundle.cjs", import.meta.url));
+  if (existsSync(bundle)) {
+    return Promise.resolve().then(() => createRequire(import.meta.url)(bundle) as GuestSide);
   }
-  return import(GUEST_MODULE) as Promise<GuestSide>;
+  return import(new URL("./worker/in-thread.js", import.meta.url).href) as Promise<GuestSide>;
 }
 
 function loadGuest(): Promise<GuestSide> {

@@ -1,9 +1,9 @@
 // The pool's host side in one file, past ~600 lines: `Pool` (placement, growth, retiring and replacing
-// workers) and `WorkerSlot` (one worker thread, its port, the shared channel and the host's spin for a
+// workers) and `WorkerSlot` (one sandbox thread, its port, the shared channel and the host's spin for a
 // quick answer) call into each other's state both ways (a slot reports to the pool's replace, maySpin,
-// workerIdle and counters; the pool reads every slot's runs and readiness). The seam to split along is
-// the slot's interface to the pool; it is left whole until a second kind of slot (runs on the host's
-// own thread) gives that interface its final shape.
+// workerIdle and counters; the pool reads every slot's runs and readiness). The in-thread mode did not
+// need a second kind of slot: it swaps the thread under the same slot (SandboxThread, in-thread-sandbox.ts),
+// so the seam that would split this file (the slot's interface to the pool) still has one user.
 import { randomUUID } from "node:crypto";
 import { availableParallelism } from "node:os";
 import {

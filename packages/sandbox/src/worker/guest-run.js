@@ -1,4 +1,10 @@
 // @ts-check
+// One file past ~600 lines: GuestRun is one run's state machine (start or restore, the queue of
+// operations, host-call delivery, the deadline, the report and the release of its VM). Every method reads
+// and writes the same few fields (the VM, its control handle, the outcome, the held strings), so a split
+// would pass that state between files without making any part readable alone. What is not the run's
+// state already lives beside it: the VM pool (vm-pool.js), host calls (host-calls.js), output
+// (outbox.js), snapshots (run-snapshot.js) and the cell's text (cell-text.js).
 import { DOUBLE_ZERO, emptyReferenceArray } from "@codecell/bridge/v8-shapes";
 import { isCodeModeErrorCode } from "@codecell/contract/errors";
 // The plain-cell test only: the parser (acorn) is loaded on the first cell that needs it.
