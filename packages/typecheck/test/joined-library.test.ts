@@ -33,12 +33,18 @@ function globalsOf(files?: Map<string, string>): { files: number; globals: Map<s
   const globals = new Map<string, string>();
   const flags = ts.SymbolFlags.Value | ts.SymbolFlags.Type | ts.SymbolFlags.Namespace;
   for (const symbol of checker.getSymbolsInScope(source, flags)) {
-    const type = symbol.flags & ts.SymbolFlags.Value ? checker.getTypeOfSymbol(symbol) : checker.getDeclaredTypeOfSymbol(symbol);
+    const type =
+      symbol.flags & ts.SymbolFlags.Value
+        ? checker.getTypeOfSymbol(symbol)
+        : checker.getDeclaredTypeOfSymbol(symbol);
     const declared = checker.getDeclaredTypeOfSymbol(symbol);
     const members = checker
       .getPropertiesOfType(declared)
       // A well-known symbol's member is named with the symbol's id (`__@iterator@30`), which differs.
-      .map((member) => `${member.getName().replace(/@\d+$/, "")}: ${checker.typeToString(checker.getTypeOfSymbol(member))}`);
+      .map(
+        (member) =>
+          `${member.getName().replace(/@\d+$/, "")}: ${checker.typeToString(checker.getTypeOfSymbol(member))}`,
+      );
     globals.set(symbol.getName(), `${checker.typeToString(type)} | ${members.join("; ")}`);
   }
   return { files: program.getSourceFiles().length, globals };
@@ -53,12 +59,13 @@ describe("the library the checker reads", () => {
     expect(joined.files).toBe(5);
     expect(joined.globals.size).toBeGreaterThan(150);
     expect([...joined.globals.keys()].sort()).toEqual([...standard.globals.keys()].sort());
-    for (const [name, description] of standard.globals) expect(joined.globals.get(name), name).toBe(description);
+    for (const [name, description] of standard.globals)
+      expect(joined.globals.get(name), name).toBe(description);
   });
 
   it("drops comments and keeps strings", () => {
-    expect(withoutComments('a /* b */ c // d\n"// e" `/* f */` \'g\\\' // h\' i')).toBe(
-      'a  c \n"// e" `/* f */` \'g\\\' // h\' i',
+    expect(withoutComments("a /* b */ c // d\n\"// e\" `/* f */` 'g\\' // h' i")).toBe(
+      "a  c \n\"// e\" `/* f */` 'g\\' // h' i",
     );
   });
 });
