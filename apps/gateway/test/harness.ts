@@ -157,6 +157,7 @@ const MODEL_TEXT_FIELDS = [
   "yieldReason",
   "pendingToolCalls",
   "diagnostics",
+  "typecheckNote",
 ];
 
 /**

@@ -7,20 +7,28 @@ import { baseConfig, type Connected, callCodeMode, connectStdio, makeSetup, runC
 // real server-memory, in each typecheck mode; cells as a model sends them through an MCP client.
 const modes = ["strict", "warn", "off"] as const;
 const gateways = new Map<(typeof modes)[number], Connected>();
+// Strict with a checker timeout no check can meet: every cell's check is unfinished.
+let hasty: Connected;
 
 beforeAll(async () => {
-  await Promise.all(
-    modes.map(async (mode) => {
-      const setup = makeSetup(
-        baseConfig({ tools: { codeMode: { enabled: true, timeoutMs: 5000, typecheck: mode } } }),
-      );
-      gateways.set(mode, await connectStdio(setup.configPath));
+  const connect = (codeMode: Record<string, unknown>) =>
+    connectStdio(
+      makeSetup(baseConfig({ tools: { codeMode: { enabled: true, timeoutMs: 5000, ...codeMode } } }))
+        .configPath,
+    );
+  await Promise.all([
+    ...modes.map(async (mode) => {
+      gateways.set(mode, await connect({ typecheck: mode }));
     }),
-  );
+    connect({ typecheck: "strict", typecheckTimeoutMs: 1 }).then((connected) => {
+      hasty = connected;
+    }),
+  ]);
 }, 60_000);
 
 afterAll(async () => {
   for (const gateway of gateways.values()) await gateway.close();
+  await hasty?.close();
 });
 
 const exec = (mode: (typeof modes)[number], code: string, language?: string) =>
@@ -96,6 +104,20 @@ describe("typecheck over codecell serve", () => {
     expect(descriptions[2]).not.toMatch(/type-checked/);
   });
 
+  it("strict: a cell whose check does not finish does not run, and the error says what to do", async () => {
+    // 300 typed calls: far more than the 1 ms the checker is given, however warm it is.
+    const calls = Array.from(
+      { length: 300 },
+      (_, index) => `await Notes.add({ title: "n${index}", body: "b" });`,
+    );
+    const result = await callCodeMode(hasty.client, "exec", { code: calls.join("\n") });
+    expect(result).toMatchObject({ status: "failed", code: "runtime_unavailable" });
+    expect(result.error).toMatch(/type check did not finish \(.+\), so nothing of it ran/);
+    expect(result.error).toMatch(/typecheckTimeoutMs \(now 1 ms\)/);
+    const telemetry = result.telemetry as { nested: { calls: number } };
+    expect(telemetry.nested.calls).toBe(0);
+  });
+
   it("warn: runs the cell and the diagnostics travel with its result (and the model's text)", async () => {
     const result = await exec("warn", misspelt);
     expect(result).toMatchObject({ status: "completed", value: "done" });
@@ -132,5 +154,26 @@ describe("codecell exec --typecheck", () => {
     const plain = await runCli(["exec", "--config", setup.configPath, cell]);
     expect(JSON.parse(plain.stdout)).not.toHaveProperty("diagnostics");
     expect(plain.stderr).not.toContain("TS2561");
+  }, 60_000);
+
+  it("prints the note of a check that did not finish (the cell ran unchecked)", async () => {
+    // exec sends its cell right after start: the checker is still loading the compiler 1 ms later.
+    const setup = makeSetup(baseConfig({ tools: { codeMode: { enabled: true, typecheckTimeoutMs: 1 } } }));
+    const { code, stdout, stderr } = await runCli([
+      "exec",
+      "--config",
+      setup.configPath,
+      "--typecheck",
+      "--code",
+      "return 2;",
+    ]);
+    expect(code).toBe(0);
+    const result = JSON.parse(stdout);
+    expect(result).toMatchObject({
+      status: "completed",
+      value: 2,
+      typecheckNote: expect.stringMatching(/did not finish/),
+    });
+    expect(stderr).toContain("cell.ts: The type check did not finish (");
   }, 60_000);
 });

@@ -209,6 +209,11 @@ export function renderResult(result: CodeModeResult, options: ResultViewOptions)
     );
   }
   if (result.diagnostics?.length) parts.push(renderDiagnostics(result.diagnostics, options));
+  if (result.typecheckNote) {
+    parts.push(
+      section("Type check", "typecheck-note", element("p", { className: "muted" }, result.typecheckNote)),
+    );
+  }
   const output = result.output ?? [];
   parts.push(
     section(

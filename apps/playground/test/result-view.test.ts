@@ -123,4 +123,14 @@ describe("renderResult", () => {
     expect(onShowLine).toHaveBeenCalledWith({ line: 3, column: 57 });
     expect(renderResult(completed, { via: "exec" }).querySelector('[data-testid="diagnostics"]')).toBeNull();
   });
+
+  it("shows the note of a cell whose type check did not finish", () => {
+    const note =
+      "The type check did not finish (the type check took longer than 15000 ms); the cell ran unchecked.";
+    const view = renderResult({ ...completed, typecheckNote: note }, { via: "exec" });
+    expect(view.querySelector('[data-testid="typecheck-note"]')?.textContent).toContain(note);
+    expect(
+      renderResult(completed, { via: "exec" }).querySelector('[data-testid="typecheck-note"]'),
+    ).toBeNull();
+  });
 });

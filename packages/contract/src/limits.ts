@@ -19,6 +19,11 @@ export const CODE_MODE_LIMITS = {
   maxCodeBytes: { default: 262_144, min: 1_024, max: 16_777_216 },
   snapshotTtlSeconds: { default: 900, min: 1, max: 86_400 },
   maxSearchLimit: { default: 50, min: 1, max: 50 },
+  // How long the opt-in type check of one cell may take (typecheck "warn" or "strict"), the compiler's
+  // first load included when the cell has to wait for it. Generous: a first check on a loaded machine
+  // takes seconds; a check that does not finish in time runs the cell unchecked ("warn") or refuses it
+  // ("strict").
+  typecheckTimeoutMs: { default: 15_000, min: 1, max: 120_000 },
   // Its upper bound is the resolved maxSearchLimit, applied after that field is resolved.
   searchDefaultLimit: { default: 8, min: 1, max: 50 },
 } as const;

@@ -80,6 +80,8 @@ export type CodeModeCompletedResult = {
   output?: CodeModeOutput[];
   /** Type-check findings of the cell (typecheck "warn" or "strict"); absent when there are none. */
   diagnostics?: CodeModeDiagnostic[];
+  /** Typecheck "warn": why the cell's check did not finish, when it did not (the cell ran unchecked). */
+  typecheckNote?: string;
   telemetry: CodeModeTelemetry;
 };
 export type CodeModeWaitingResult = {
@@ -92,6 +94,8 @@ export type CodeModeWaitingResult = {
   output?: CodeModeOutput[];
   /** Type-check findings of the cell (typecheck "warn" or "strict"); absent when there are none. */
   diagnostics?: CodeModeDiagnostic[];
+  /** Typecheck "warn": why the cell's check did not finish, when it did not (the cell ran unchecked). */
+  typecheckNote?: string;
   telemetry: CodeModeTelemetry;
 };
 export type CodeModeFailedResult = {
@@ -101,6 +105,8 @@ export type CodeModeFailedResult = {
   output?: CodeModeOutput[];
   /** Type-check findings of the cell (typecheck "warn" or "strict"); absent when there are none. */
   diagnostics?: CodeModeDiagnostic[];
+  /** Typecheck "warn": why the cell's check did not finish, when it did not (the cell ran unchecked). */
+  typecheckNote?: string;
   telemetry: CodeModeTelemetry;
 };
 export type CodeModeResult = CodeModeCompletedResult | CodeModeWaitingResult | CodeModeFailedResult;
@@ -124,7 +130,13 @@ export function emptyTelemetry(): CodeModeTelemetry {
  * of pending calls are for hosts and stay in the full result (MCP `structuredContent`).
  */
 export type CodeModeModelResult =
-  | { status: "completed"; value: unknown; output?: CodeModeOutput[]; diagnostics?: CodeModeDiagnostic[] }
+  | {
+      status: "completed";
+      value: unknown;
+      output?: CodeModeOutput[];
+      diagnostics?: CodeModeDiagnostic[];
+      typecheckNote?: string;
+    }
   | {
       status: "waiting";
       runId: string;
@@ -133,6 +145,7 @@ export type CodeModeModelResult =
       pendingToolCalls?: Array<{ callId: string; toolId: string; queued?: true }>;
       output?: CodeModeOutput[];
       diagnostics?: CodeModeDiagnostic[];
+      typecheckNote?: string;
     }
   | {
       status: "failed";
@@ -140,6 +153,7 @@ export type CodeModeModelResult =
       code?: CodeModeFailedResult["code"];
       output?: CodeModeOutput[];
       diagnostics?: CodeModeDiagnostic[];
+      typecheckNote?: string;
     };
 
 /** The model's view of a result: status, value or error and code, output, runId, reason, pending calls. */
@@ -147,6 +161,7 @@ export function codeModeModelResult(result: CodeModeResult): CodeModeModelResult
   const output = {
     ...(result.output?.length ? { output: result.output } : {}),
     ...(result.diagnostics?.length ? { diagnostics: result.diagnostics } : {}),
+    ...(result.typecheckNote ? { typecheckNote: result.typecheckNote } : {}),
   };
   if (result.status === "completed") return { status: "completed", value: result.value, ...output };
   if (result.status === "failed") {
@@ -198,6 +213,7 @@ export const codeModeResultOutputSchema = {
     yieldReason: { type: "string" },
     pendingToolCalls: { type: "array", items: { type: "object" } },
     diagnostics: { type: "array", items: { type: "object" } },
+    typecheckNote: { type: "string" },
     telemetry: { type: "object" },
   },
   required: ["status"],

@@ -110,6 +110,7 @@ export function defineContractSchemas(z: typeof Z) {
     value: z.unknown(),
     output: outputList,
     diagnostics: diagnosticList,
+    typecheckNote: z.string().optional(),
     telemetry: codeModeTelemetrySchema,
   });
   const codeModeWaitingResultSchema = z.object({
@@ -120,6 +121,7 @@ export function defineContractSchemas(z: typeof Z) {
     pendingToolCalls: z.array(codeModePendingToolCallSchema).optional(),
     output: outputList,
     diagnostics: diagnosticList,
+    typecheckNote: z.string().optional(),
     telemetry: codeModeTelemetrySchema,
   });
   const codeModeFailedResultSchema = z.object({
@@ -128,6 +130,7 @@ export function defineContractSchemas(z: typeof Z) {
     code: z.enum(CODE_MODE_ERROR_CODES).optional(),
     output: outputList,
     diagnostics: diagnosticList,
+    typecheckNote: z.string().optional(),
     telemetry: codeModeTelemetrySchema,
   });
   const codeModeResultSchema = z.discriminatedUnion("status", [

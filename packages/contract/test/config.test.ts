@@ -44,6 +44,7 @@ describe("activation", () => {
       snapshotTtlSeconds: 900,
       searchDefaultLimit: 8,
       maxSearchLimit: 50,
+      typecheckTimeoutMs: 15_000,
       clamped: [],
     });
   });
@@ -98,6 +99,13 @@ describe("runtime ranges", () => {
   it("clamps the default searchDefaultLimit when maxSearchLimit is smaller", () => {
     const config = resolveCodeModeConfig({ enabled: true, maxSearchLimit: 3 });
     expect(config.searchDefaultLimit).toBe(3);
+  });
+
+  it("refuses a checker timeout that is not an integer, saying what it takes", () => {
+    const error = configError({ enabled: true, typecheck: "strict", typecheckTimeoutMs: "5s" });
+    expect(error.message).toBe(
+      'Invalid code-mode config: tools.codeMode.typecheckTimeoutMs: received "5s"; expected an integer; the runtime range is 1..120000 (default 15000).',
+    );
   });
 
   it.each(["off", "warn", "strict"] as const)("keeps typecheck %s", (mode) => {

@@ -4,23 +4,32 @@ import type { CodeModeDiagnostic, CodeModeLanguage, CodeModeResult } from "@code
 import type { McpDeclarations } from "@codecell/mcp-declarations";
 import { CALL_MARKER_KEY } from "@codecell/namespaces";
 
-// `@codecell/typecheck` is imported on the first cell of an engine whose typecheck is not "off": with it
-// off nothing of it, and nothing of the compiler, is ever loaded.
+// `@codecell/typecheck` is imported when an engine whose typecheck is not "off" prepares its first run
+// (or warms up): with it off nothing of it, and nothing of the compiler, is ever loaded.
 type TypecheckModule = typeof import("@codecell/typecheck");
 type Checker = InstanceType<TypecheckModule["CellChecker"]>;
 type Declarations = ReturnType<TypecheckModule["guestDeclarations"]>;
 
-/** The findings of a checked cell; null when it was not checked (the sandbox's own checks decide). */
-export type CellTypecheck = {
-  diagnostics: CodeModeDiagnostic[];
-  total: number;
-  strictMessage: string;
-} | null;
+/**
+ * What the check found: the findings of a checked cell, or why its check did not finish (a timeout, a
+ * checker that stopped or failed) with the text "strict" refuses it with and the note "warn" adds;
+ * null when it was not checked because it fails its own transpile checks (the sandbox reports those).
+ */
+export type CellTypecheck =
+  | { status: "checked"; diagnostics: CodeModeDiagnostic[]; total: number; strictMessage: string }
+  | { status: "unfinished"; reason: string; strictMessage: string; note: string }
+  | null;
 
-/** One engine's checker: made on the first checked cell, shared by its runs, closed with the engine. */
+/**
+ * One engine's checker: made on the first prepared run with typecheck on (or the engine's warm-up),
+ * shared by its runs, closed with the engine.
+ */
 export class EngineTypecheck {
   #module: Promise<TypecheckModule> | null = null;
   #checker: Checker | null = null;
+  #closed = false;
+
+  constructor(readonly timeoutMs: number) {}
 
   #load(): Promise<TypecheckModule> {
     this.#module ??= import("@codecell/typecheck");
@@ -29,7 +38,9 @@ export class EngineTypecheck {
 
   async checker(): Promise<{ module: TypecheckModule; checker: Checker }> {
     const module = await this.#load();
-    this.#checker ??= new module.CellChecker();
+    // A warm-up or a run's preparation still loading when the engine closed starts no thread after it.
+    if (this.#closed) throw new Error("the engine was closed");
+    this.#checker ??= new module.CellChecker({ timeoutMs: this.timeoutMs });
     return { module, checker: this.#checker };
   }
 
@@ -40,6 +51,7 @@ export class EngineTypecheck {
   }
 
   async close(): Promise<void> {
+    this.#closed = true;
     await this.#checker?.close();
     this.#checker = null;
   }
@@ -59,18 +71,50 @@ export class RunTypecheck {
     private readonly mcp: McpDeclarations,
   ) {}
 
-  async check(code: string, language: CodeModeLanguage, surface: GuestSurface): Promise<CellTypecheck> {
-    const { module, checker } = await this.engine.checker();
-    if (this.#declarations?.surface !== surface) {
-      this.#declarations = { surface, value: module.guestDeclarations(this.#render(module, surface)) };
+  /**
+   * Has the checker build this run's declarations now, so its first cell is a warm check: the thread
+   * loads the compiler and the declarations while the model writes that cell. Never rejects (a checker
+   * that fails says so on the cell's own check).
+   */
+  async prepare(surface: GuestSurface): Promise<void> {
+    try {
+      const { module, checker } = await this.engine.checker();
+      await checker.prepare(this.#declarationsFor(module, surface));
+    } catch {
+      // Only a head start is lost.
     }
-    const result = await checker.check({ declarations: this.#declarations.value, code, language });
-    if (result.status !== "checked") return null;
+  }
+
+  async check(code: string, language: CodeModeLanguage, surface: GuestSurface): Promise<CellTypecheck> {
+    let result: Awaited<ReturnType<Checker["check"]>>;
+    let module: TypecheckModule;
+    try {
+      const loaded = await this.engine.checker();
+      module = loaded.module;
+      result = await loaded.checker.check({
+        declarations: this.#declarationsFor(module, surface),
+        code,
+        language,
+      });
+    } catch (error) {
+      const reason = `the checker could not start: ${error instanceof Error ? error.message : String(error)}`;
+      return unfinished(reason, this.engine.timeoutMs);
+    }
+    if (result.status === "skipped") return null;
+    if (result.status === "unfinished") return unfinished(result.reason, this.engine.timeoutMs);
     return {
+      status: "checked",
       diagnostics: result.diagnostics,
       total: result.total,
       strictMessage: result.total > 0 ? module.strictFailureMessage(result.diagnostics, result.total) : "",
     };
+  }
+
+  #declarationsFor(module: TypecheckModule, surface: GuestSurface): Declarations {
+    if (this.#declarations?.surface !== surface) {
+      this.#declarations = { surface, value: module.guestDeclarations(this.#render(module, surface)) };
+    }
+    return this.#declarations.value;
   }
 
   #render(module: TypecheckModule, surface: GuestSurface): string {
@@ -94,7 +138,25 @@ export class RunTypecheck {
   }
 }
 
-/** The result with the cell's findings attached (warn and strict); unchanged when there are none. */
+/**
+ * A cell whose check did not finish: "strict" refuses it with a text that says nothing ran, why the
+ * check did not finish and the ways out (the same cell again once the checker is warm, a longer
+ * `typecheckTimeoutMs`, or "warn"); "warn" runs it and its result carries the short note.
+ */
+function unfinished(reason: string, timeoutMs: number): CellTypecheck {
+  return {
+    status: "unfinished",
+    reason,
+    strictMessage: `The cell did not run: tools.codeMode.typecheck is "strict" and the cell's type check did not finish (${reason}), so nothing of it ran and no tool was called. Send it again: a checker that was still starting may be ready now. If it keeps happening, raise tools.codeMode.typecheckTimeoutMs (now ${timeoutMs} ms), or set typecheck to "warn", which runs a cell whose check did not finish unchecked.`,
+    note: `The type check did not finish (${reason}); the cell ran unchecked.`,
+  };
+}
+
+/**
+ * The result with what the check found attached (warn and strict): its findings, or in "warn" the note
+ * that the check did not finish; unchanged when there is neither.
+ */
 export function withDiagnostics(result: CodeModeResult, checked: CellTypecheck): CodeModeResult {
+  if (checked?.status === "unfinished") return { ...result, typecheckNote: checked.note };
   return checked && checked.diagnostics.length > 0 ? { ...result, diagnostics: checked.diagnostics } : result;
 }

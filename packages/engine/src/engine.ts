@@ -53,7 +53,7 @@ export class CodeModeEngine {
   readonly #redactInput: (toolId: string, input: JsonValue) => JsonValue;
   readonly #debug: ((line: string) => void) | null;
   readonly #inflight = new Map<string, InflightCalls>();
-  readonly #typecheck = new EngineTypecheck();
+  readonly #typecheck: EngineTypecheck;
   readonly #ownsPool: boolean;
   readonly #ownsStore: boolean;
   #pool: SandboxPool | undefined;
@@ -76,6 +76,7 @@ export class CodeModeEngine {
 
   constructor(options: CodeModeEngineOptions) {
     this.config = isResolvedConfig(options.config) ? options.config : resolveCodeModeConfig(options.config);
+    this.#typecheck = new EngineTypecheck(this.config.typecheckTimeoutMs);
     this.#pool = options.pool;
     this.#ownsPool = !options.pool;
     this.#ownsStore = !options.store;

@@ -57,6 +57,14 @@ export class ActiveRun implements PreparedRun {
     this.#surface = buildGuestSurface(catalog, declarations, namespaces);
     this.#namespacesKey = JSON.stringify(namespaces.namespaces);
     this.#scope = this.#requestScope(namespaces, new Map());
+    if (engine.config.typecheck !== "off") {
+      // The checker loads the compiler and this run's declarations while the model writes its first
+      // cell, which is then a warm check. After this turn, so preparing the run returns at once.
+      const typecheck = new RunTypecheck(engine.typecheck, catalog, declarations);
+      this.#typecheck = typecheck;
+      const surface = this.#surface;
+      setImmediate(() => void typecheck.prepare(surface)).unref();
+    }
     const { agentId, sessionKey, sessionId, runId } = options.context;
     this.#runScope = { agentId, sessionKey, sessionId, parentRunId: runId };
     // Every nested call in flight listens for the run's abort; there can be many at once.
@@ -321,11 +329,20 @@ export class ActiveRun implements PreparedRun {
     // "warn" checks while the cell runs (its findings are added at the end); "strict" first.
     const checking = this.#typecheckCell(code, language, surface);
     const checked = engine.config.typecheck === "strict" ? await checking : null;
-    if (checked && checked.total > 0) {
+    if (checked?.status === "checked" && checked.total > 0) {
       // Refused before the VM starts: nothing of the cell ran, no nested call was made.
       segment.release();
       const failed = failedResult("invalid_input", checked.strictMessage, telemetry, [], startedAt);
       return withDiagnostics(failed, checked);
+    }
+    if (checked?.status === "unfinished") {
+      // Strict fails closed: a cell that could not be checked does not run. `runtime_unavailable`, as
+      // for a sandbox that could not start in time: a part of the runtime the config asks for did not
+      // do its work, the cell itself may be fine (so not `invalid_input`), it is not the cell's own
+      // `timeout` (which counts its running and `limitFailures`), nor a bug (`internal_error`), and the
+      // same cell may well pass once the checker is warm.
+      segment.release();
+      return failedResult("runtime_unavailable", checked.strictMessage, telemetry, [], startedAt);
     }
     let run: SandboxRun;
     try {
@@ -395,8 +412,7 @@ export class ActiveRun implements PreparedRun {
   ): Promise<CellTypecheck> {
     if (this.engine.config.typecheck === "off") return null;
     this.#typecheck ??= new RunTypecheck(this.engine.typecheck, this.catalog, this.#declarations);
-    // A checker that fails never fails the cell: it runs as it would without the check.
-    return this.#typecheck.check(code, language, surface).catch(() => null);
+    return this.#typecheck.check(code, language, surface);
   }
 
   async #resume(

@@ -10,6 +10,13 @@ const engines = {
   off: createCodeModeEngine({ config: { enabled: true } }),
   warn: createCodeModeEngine({ config: { enabled: true, typecheck: "warn" } }),
   strict: createCodeModeEngine({ config: { enabled: true, typecheck: "strict" } }),
+  // A check can never finish in 1 ms: the first one waits for a new thread to load the compiler.
+  strictUnfinished: createCodeModeEngine({
+    config: { enabled: true, typecheck: "strict", typecheckTimeoutMs: 1 },
+  }),
+  warnUnfinished: createCodeModeEngine({
+    config: { enabled: true, typecheck: "warn", typecheckTimeoutMs: 1 },
+  }),
 };
 
 beforeAll(async () => {
@@ -173,6 +180,45 @@ describe("typecheck warn", () => {
     const result = await run.exec({ code: everything }, { toolCallId: "w3" });
     expect(result.status).toBe("completed");
     expect(result).not.toHaveProperty("diagnostics");
+  });
+});
+
+describe("a check that does not finish", () => {
+  it("strict: the cell does not run, and the error says why and what to do", async () => {
+    const { run, executor } = setup(engines.strictUnfinished);
+    const result = await run.exec({ code: misspelt }, { toolCallId: "u1" });
+    expect(result).toMatchObject({ status: "failed", code: "runtime_unavailable" });
+    if (result.status !== "failed") return;
+    expect(result.error).toMatch(
+      /did not run: .*"strict" .*type check did not finish \(the checker was still loading the compiler after 1 ms\)/,
+    );
+    expect(result.error).toMatch(
+      /raise tools\.codeMode\.typecheckTimeoutMs \(now 1 ms\), or set typecheck to "warn"/,
+    );
+    expect(result).not.toHaveProperty("diagnostics");
+    expect(executor.calls).toEqual([]);
+    expect(result.telemetry.nested.calls).toBe(0);
+  });
+
+  it("warn: the cell runs, and its result notes that it was not checked", async () => {
+    const { run, executor } = setup(engines.warnUnfinished);
+    const result = await run.exec({ code: misspelt }, { toolCallId: "u2" });
+    expect(result).toMatchObject({
+      status: "completed",
+      value: "done",
+      typecheckNote: expect.stringMatching(
+        /^The type check did not finish \(.+\); the cell ran unchecked\.$/,
+      ),
+    });
+    expect(result).not.toHaveProperty("diagnostics");
+    expect(executor.calls.map((call) => call.toolId)).toContain("core:host:read_file");
+  });
+
+  it("a checked cell carries no note", async () => {
+    const { run } = setup(engines.warn);
+    const result = await run.exec({ code: everything }, { toolCallId: "u3" });
+    expect(result.status).toBe("completed");
+    expect(result).not.toHaveProperty("typecheckNote");
   });
 });
 

@@ -25,11 +25,20 @@ export type CellCheckResult =
       total: number;
       durationMs: number;
     }
-  /** Not checked (it fails its transpile checks, the compiler failed or took too long): run it as is. */
-  | { status: "skipped"; reason: string; durationMs: number };
+  /** Not checked because it fails its transpile checks: the sandbox refuses it with its own code. */
+  | { status: "skipped"; reason: string; durationMs: number }
+  /**
+   * The check did not finish (it took longer than `timeoutMs`, the checker stopped or failed, or the
+   * compiler could not read the cell): nothing is known of the cell's types. `reason` says which.
+   */
+  | { status: "unfinished"; reason: string; durationMs: number };
 
 export type CellCheckerOptions = {
-  /** How long one check may take before it is given up and the checker restarted. Default 15000. */
+  /**
+   * How long one check may take, counted from the call (so waiting for the compiler's first load
+   * counts too), before it is given up as unfinished. A check that runs over on a ready checker
+   * has the checker restarted; one still loading the compiler is left to finish loading. Default 15000.
+   */
   timeoutMs?: number;
   /** Diagnostics kept per cell. Default 10. */
   maxDiagnostics?: number;
@@ -41,7 +50,7 @@ type WorkerReply =
   | { id: number; error: string };
 type WorkerOutcome =
   | { status: "checked"; diagnostics: CodeModeDiagnostic[]; total: number }
-  | { status: "skipped"; reason: string }
+  | { status: "skipped" | "unfinished"; reason: string }
   | { status: "missing" };
 
 const WORKER_URL = new URL("./worker/checker-worker.js", import.meta.url);
@@ -53,7 +62,8 @@ export function typecheckWorkersStarted(): number {
 }
 
 /**
- * Type-checks cells off the main thread. The worker, and TypeScript in it, start with the first check;
+ * Type-checks cells off the main thread. The worker, and TypeScript in it, start with the first check
+ * (or `prepare()`, `warmUp()`);
  * it keeps a warm language service per declaration key (the last few), so a run's later cells, and
  * other runs with the same guest, reuse the parsed declarations. Checks are answered in order.
  */
@@ -61,6 +71,10 @@ export class CellChecker {
   readonly #timeoutMs: number;
   readonly #maxDiagnostics: number;
   #worker: Worker | null = null;
+  /** True once the current worker answered anything: its compiler is loaded. */
+  #ready = false;
+  /** The current worker's warm-up, once asked for. */
+  #warming: Promise<void> | null = null;
   /** Keys whose declarations the current worker has been sent. */
   #sentKeys = new Set<string>();
   #nextId = 1;
@@ -78,8 +92,8 @@ export class CellChecker {
 
   async check(request: CellCheckRequest): Promise<CellCheckResult> {
     const startedAt = performance.now();
-    const skipped = (reason: string): CellCheckResult => ({
-      status: "skipped",
+    const unfinished = (reason: string): CellCheckResult => ({
+      status: "unfinished",
       reason,
       durationMs: performance.now() - startedAt,
     });
@@ -87,12 +101,35 @@ export class CellChecker {
     let reply = await this.#send(request, this.#sentKeys.has(key) ? undefined : text);
     // The worker keeps a few services; one it dropped is sent again.
     if ("outcome" in reply && reply.outcome.status === "missing") reply = await this.#send(request, text);
-    if ("error" in reply) return skipped(reply.error);
-    if (!("outcome" in reply)) return skipped("the checker answered a check with something else");
+    if ("error" in reply) return unfinished(reply.error);
+    if (!("outcome" in reply)) return unfinished("the checker answered a check with something else");
     const { outcome } = reply;
-    if (outcome.status === "missing") return skipped("the checker lost the run's declarations");
-    if (outcome.status === "skipped") return skipped(outcome.reason);
+    if (outcome.status === "missing") return unfinished("the checker lost the run's declarations");
+    if (outcome.status !== "checked") {
+      return { status: outcome.status, reason: outcome.reason, durationMs: performance.now() - startedAt };
+    }
     return { ...outcome, durationMs: performance.now() - startedAt };
+  }
+
+  /**
+   * Builds the checker of these declarations now, before their first cell (a run that was just
+   * prepared): that cell then costs a warm check. Starts the worker if needed; resolves when done (or
+   * when the checker failed: the cell's own check reports that); never rejects and has no timeout.
+   */
+  async prepare(declarations: GuestDeclarations): Promise<void> {
+    if (this.#sentKeys.has(declarations.key)) return;
+    const worker = this.#start();
+    this.#sentKeys.add(declarations.key);
+    const id = this.#nextId++;
+    await new Promise<void>((resolve) => {
+      this.#pending.set(id, () => {
+        this.#pending.delete(id);
+        if (this.#pending.size === 0) this.#worker?.unref();
+        resolve();
+      });
+      worker.ref();
+      worker.postMessage({ id, prepare: true, key: declarations.key, declarations: declarations.text });
+    });
   }
 
   /**
@@ -102,8 +139,9 @@ export class CellChecker {
    */
   async warmUp(): Promise<void> {
     const worker = this.#start();
+    if (this.#warming) return this.#warming;
     const id = this.#nextId++;
-    await new Promise<void>((resolve) => {
+    this.#warming = new Promise<void>((resolve) => {
       this.#pending.set(id, () => {
         this.#pending.delete(id);
         if (this.#pending.size === 0) this.#worker?.unref();
@@ -112,6 +150,7 @@ export class CellChecker {
       worker.ref();
       worker.postMessage({ id, warm: true });
     });
+    return this.#warming;
   }
 
   /** Stops the worker; a later check starts a new one. */
@@ -129,6 +168,15 @@ export class CellChecker {
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.#pending.delete(id);
+        if (this.#worker === worker && !this.#ready) {
+          // Still loading the compiler: stopping it would only make the next cell wait for a new load.
+          resolve({
+            id,
+            error: `the checker was still loading the compiler after ${this.#timeoutMs} ms`,
+          });
+          if (this.#pending.size === 0) worker.unref();
+          return;
+        }
         resolve({ id, error: `the type check took longer than ${this.#timeoutMs} ms` });
         // A check that runs away holds the thread: a fresh worker serves the next one.
         if (this.#worker === worker) {
@@ -160,7 +208,10 @@ export class CellChecker {
     // A clean execArgv: the worker resolves packages to their built files whatever flags the host runs
     // with (a test runner's source conditions would point it at TypeScript it cannot load).
     const worker = new Worker(WORKER_URL, { execArgv: [] });
-    worker.on("message", (reply: WorkerReply) => this.#pending.get(reply.id)?.(reply));
+    worker.on("message", (reply: WorkerReply) => {
+      if (this.#worker === worker) this.#ready = true;
+      this.#pending.get(reply.id)?.(reply);
+    });
     const fail = (why: string) => {
       if (this.#worker === worker) this.#reset(why);
     };
@@ -173,6 +224,8 @@ export class CellChecker {
 
   #reset(why: string): void {
     this.#worker = null;
+    this.#ready = false;
+    this.#warming = null;
     this.#sentKeys = new Set();
     for (const [id, settle] of [...this.#pending]) settle({ id, error: why });
     this.#pending.clear();

@@ -352,3 +352,41 @@ describe("bounds and skips", () => {
     expect(await diagnosticsOf("return await MCP.memory.readGraph({});")).toEqual([]);
   });
 });
+
+describe("a check that does not finish", () => {
+  const cell = 'const file = await tools.read_file({ pth: "a" });\nreturn file.content;';
+
+  it("is unfinished when the checker stops while it checks", async () => {
+    const stopping = new CellChecker();
+    const pending = stopping.check({ declarations, code: cell, language: "javascript" });
+    await stopping.close();
+    expect(await pending).toMatchObject({ status: "unfinished", reason: "the checker was closed" });
+  });
+
+  it("is unfinished past its timeout, and a checker still loading the compiler is kept", async () => {
+    // 1 ms: no thread can start and load the compiler in that time.
+    const hasty = new CellChecker({ timeoutMs: 1 });
+    try {
+      const first = await hasty.check({ declarations, code: cell, language: "javascript" });
+      expect(first).toMatchObject({
+        status: "unfinished",
+        reason: "the checker was still loading the compiler after 1 ms",
+      });
+      expect(hasty.started).toBe(true);
+      await hasty.warmUp();
+      // Ready now; new declarations and a 400-line cell are far more than 1 ms of checking, and a check
+      // that runs over on a ready checker has it restarted.
+      const long = Array.from({ length: 400 }, (_, index) => `await tools.read_file({ path: "f${index}" });`);
+      const other = guestDeclarations(renderGuestDeclarations(guestInput([])));
+      const second = await hasty.check({
+        declarations: other,
+        code: long.join("\n"),
+        language: "javascript",
+      });
+      expect(second).toMatchObject({ status: "unfinished", reason: "the type check took longer than 1 ms" });
+      expect(hasty.started).toBe(false);
+    } finally {
+      await hasty.close();
+    }
+  });
+});

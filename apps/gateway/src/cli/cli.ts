@@ -345,6 +345,7 @@ async function exec(args: string[]): Promise<number> {
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     const shownAs = "file" in cell && cell.file !== "-" ? cell.file : "cell.ts";
     for (const line of diagnosticLines(result, shownAs)) process.stderr.write(`${line}\n`);
+    if (result.typecheckNote) process.stderr.write(`${shownAs}: ${result.typecheckNote}\n`);
     saveCodeCache();
     await session.end();
     return result.status === "completed"

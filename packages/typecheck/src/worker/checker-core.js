@@ -1,14 +1,16 @@
 // @ts-check
 // The type checker itself: plain JavaScript, so the same file runs in the checker's worker thread (from
 // the source tree in tests, from dist in a build) and inline in a bench that measures both.
+import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { closestMatches, editDistance } from "@codecell/contract";
+// The zod-free entry: the worker starts sooner without the rest of the contract.
+import { closestMatches, editDistance } from "@codecell/contract/errors";
 import { prepareCell } from "@codecell/transpile";
 import { loadCompiler } from "./compiler-loader.js";
 
 /** @typedef {import("typescript")} TypeScript */
 /** @typedef {{ file: "cell.ts"; line: number; column: number; code: string; message: string; accepts?: string[] }} CellDiagnostic */
-/** @typedef {{ status: "checked"; diagnostics: CellDiagnostic[]; total: number } | { status: "skipped"; reason: string } | { status: "missing" }} CheckOutcome */
+/** @typedef {{ status: "checked"; diagnostics: CellDiagnostic[]; total: number } | { status: "skipped" | "unfinished"; reason: string } | { status: "missing" }} CheckOutcome */
 /** @typedef {import("typescript").TypeChecker & { getDiagnostics(file: import("typescript").SourceFile): readonly import("typescript").Diagnostic[] }} Checker */
 /** @typedef {{ key: string; declarations?: string; code: string; language: "javascript" | "typescript"; maxDiagnostics?: number }} CheckRequest */
 
@@ -17,6 +19,31 @@ import { loadCompiler } from "./compiler-loader.js";
 const HEADER = "async function __codecellCell() {\n";
 // `export {}` makes the cell a module, so nothing it declares becomes a global of the shared checker.
 const FOOTER = "\n}\nexport {};\n";
+// What a run's first cell most likely touches: checked once when its declarations arrive.
+const PREPARE_CELL = `const hits = await tools.search("files", { limit: 2 });
+const first = ALL_TOOLS.find((tool) => tool.id === hits[0]?.id);
+const files = await API.list("mcp");
+text(\`\${hits.length} \${first ? first.name : ""} \${files.length}\`);
+json({ ids: hits.map((hit) => hit.id).filter(Boolean), all: Object.keys(tools).length });
+return JSON.stringify(await Promise.all([Promise.resolve(1)]));`;
+// The warm-up's guest and cell: the kinds of code a cell is (calls with object literals, a misspelt
+// argument and result property, Promise.all, array methods, templates), so the checker's code for each,
+// diagnostics included, is compiled before the first real cell.
+const WARM_DECLARATIONS = `interface WarmFile { path: string; content: string; bytes: number }
+declare const tools: {
+  read_file(input: { path: string; maxBytes?: number }): Promise<WarmFile>;
+  search(query: string, options?: { limit?: number }): Promise<Array<{ id: string; name: string }>>;
+};
+declare function text(value: unknown): void;
+declare function json(value: unknown): void;`;
+const WARM_CELL = `const [file, hits] = await Promise.all([
+  tools.read_file({ pth: "README.md" }),
+  tools.search("files", { limit: 2 }),
+]);
+const names = hits.filter((hit) => hit.name.length > 0).map((hit) => ({ id: hit.id, name: hit.name }));
+for (const line of file.contents.split("\\n")) text(\`\${line.trim()} \${names.length}\`);
+json({ names, bytes: file.bytes, found: names.find((entry) => entry.id === "x")?.name ?? null });
+return Object.keys(file).length + JSON.stringify(names).length;`;
 const MAX_MESSAGE_CHARS = 400;
 const MAX_ACCEPTS = 20;
 const MAX_PROGRAMS = 4;
@@ -57,6 +84,117 @@ function compilerOptions(ts) {
 }
 
 /**
+ * A declaration file's text without its comments (its triple-slash directives too, which the joined
+ * files replace): in a `.d.ts` they are documentation, three quarters of the library's 578 KB, which
+ * the compiler would otherwise scan on every start. Strings (quotes and backticks, with escapes) are
+ * kept as they are; a line comment's newline stays.
+ * @param {string} text
+ */
+export function withoutComments(text) {
+  let out = "";
+  let start = 0;
+  let index = 0;
+  while (index < text.length) {
+    const char = text[index];
+    if (char === '"' || char === "'" || char === "`") {
+      index++;
+      while (index < text.length && text[index] !== char) index += text[index] === "\\" ? 2 : 1;
+      index++;
+    } else if (char === "/" && text[index + 1] === "/") {
+      out += text.slice(start, index);
+      index = text.indexOf("\n", index);
+      if (index === -1) index = text.length;
+      start = index;
+    } else if (char === "/" && text[index + 1] === "*") {
+      out += text.slice(start, index);
+      const end = text.indexOf("*/", index + 2);
+      index = end === -1 ? text.length : end + 2;
+      start = index;
+    } else {
+      index++;
+    }
+  }
+  return out + text.slice(start);
+}
+
+/**
+ * The language's library (`lib.esnext.d.ts` and the 79 files it references) as a few files. The
+ * compiler merges library files in one fixed order (its list of library names, whatever references
+ * what), so the files are joined in that order: each run of global declaration files into one, served
+ * under the name of the run's first file. A file that is a module (`lib.esnext.iterator.d.ts`, whose
+ * globals are in `declare global`) cannot join a script and stays a file of its own at its place.
+ * `lib.esnext.d.ts`, which declares nothing, references them all. The compiler parses and binds four
+ * files instead of 80, and the declarations, and the order they merge in, are the same (a test holds
+ * it). Undefined when the library is not as this expects: the compiler then reads its own files.
+ * @param {TypeScript} ts
+ * @param {string} directory
+ * @returns {Map<string, string> | undefined} the text of each file the compiler asks for, by path
+ */
+export function joinedLibrary(ts, directory) {
+  const internals = /** @type {{ libMap?: Map<string, string>; libs?: string[] }} */ (
+    /** @type {unknown} */ (ts)
+  );
+  const { libMap, libs } = internals;
+  if (!libMap || !libs) return undefined;
+  const root = "lib.esnext.d.ts";
+  const reference = /^\/\/\/\s*<reference\s+lib="([^"]+)"\s*\/>/gm;
+  /** @type {Map<string, { text: string; module: boolean }>} */
+  const found = new Map();
+  /** @param {string} file */
+  const visit = (file) => {
+    if (found.has(file)) return;
+    const text = readFileSync(`${directory}/${file}`, "utf8");
+    const body = withoutComments(text);
+    found.set(file, { text: body, module: /^(export|import)\b/m.test(body) });
+    for (const match of text.matchAll(reference)) {
+      const name = /** @type {string} */ (match[1]).toLowerCase();
+      const referenced = libMap.get(name);
+      if (!referenced) throw new Error(`unknown library ${name}`);
+      visit(referenced);
+    }
+  };
+  visit(root);
+  if (found.get(root)?.text.trim() !== "") return undefined;
+  found.delete(root);
+  /** @param {string} file */
+  const nameOf = (file) => file.replace(/^lib\./, "").replace(/\.d\.ts$/, "");
+  const priority = (/** @type {string} */ file) => libs.indexOf(nameOf(file));
+  const ordered = [...found.keys()].sort((a, b) => priority(a) - priority(b));
+  if (ordered.some((file) => priority(file) === -1 || libMap.get(nameOf(file)) !== file)) return undefined;
+  /** @type {Map<string, string>} */
+  const files = new Map();
+  const header = '/// <reference no-default-lib="true"/>\n';
+  /** @type {string[]} */
+  const containers = [];
+  /** @type {string[]} */
+  let run = [];
+  /** @type {string | undefined} */
+  let first;
+  const close = () => {
+    if (first === undefined) return;
+    files.set(`${directory}/${first}`, header + run.join("\n"));
+    containers.push(first);
+    first = undefined;
+    run = [];
+  };
+  for (const file of ordered) {
+    const entry = /** @type {{ text: string; module: boolean }} */ (found.get(file));
+    if (entry.module) {
+      close();
+      files.set(`${directory}/${file}`, header + entry.text);
+      containers.push(file);
+    } else {
+      first ??= file;
+      run.push(entry.text);
+    }
+  }
+  close();
+  const references = containers.map((file) => `/// <reference lib="${nameOf(file)}" />\n`).join("");
+  files.set(`${directory}/${root}`, header + references);
+  return files;
+}
+
+/**
  * Loads TypeScript (once per thread) and answers checks against warm programs.
  *
  * A program, and its type checker, is made once per run's declarations. Each cell is then parsed as a
@@ -80,6 +218,10 @@ export function createCheckerCore() {
   /** @type {Map<string, import("typescript").SourceFile | undefined>} */
   const libraryFiles = new Map();
   const baseHost = ts.createCompilerHost(options);
+  // Comments in declaration files are documentation, never types (those are in JSDoc of JavaScript
+  // files only, which the cell's own file still has parsed): the library's and the tools' are skipped.
+  baseHost.jsDocParsingMode = ts.JSDocParsingMode.ParseForTypeErrors;
+  const library = joinedLibrary(ts, /** @type {string} */ (baseHost.getDefaultLibLocation?.()));
   /** @type {Map<string, { checker: Checker; checks: number; declarations: string; globalsName: string }>} */
   const programs = new Map();
   let nextFileId = 0;
@@ -94,7 +236,14 @@ export function createCheckerCore() {
       ...baseHost,
       getSourceFile: (name, languageVersion) => {
         if (name === globalsName) return ts.createSourceFile(name, declarations, languageVersion, true);
-        if (!libraryFiles.has(name)) libraryFiles.set(name, baseHost.getSourceFile(name, languageVersion));
+        if (!libraryFiles.has(name)) {
+          libraryFiles.set(
+            name,
+            library?.has(name)
+              ? ts.createSourceFile(name, /** @type {string} */ (library.get(name)), languageVersion, false)
+              : baseHost.getSourceFile(name, languageVersion),
+          );
+        }
         return libraryFiles.get(name);
       },
       fileExists: (name) => name === globalsName || baseHost.fileExists(name),
@@ -281,6 +430,82 @@ export function createCheckerCore() {
     return result;
   }
 
+  /**
+   * The warm checker of a run's declarations (made when they are new), or undefined when the worker no
+   * longer has them and they were not sent.
+   * @param {string} key
+   * @param {string | undefined} declarations
+   * @returns {Checker | undefined}
+   */
+  function checkerFor(key, declarations) {
+    let entry = programs.get(key);
+    if (entry) {
+      // Most recently used last, so the oldest is the one dropped.
+      programs.delete(key);
+    } else {
+      if (declarations === undefined) return undefined;
+      const globalsName = `/globals-${nextFileId++}.d.ts`;
+      entry = { checker: createProgram(declarations, globalsName), checks: 0, declarations, globalsName };
+      if (programs.size >= MAX_PROGRAMS) {
+        const oldest = programs.keys().next().value;
+        if (oldest !== undefined) programs.delete(oldest);
+      }
+    }
+    if (entry.checks >= MAX_CHECKS_PER_PROGRAM) {
+      entry.checker = createProgram(entry.declarations, entry.globalsName);
+      entry.checks = 0;
+    }
+    entry.checks++;
+    programs.set(key, entry);
+    return entry.checker;
+  }
+
+  /**
+   * The cell's findings from a checker: parsed as a module file of its own, bound, checked, each
+   * finding examined and placed on the cell's own lines.
+   * @param {Checker} checker
+   * @param {string} code
+   * @param {"javascript" | "typescript"} language
+   * @param {number} max
+   * @returns {CheckOutcome}
+   */
+  function diagnose(checker, code, language, max) {
+    const javascript = language === "javascript";
+    // A name of its own per cell: the checker keeps its findings by file name.
+    const source = ts.createSourceFile(
+      `/cell-${nextFileId++}.${javascript ? "js" : "ts"}`,
+      HEADER + code + FOOTER,
+      options.target ?? ts.ScriptTarget.ES2023,
+      true,
+      javascript ? ts.ScriptKind.JS : ts.ScriptKind.TS,
+    );
+    const parsed = /** @type {{ parseDiagnostics?: readonly import("typescript").Diagnostic[] }} */ (
+      /** @type {unknown} */ (source)
+    );
+    if ((parsed.parseDiagnostics ?? []).length > 0) {
+      return { status: "unfinished", reason: "the compiler does not parse the cell as the sandbox does" };
+    }
+    bindSourceFile(source, options);
+    const bound = /** @type {{ bindDiagnostics?: readonly import("typescript").Diagnostic[] }} */ (
+      /** @type {unknown} */ (source)
+    );
+    const lastLine = code.split(/\r\n|\r|\n|\u2028|\u2029/).length;
+    const findings = [...(bound.bindDiagnostics ?? []), ...checker.getDiagnostics(source)]
+      .filter((diagnostic) => diagnostic.category === ts.DiagnosticCategory.Error)
+      .sort((a, b) => (a.start ?? 0) - (b.start ?? 0));
+    /** @type {CellDiagnostic[]} */
+    const diagnostics = [];
+    let total = 0;
+    for (const diagnostic of findings) {
+      const examined = examine(diagnostic, checker, source);
+      if (examined.drop) continue;
+      total++;
+      if (diagnostics.length < max)
+        diagnostics.push(toCellDiagnostic(diagnostic, source, lastLine, examined));
+    }
+    return { status: "checked", diagnostics, total };
+  }
+
   return {
     /** @param {string} key */
     has(key) {
@@ -302,67 +527,20 @@ export function createCheckerCore() {
           reason: `the cell does not pass its transpile checks (${String(error)})`,
         };
       }
-      let entry = programs.get(request.key);
-      if (entry) {
-        // Most recently used last, so the oldest is the one dropped.
-        programs.delete(request.key);
-      } else {
-        if (request.declarations === undefined) return { status: "missing" };
-        const globalsName = `/globals-${nextFileId++}.d.ts`;
-        entry = {
-          checker: createProgram(request.declarations, globalsName),
-          checks: 0,
-          declarations: request.declarations,
-          globalsName,
-        };
-        if (programs.size >= MAX_PROGRAMS) {
-          const oldest = programs.keys().next().value;
-          if (oldest !== undefined) programs.delete(oldest);
-        }
-      }
-      if (entry.checks >= MAX_CHECKS_PER_PROGRAM) {
-        entry.checker = createProgram(entry.declarations, entry.globalsName);
-        entry.checks = 0;
-      }
-      entry.checks++;
-      programs.set(request.key, entry);
-      const { checker } = entry;
+      const checker = checkerFor(request.key, request.declarations);
+      if (!checker) return { status: "missing" };
 
-      const javascript = request.language === "javascript";
-      // A name of its own per cell: the checker keeps its findings by file name.
-      const source = ts.createSourceFile(
-        `/cell-${nextFileId++}.${javascript ? "js" : "ts"}`,
-        HEADER + request.code + FOOTER,
-        options.target ?? ts.ScriptTarget.ES2023,
-        true,
-        javascript ? ts.ScriptKind.JS : ts.ScriptKind.TS,
-      );
-      const parsed = /** @type {{ parseDiagnostics?: readonly import("typescript").Diagnostic[] }} */ (
-        /** @type {unknown} */ (source)
-      );
-      if ((parsed.parseDiagnostics ?? []).length > 0) {
-        return { status: "skipped", reason: "the compiler does not parse the cell as the sandbox does" };
-      }
-      bindSourceFile(source, options);
-      const bound = /** @type {{ bindDiagnostics?: readonly import("typescript").Diagnostic[] }} */ (
-        /** @type {unknown} */ (source)
-      );
-      const lastLine = request.code.split(/\r\n|\r|\n|\u2028|\u2029/).length;
-      const findings = [...(bound.bindDiagnostics ?? []), ...checker.getDiagnostics(source)]
-        .filter((diagnostic) => diagnostic.category === ts.DiagnosticCategory.Error)
-        .sort((a, b) => (a.start ?? 0) - (b.start ?? 0));
-      /** @type {CellDiagnostic[]} */
-      const diagnostics = [];
-      let total = 0;
-      const max = request.maxDiagnostics ?? 10;
-      for (const diagnostic of findings) {
-        const examined = examine(diagnostic, checker, source);
-        if (examined.drop) continue;
-        total++;
-        if (diagnostics.length < max)
-          diagnostics.push(toCellDiagnostic(diagnostic, source, lastLine, examined));
-      }
-      return { status: "checked", diagnostics, total };
+      return diagnose(checker, request.code, request.language, request.maxDiagnostics ?? 10);
+    },
+
+    /**
+     * Makes the checker of a run's declarations before its first cell, and has it resolve what every
+     * cell touches (the guest globals, promises, arrays), so that cell costs what a warm check does.
+     * @param {{ key: string; declarations?: string }} request
+     */
+    prepare(request) {
+      const checker = checkerFor(request.key, request.declarations);
+      if (checker) diagnose(checker, PREPARE_CELL, "javascript", 0);
     },
 
     /**
@@ -371,20 +549,9 @@ export function createCheckerCore() {
      * loaded and compiled when the first real cell comes.
      */
     async warm() {
-      const checker = createProgram(
-        "declare const warm: { ready(): Promise<string> };",
-        `/globals-${nextFileId++}.d.ts`,
-      );
-      await prepareCell("return await warm.ready();", "javascript");
-      const source = ts.createSourceFile(
-        `/cell-${nextFileId++}.js`,
-        `${HEADER}const ready = await warm.ready();\nreturn ready.length;${FOOTER}`,
-        ts.ScriptTarget.ESNext,
-        true,
-        ts.ScriptKind.JS,
-      );
-      bindSourceFile(source, options);
-      checker.getDiagnostics(source);
+      const checker = createProgram(WARM_DECLARATIONS, `/globals-${nextFileId++}.d.ts`);
+      await prepareCell(WARM_CELL, "javascript");
+      diagnose(checker, WARM_CELL, "javascript", 10);
     },
 
     /** Writes the compiler's code cache if it needs writing (after the first check or warm-up). */

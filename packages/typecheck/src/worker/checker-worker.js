@@ -11,12 +11,20 @@ let queue = Promise.resolve();
 
 parentPort?.on(
   "message",
-  (/** @type {{ id: number; warm?: true } & import("./checker-core.js").CheckRequest} */ message) => {
+  (
+    /** @type {{ id: number; warm?: true; prepare?: true } & import("./checker-core.js").CheckRequest} */ message,
+  ) => {
     queue = queue.then(async () => {
       try {
         core ??= createCheckerCore();
         if (message.warm) {
           await core.warm();
+          parentPort?.postMessage({ id: message.id, warmed: true });
+          core.saveCodeCache();
+          return;
+        }
+        if (message.prepare) {
+          core.prepare(message);
           parentPort?.postMessage({ id: message.id, warmed: true });
           core.saveCodeCache();
           return;
@@ -27,10 +35,9 @@ parentPort?.on(
         // After the answer, so the first check never waits for it.
         core.saveCodeCache();
       } catch (error) {
-        parentPort?.postMessage({
-          id: message.id,
-          error: String(error instanceof Error ? error.stack : error),
-        });
+        // The reason travels to the model in a refused cell's error: the message, not the stack.
+        const reason = String(error instanceof Error ? error.message : error).slice(0, 300);
+        parentPort?.postMessage({ id: message.id, error: `the checker failed: ${reason}` });
       }
     });
   },
