@@ -37,7 +37,9 @@ export type CellCheckerOptions = {
   /**
    * How long one check may take, counted from the call (so waiting for the compiler's first load
    * counts too), before it is given up as unfinished. A check that runs over on a ready checker
-   * has the checker restarted; one still loading the compiler is left to finish loading. Default 15000.
+   * has the checker restarted, and the checks queued behind it are sent to the new one, once, each
+   * with a fresh timer (so one slow cell does not fail other runs' checks); a checker still loading the
+   * compiler is left to finish loading. Default 15000.
    */
   timeoutMs?: number;
   /** Diagnostics kept per cell. Default 10. */
@@ -52,6 +54,12 @@ type WorkerOutcome =
   | { status: "checked"; diagnostics: CodeModeDiagnostic[]; total: number }
   | { status: "skipped" | "unfinished"; reason: string }
   | { status: "missing" };
+
+type Pending = {
+  settle(reply: WorkerReply | { id: number; error: string }): void;
+  /** A check's: post it again to a new worker (with a timer of its own). Absent once it was resent. */
+  resend?: () => void;
+};
 
 const WORKER_URL = new URL("./worker/checker-worker.js", import.meta.url);
 let workersStarted = 0;
@@ -78,7 +86,11 @@ export class CellChecker {
   /** Keys whose declarations the current worker has been sent. */
   #sentKeys = new Set<string>();
   #nextId = 1;
-  readonly #pending = new Map<number, (reply: WorkerReply | { id: number; error: string }) => void>();
+  /**
+   * What waits for the current worker, by message id, in the order sent (the worker answers in order).
+   * A check can be sent again once, to a new worker, when another request stopped the one it waited on.
+   */
+  readonly #pending = new Map<number, Pending>();
 
   constructor(options: CellCheckerOptions = {}) {
     this.#timeoutMs = options.timeoutMs ?? 15_000;
@@ -122,10 +134,12 @@ export class CellChecker {
     this.#sentKeys.add(declarations.key);
     const id = this.#nextId++;
     await new Promise<void>((resolve) => {
-      this.#pending.set(id, () => {
-        this.#pending.delete(id);
-        if (this.#pending.size === 0) this.#worker?.unref();
-        resolve();
+      this.#pending.set(id, {
+        settle: () => {
+          this.#pending.delete(id);
+          if (this.#pending.size === 0) this.#worker?.unref();
+          resolve();
+        },
       });
       worker.ref();
       worker.postMessage({ id, prepare: true, key: declarations.key, declarations: declarations.text });
@@ -142,10 +156,12 @@ export class CellChecker {
     if (this.#warming) return this.#warming;
     const id = this.#nextId++;
     this.#warming = new Promise<void>((resolve) => {
-      this.#pending.set(id, () => {
-        this.#pending.delete(id);
-        if (this.#pending.size === 0) this.#worker?.unref();
-        resolve();
+      this.#pending.set(id, {
+        settle: () => {
+          this.#pending.delete(id);
+          if (this.#pending.size === 0) this.#worker?.unref();
+          resolve();
+        },
       });
       worker.ref();
       worker.postMessage({ id, warm: true });
@@ -161,44 +177,53 @@ export class CellChecker {
   }
 
   #send(request: CellCheckRequest, declarations: string | undefined): Promise<WorkerReply> {
-    const worker = this.#start();
-    const id = this.#nextId++;
-    const { key } = request.declarations;
-    if (declarations !== undefined) this.#sentKeys.add(key);
     return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.#pending.delete(id);
-        if (this.#worker === worker && !this.#ready) {
-          // Still loading the compiler: stopping it would only make the next cell wait for a new load.
-          resolve({
-            id,
-            error: `the checker was still loading the compiler after ${this.#timeoutMs} ms`,
-          });
-          if (this.#pending.size === 0) worker.unref();
-          return;
-        }
-        resolve({ id, error: `the type check took longer than ${this.#timeoutMs} ms` });
-        // A check that runs away holds the thread: a fresh worker serves the next one.
-        if (this.#worker === worker) {
-          this.#reset("a check timed out");
-          void worker.terminate();
-        }
-      }, this.#timeoutMs);
-      this.#pending.set(id, (reply) => {
-        clearTimeout(timer);
-        this.#pending.delete(id);
-        if (this.#pending.size === 0) this.#worker?.unref();
-        resolve(reply);
-      });
-      worker.ref();
-      worker.postMessage({
-        id,
-        key,
-        ...(declarations !== undefined ? { declarations } : {}),
-        code: request.code,
-        language: request.language,
-        maxDiagnostics: this.#maxDiagnostics,
-      });
+      const post = (text: string | undefined, resent: boolean) => {
+        const worker = this.#start();
+        const id = this.#nextId++;
+        const { key } = request.declarations;
+        if (text !== undefined) this.#sentKeys.add(key);
+        const timer = setTimeout(() => {
+          this.#pending.delete(id);
+          if (this.#worker === worker && !this.#ready) {
+            // Still loading the compiler: stopping it would only make the next cell wait for a new load.
+            resolve({
+              id,
+              error: `the checker was still loading the compiler after ${this.#timeoutMs} ms`,
+            });
+            if (this.#pending.size === 0) worker.unref();
+            return;
+          }
+          resolve({ id, error: `the type check took longer than ${this.#timeoutMs} ms` });
+          // A check that runs away holds the thread: a fresh worker serves the checks queued behind it.
+          if (this.#worker === worker) {
+            this.#restartAfter(worker);
+            void worker.terminate();
+          }
+        }, this.#timeoutMs);
+        const settle = (reply: WorkerReply | { id: number; error: string }) => {
+          clearTimeout(timer);
+          this.#pending.delete(id);
+          if (this.#pending.size === 0) this.#worker?.unref();
+          resolve(reply);
+        };
+        const resend = () => {
+          clearTimeout(timer);
+          // The new worker has none of the old one's declarations: the first check of a key brings them.
+          post(this.#sentKeys.has(key) ? undefined : request.declarations.text, true);
+        };
+        this.#pending.set(id, resent ? { settle } : { settle, resend });
+        worker.ref();
+        worker.postMessage({
+          id,
+          key,
+          ...(text !== undefined ? { declarations: text } : {}),
+          code: request.code,
+          language: request.language,
+          maxDiagnostics: this.#maxDiagnostics,
+        });
+      };
+      post(declarations, false);
     });
   }
 
@@ -210,10 +235,18 @@ export class CellChecker {
     const worker = new Worker(WORKER_URL, { execArgv: [] });
     worker.on("message", (reply: WorkerReply) => {
       if (this.#worker === worker) this.#ready = true;
-      this.#pending.get(reply.id)?.(reply);
+      this.#pending.get(reply.id)?.settle(reply);
     });
     const fail = (why: string) => {
-      if (this.#worker === worker) this.#reset(why);
+      if (this.#worker !== worker) return;
+      // The request it was working on (the oldest) gets the failure; those queued behind it go to a new
+      // worker, so one cell that brings the checker down does not fail other runs' checks.
+      const [oldest] = this.#pending;
+      if (oldest) {
+        this.#pending.delete(oldest[0]);
+        oldest[1].settle({ id: oldest[0], error: why });
+      }
+      this.#restartAfter(worker, why);
     };
     worker.on("error", (error) => fail(`the checker failed: ${String(error)}`));
     worker.on("exit", (code) => fail(`the checker stopped (exit code ${code})`));
@@ -222,12 +255,33 @@ export class CellChecker {
     return worker;
   }
 
+  /** Forgets the current worker; what waited on it is answered `why`. */
   #reset(why: string): void {
+    const pending = this.#forgetWorker();
+    for (const [id, entry] of pending) entry.settle({ id, error: why });
+  }
+
+  /**
+   * Forgets `worker`, which stopped (or was stopped) under one request, and sends the checks queued
+   * behind it to a new worker, each with a fresh timer; a check already sent again, and a warm-up or
+   * prepare, is answered `why` instead (a prepare's declarations come with the next check).
+   */
+  #restartAfter(worker: Worker, why = "the checker was restarted"): void {
+    if (this.#worker !== worker) return;
+    const pending = this.#forgetWorker();
+    for (const [id, entry] of pending) {
+      if (entry.resend) entry.resend();
+      else entry.settle({ id, error: why });
+    }
+  }
+
+  #forgetWorker(): [number, Pending][] {
     this.#worker = null;
     this.#ready = false;
     this.#warming = null;
     this.#sentKeys = new Set();
-    for (const [id, settle] of [...this.#pending]) settle({ id, error: why });
+    const pending = [...this.#pending];
     this.#pending.clear();
+    return pending;
   }
 }

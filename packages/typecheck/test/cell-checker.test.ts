@@ -363,6 +363,32 @@ describe("a check that does not finish", () => {
     expect(await pending).toMatchObject({ status: "unfinished", reason: "the checker was closed" });
   });
 
+  it("a check that runs away does not fail the checks queued behind it", async () => {
+    // A cell of 10,000 chained statements keeps the compiler busy for far longer than 4 s (2,000 of them
+    // take about a second, and the time grows faster than the count); the cell queued behind it is
+    // sent to a new checker once the runaway one is stopped, with a timer of its own.
+    const patient = new CellChecker({ timeoutMs: 4_000 });
+    try {
+      await patient.warmUp();
+      const chained = Array.from(
+        { length: 10_000 },
+        (_, index) =>
+          `const v${index} = await tools.read_file({ path: String(${index > 0 ? `v${index - 1}` : 0}) });`,
+      );
+      const runaway = patient.check({ declarations, code: chained.join("\n"), language: "javascript" });
+      const queued = patient.check({ declarations, code: cell, language: "javascript" });
+      expect(await runaway).toMatchObject({
+        status: "unfinished",
+        reason: "the type check took longer than 4000 ms",
+      });
+      const behind = await queued;
+      expect(behind.status).toBe("checked");
+      expect(behind.status === "checked" && behind.diagnostics[0]?.message).toMatch(/'pth'/);
+    } finally {
+      await patient.close();
+    }
+  });
+
   it("is unfinished past its timeout, and a checker still loading the compiler is kept", async () => {
     // 1 ms: no thread can start and load the compiler in that time.
     const hasty = new CellChecker({ timeoutMs: 1 });
