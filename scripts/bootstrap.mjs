@@ -2,11 +2,11 @@
 // The README's two commands (`npm start`, `npm test`) land here. They must work on a machine that has
 // only Node 20 and npm, so this script fetches the pinned pnpm through npx instead of expecting a global
 // one, installs the workspace, and then runs the task through turbo.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { newestTurboSummary, readTurboSummary, stepFailedLine, summarize } from "./test-summary.mjs";
+import { readTurboSummary, stepFailedLine, summarize, turboSummariesSince } from "./test-summary.mjs";
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const { packageManager } = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
@@ -28,6 +28,25 @@ function run(args, options = {}) {
     process.exit(1);
   }
   return result.status ?? 1;
+}
+
+/** Runs the commands side by side, each on the terminal; resolves with their exit statuses. */
+function runTogether(commands) {
+  return Promise.all(
+    commands.map(
+      (args) =>
+        new Promise((resolve) => {
+          const shown = args.join(" ");
+          console.log(`\n> ${shown}`);
+          const child = spawn(args[0], args.slice(1), { cwd: root, stdio: "inherit", env });
+          child.on("error", (error) => {
+            console.error(`codecell: could not run "${shown}": ${error.message}`);
+            resolve(1);
+          });
+          child.on("exit", (code) => resolve(code ?? 1));
+        }),
+    ),
+  );
 }
 
 function pnpm(...args) {
@@ -80,9 +99,22 @@ if (command === "test") {
   // Reports left by an earlier run must not be counted as this run's.
   for (const folder of workspaceFolders()) rmSync(reportOf(folder), { force: true });
   const started = Date.now();
-  const status = run(pnpm("exec", "turbo", "run", "test", "--concurrency=1", "--continue", "--summarize"));
-  const summaryFile = newestTurboSummary(root, started);
-  const tasks = summaryFile ? readTurboSummary(summaryFile) : new Map();
+  // The gateway's end-to-end files run one after another (each starts gateways, replicas or servers and
+  // mostly waits on them) and take about as long as every other package's tests together, which run one
+  // package at a time: the two go side by side, so both cores are used without running more than two
+  // suites at once.
+  const gateway = "@codecell/gateway";
+  const turboTest = (...filter) =>
+    pnpm("exec", "turbo", "run", "test", ...filter, "--continue", "--summarize");
+  const statuses = await runTogether([
+    turboTest(`--filter=${gateway}`),
+    turboTest(`--filter=!${gateway}`, "--concurrency=1"),
+  ]);
+  const status = statuses.find((code) => code !== 0) ?? 0;
+  const tasks = new Map();
+  for (const file of turboSummariesSince(root, started)) {
+    for (const [name, task] of readTurboSummary(file)) tasks.set(name, task);
+  }
   const packages = workspaceFolders().map((folder) => {
     const name = JSON.parse(readFileSync(join(folder, "package.json"), "utf8")).name ?? folder;
     const report = readReport(reportOf(folder));

@@ -115,18 +115,17 @@ export function readTurboSummary(file) {
   return tasks;
 }
 
-/** The newest turbo run summary written at or after `since` (ms), or null. */
-export function newestTurboSummary(root, since) {
+/** The turbo run summaries written at or after `since` (ms), oldest first. */
+export function turboSummariesSince(root, since) {
   const dir = join(root, ".turbo", "runs");
-  if (!existsSync(dir)) return null;
-  let newest = null;
+  if (!existsSync(dir)) return [];
+  const found = [];
   for (const name of readdirSync(dir)) {
     if (!name.endsWith(".json")) continue;
     const file = join(dir, name);
     const summary = JSON.parse(readFileSync(file, "utf8"));
     const started = summary.execution?.startTime ?? 0;
-    if (started + 1000 < since) continue;
-    if (!newest || started > newest.started) newest = { file, started };
+    if (started + 1000 >= since) found.push({ file, started });
   }
-  return newest?.file ?? null;
+  return found.sort((a, b) => a.started - b.started).map((entry) => entry.file);
 }
