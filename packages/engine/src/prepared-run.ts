@@ -43,7 +43,7 @@ export class ActiveRun implements PreparedRun {
   readonly #declarations: McpDeclarations;
   readonly #runScope: Omit<RunScope, "toolCallId">;
   readonly #abort = new AbortController();
-  #typecheck: RunTypecheck | null = null;
+  readonly #typecheck: RunTypecheck | null = null;
 
   constructor(
     readonly engine: EngineShared,
@@ -410,9 +410,8 @@ export class ActiveRun implements PreparedRun {
     language: "javascript" | "typescript",
     surface: GuestSurface,
   ): Promise<CellTypecheck> {
-    if (this.engine.config.typecheck === "off") return null;
-    this.#typecheck ??= new RunTypecheck(this.engine.typecheck, this.catalog, this.#declarations);
-    return this.#typecheck.check(code, language, surface);
+    // Made with the run when typecheck is on (see the constructor); null when it is off.
+    return (await this.#typecheck?.check(code, language, surface)) ?? null;
   }
 
   async #resume(

@@ -132,18 +132,7 @@ export class CellChecker {
     if (this.#sentKeys.has(declarations.key)) return;
     const worker = this.#start();
     this.#sentKeys.add(declarations.key);
-    const id = this.#nextId++;
-    await new Promise<void>((resolve) => {
-      this.#pending.set(id, {
-        settle: () => {
-          this.#pending.delete(id);
-          if (this.#pending.size === 0) this.#worker?.unref();
-          resolve();
-        },
-      });
-      worker.ref();
-      worker.postMessage({ id, prepare: true, key: declarations.key, declarations: declarations.text });
-    });
+    await this.#ask(worker, { prepare: true, key: declarations.key, declarations: declarations.text });
   }
 
   /**
@@ -154,19 +143,29 @@ export class CellChecker {
   async warmUp(): Promise<void> {
     const worker = this.#start();
     if (this.#warming) return this.#warming;
+    this.#warming = this.#ask(worker, { warm: true });
+    return this.#warming;
+  }
+
+  /** Posts `message` under a new id; resolves when the worker answers it, or when it is gone. */
+  #ask(worker: Worker, message: Record<string, unknown>): Promise<void> {
     const id = this.#nextId++;
-    this.#warming = new Promise<void>((resolve) => {
+    return new Promise((resolve) => {
       this.#pending.set(id, {
         settle: () => {
-          this.#pending.delete(id);
-          if (this.#pending.size === 0) this.#worker?.unref();
+          this.#answered(id);
           resolve();
         },
       });
       worker.ref();
-      worker.postMessage({ id, warm: true });
+      worker.postMessage({ id, ...message });
     });
-    return this.#warming;
+  }
+
+  /** `id` needs no answer any more; the worker may let the process exit once nothing waits on it. */
+  #answered(id: number): void {
+    this.#pending.delete(id);
+    if (this.#pending.size === 0) this.#worker?.unref();
   }
 
   /** Stops the worker; a later check starts a new one. */
@@ -203,8 +202,7 @@ export class CellChecker {
         }, this.#timeoutMs);
         const settle = (reply: WorkerReply | { id: number; error: string }) => {
           clearTimeout(timer);
-          this.#pending.delete(id);
-          if (this.#pending.size === 0) this.#worker?.unref();
+          this.#answered(id);
           resolve(reply);
         };
         const resend = () => {
