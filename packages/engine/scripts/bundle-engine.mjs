@@ -1,14 +1,20 @@
 // Run by `build` after tsc (cold start): the package's published entry, dist/bundle/, is the
 // engine with the `@codecell/*` packages it uses inlined. Node's ES module loader resolves, reads,
 // compiles and links each file on its own; importing the engine from dist/index.js meant some 80 of
-// them (about 410 KB), most of the main thread's time to a first result. The bundle is two files:
+// them (about 410 KB), most of the main thread's time to a first result. And Node 20 keeps no compile
+// cache for ES modules: compiling the engine as one ES module was still about 20 ms of a 35 ms import.
+// So the bundle is:
 //
-// - dist/bundle/index.js: the entry, written here from the names src/index.ts exports. It imports
-//   @codecell/sandbox/worker-start first and alone (the sandbox's first worker and its wasm start as
-//   that loads) and the engine with a dynamic import and a top-level await, so the worker boots on the
-//   other core while the engine loads. An ES module is evaluated only once every module of its static
-//   graph has been loaded, so a static import of the engine would start the worker only after all of it.
-// - dist/bundle/engine-api.js: src/index.ts as built, the packages below the engine included.
+// - dist/bundle/engine-api.cjs: src/index.ts as built, the packages below the engine included, as one
+//   function expression (CommonJS inside), which the entry compiles through `vm.Script` with the code
+//   cache beside it. Its `import()` calls become calls of the entry's own `import()` (a script compiled
+//   by node:vm has no module loader behind it).
+// - dist/bundle/engine-api.<hash>.v8cache: V8's code cache of that script, written by a process that
+//   ran cells with it (scripts/warm-code-cache.mjs), so the functions a first cell runs are in it too.
+//   V8 takes it only in a process of the same Node and V8 flags; elsewhere the source is compiled.
+// - dist/bundle/index.js: the entry, written here with the names src/index.ts exports. Its static import
+//   of @codecell/sandbox/worker-start runs first (the sandbox's first worker and its wasm start as that
+//   loads), so the worker boots on the other core while the engine compiles.
 //
 // Left outside, loaded by name as the ES modules they are:
 // - @codecell/sandbox/worker-start, for the process's one copy of the sandbox's state (the rules of
@@ -23,7 +29,10 @@
 // namespaces, contract for CodeModeError) get second copies of them; what must be shared between copies
 // is kept process-wide under registry symbols (the namespace registry and tool markers, CodeModeError's
 // brand and its `instanceof`). test/bundle.e2e.test.ts runs such a host against this bundle.
-import { readFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { build, transform } from "esbuild";
 import {
@@ -39,6 +48,19 @@ const packageDir = new URL("..", import.meta.url);
 const manifest = JSON.parse(readFileSync(new URL("package.json", packageDir), "utf8"));
 /** Imported only dynamically, on the paths that need it. */
 const LAZY_PACKAGES = ["@codecell/transpile", "@codecell/typecheck"];
+const API_FILE = "engine-api.cjs";
+/** The bundle's parameters; the entry calls it with these, in this order. */
+const BUNDLE_PARAMETERS = [
+  "exports",
+  "require",
+  "module",
+  "__filename",
+  "__dirname",
+  "__codecellEntryUrl",
+  "__codecellImport",
+];
+/** acorn's tokenizer, from @codecell/transpile (which depends on it): import() calls are found as tokens. */
+const acorn = createRequire(createRequire(import.meta.url).resolve("@codecell/transpile"))("acorn");
 
 const packages = workspacePackages();
 
@@ -74,48 +96,35 @@ async function exportsOf(file) {
   return Object.values(result.metafile.outputs).find((output) => output.entryPoint)?.exports ?? [];
 }
 
-const ENTRY = "codecell-engine-entry";
 const apiNames = await exportsOf("dist/index.js");
 if (apiNames.length === 0) throw new Error("dist/index.js exports nothing; build it with tsc first");
 
-/** The published entry: the sandbox's early start, then every value of the API from the second file. */
-const entry = {
-  name: "engine-entry",
-  setup(build) {
-    build.onResolve({ filter: new RegExp(`^${ENTRY}$`) }, () => ({ path: ENTRY, namespace: ENTRY }));
-    build.onLoad({ filter: /.*/, namespace: ENTRY }, () => ({
-      contents: [
-        `import "${WORKER_START}";`,
-        'const engine = await import("./index.js");',
-        `export const { ${apiNames.join(", ")} } = engine;`,
-      ].join("\n"),
-      loader: "js",
-      resolveDir: fileURLToPath(new URL("dist", packageDir)),
-    }));
-  },
-};
+const bundleDir = new URL("dist/bundle/", packageDir);
+// A build's files only: an earlier layout's, and the code caches of earlier builds, go.
+rmSync(bundleDir, { recursive: true, force: true });
 
+// 1. The engine itself, one function expression (CommonJS inside).
 const result = await build({
   absWorkingDir: fileURLToPath(packageDir),
-  entryPoints: [
-    { in: ENTRY, out: "index" },
-    { in: "dist/index.js", out: "engine-api" },
-  ],
-  outdir: "dist/bundle",
+  entryPoints: ["dist/index.js"],
+  outfile: `dist/bundle/${API_FILE}`,
   bundle: true,
-  // The entry's dynamic import of dist/index.js is the second file's name.
-  splitting: true,
-  chunkNames: "[name]",
   platform: "node",
-  format: "esm",
+  format: "cjs",
   target: "node20",
-  // Names and layout stay as written: readable stack traces for a library; comments go.
+  // The engine's own modules find files beside the entry, as they did beside their own files.
+  define: { "import.meta.url": "__codecellEntryUrl" },
+  // Its code was ES modules (strict) before it was bundled; it stays strict inside the function.
+  banner: { js: `(function (${BUNDLE_PARAMETERS.join(", ")}) {"use strict";` },
+  footer: { js: "})" },
+  // Names and layout stay as written: readable stack traces for a library; comments go, and with them
+  // the only place non-ASCII could stay (esbuild escapes it in code), so the entry reads it as latin1.
   legalComments: "none",
+  charset: "ascii",
   sourcemap: true,
   sourcesContent: false,
   metafile: true,
   plugins: [
-    entry,
     externals,
     sandboxStateFromWorkerStart(packages),
     inlinedImportMeta({
@@ -129,18 +138,103 @@ const result = await build({
   logLevel: "warning",
 });
 
-const outputs = Object.entries(result.metafile.outputs).filter(([file]) => !file.endsWith(".map"));
-const expected = ["dist/bundle/engine-api.js", "dist/bundle/index.js"];
-const written = outputs.map(([file]) => file).sort();
-if (JSON.stringify(written) !== JSON.stringify(expected)) {
-  throw new Error(`the engine bundle is ${written.join(", ")}, expected ${expected.join(", ")}`);
-}
-for (const [file, output] of outputs) {
-  for (const imported of output.imports) {
-    if (LAZY_PACKAGES.includes(imported.path) && imported.kind !== "dynamic-import") {
-      throw new Error(`${file} imports ${imported.path} as ${imported.kind}; it must stay a lazy import()`);
-    }
+const output = result.metafile.outputs[`dist/bundle/${API_FILE}`];
+for (const imported of output.imports) {
+  if (imported.path.startsWith("node:")) continue;
+  const allowed =
+    (imported.path === WORKER_START && imported.kind === "require-call") ||
+    (LAZY_PACKAGES.includes(imported.path) && imported.kind === "dynamic-import");
+  if (!allowed) {
+    throw new Error(
+      `dist/bundle/${API_FILE} loads ${imported.path} as ${imported.kind}; only ${WORKER_START} (required at load) and ${LAZY_PACKAGES.join(", ")} (import()) may stay outside`,
+    );
   }
 }
+
+// 2. Its import() calls go through the entry: a script compiled by node:vm has no module loader of its
+// own (an import() in it fails "A dynamic import callback was not specified"). Found as tokens, so a
+// string that happens to hold the text is left alone.
+const apiUrl = new URL(API_FILE, bundleDir);
+const bundled = readFileSync(apiUrl, "latin1");
+const calls = [];
+let previous = null;
+for (const token of acorn.tokenizer(bundled, { ecmaVersion: "latest", allowHashBang: false })) {
+  if (previous?.type.keyword === "import" && token.type.label === "(") calls.push(previous.start);
+  previous = token;
+}
+const lazyImports = output.imports.filter((imported) => imported.kind === "dynamic-import").length;
+if (calls.length < lazyImports) {
+  throw new Error(`found ${calls.length} import() calls in ${API_FILE}, esbuild reports ${lazyImports}`);
+}
+let rewritten = bundled;
+for (const at of calls.toReversed()) {
+  rewritten = `${rewritten.slice(0, at)}__codecellImport${rewritten.slice(at + "import".length)}`;
+}
+if ([...rewritten].some((char) => char.charCodeAt(0) > 0x7f)) {
+  throw new Error(`dist/bundle/${API_FILE} is not ASCII; the entry reads it as latin1`);
+}
+writeFileSync(apiUrl, rewritten);
+
+// 3. The entry: the sandbox's early start, then the engine compiled with its code cache.
+const sha = createHash("sha256").update(rewritten).digest("hex").slice(0, 16);
+const api = { file: `./${API_FILE}`, length: rewritten.length, cache: `./engine-api.${sha}.v8cache` };
+writeFileSync(new URL("index.js", bundleDir), engineEntry(api, apiNames));
+
+// 4. The code cache, from a process that ran cells with the bundle just built (a process with other V8
+// flags or another Node rejects it and compiles the source, as without it).
+const warm = spawnSync(process.execPath, [fileURLToPath(new URL("warm-code-cache.mjs", import.meta.url))], {
+  cwd: fileURLToPath(packageDir),
+  env: { ...process.env, NODE_OPTIONS: "", CODECELL_CODE_CACHE: "1" },
+  encoding: "utf8",
+  timeout: 120_000,
+});
+if (warm.status !== 0) {
+  throw new Error(`writing the engine's code cache failed:\n${warm.stdout}${warm.stderr}`);
+}
 const inputs = Object.keys(result.metafile.inputs).length;
-process.stdout.write(`engine bundle: ${inputs} modules in ${outputs.length} files\n`);
+process.stdout.write(`engine bundle: ${inputs} modules in dist/bundle/${API_FILE}; ${warm.stdout.trim()}\n`);
+
+/** The published entry's text (see the top of this file). */
+function engineEntry(api, names) {
+  return `// Written by scripts/bundle-engine.mjs. The engine is ./${API_FILE}, one function expression compiled
+// here with the V8 code cache the build wrote beside it: Node 20 keeps no compile cache for ES modules,
+// and compiling the engine as one was most of its import. The static import below runs first, so the
+// sandbox's first worker is booting while the engine compiles.
+import * as workerStart from "${WORKER_START}";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Script } from "node:vm";
+
+const API = ${JSON.stringify(api)};
+const file = fileURLToPath(new URL(API.file, import.meta.url));
+// ASCII by construction (the build checks), so read without UTF-8 decoding.
+const source = readFileSync(file, "latin1");
+let cachedData;
+// V8 checks a cache against the source's length, its own version and its flags, not the text; the
+// cache's name holds the hash of the text it was made from. CODECELL_CODE_CACHE=0 turns it off.
+if (source.length === API.length && process.env.CODECELL_CODE_CACHE !== "0") {
+  try {
+    cachedData = readFileSync(fileURLToPath(new URL(API.cache, import.meta.url)));
+  } catch {
+    // No cache: the source is compiled, as without one.
+  }
+}
+const script = new Script(source, { filename: file, ...(cachedData ? { cachedData } : {}) });
+// The build's warm-up (scripts/warm-code-cache.mjs) writes the cache from this script once cells ran.
+globalThis[Symbol.for("codecell.engineCodeCache")]?.(script, fileURLToPath(new URL(API.cache, import.meta.url)));
+const require = createRequire(import.meta.url);
+const module = { exports: {} };
+script.runInThisContext()(
+  module.exports,
+  (id) => (id === "${WORKER_START}" ? workerStart : require(id)),
+  module,
+  file,
+  dirname(file),
+  import.meta.url,
+  (specifier) => import(specifier),
+);
+export const { ${names.join(", ")} } = module.exports;
+`;
+}

@@ -3,9 +3,11 @@
 // modules loaded into this thread (src/worker/in-thread.js) instead of a worker thread. The pool's
 // code, and the worker's, are the same in both modes; only the transport differs.
 import { EventEmitter } from "node:events";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
+import { Script } from "node:vm";
 import type { HostToWorkerMessage, WorkerToHostMessage } from "@codecell/bridge";
 
 /** Where a sandbox's modules run: a worker thread of their own, or the host's thread. */
@@ -44,18 +46,65 @@ const OTHER_MODULE =
 const TERMINAL = new Set(["completed", "failed", "suspended"]);
 
 /**
- * The sandbox's modules for this thread: the build's CommonJS bundle of them (scripts/bundle-worker.mjs),
- * one file for Node's CommonJS loader instead of some twenty ES modules to resolve and link; the modules
- * themselves when running from source (tests).
+ * The sandbox's modules for this thread: the build's bundle of them (scripts/bundle-worker.mjs), one
+ * function expression compiled here with the V8 code cache the build wrote beside it, instead of some
+ * twenty ES modules to resolve and link and compile on the way to the first cell; the modules themselves
+ * when running from source (tests).
  */
 function importGuest(): Promise<GuestSide> {
   // Resolved here, not as this module loads: where this module is inlined (the engine's bundle), its
   // `import.meta.url` resolves the package's main file, a few ms that a worker-thread pool never needs.
-  const bundle = fileURLToPath(new URL("./worker/in-thread.bundle.cjs", import.meta.url));
-  if (existsSync(bundle)) {
-    return Promise.resolve().then(() => createRequire(import.meta.url)(bundle) as GuestSide);
-  }
+  const manifest = new URL("./worker/in-thread.bundle.json", import.meta.url);
+  if (existsSync(fileURLToPath(manifest))) return Promise.resolve().then(() => runGuestScript(manifest));
   return import(new URL("./worker/in-thread.js", import.meta.url).href) as Promise<GuestSide>;
+}
+
+/** What the build records of the bundle (in-thread.bundle.json): its file, length and code cache. */
+type GuestScriptManifest = { file: string; length: number; cache: string };
+/** The bundle's parameters, in the order the build wrote them (its banner). */
+type GuestScriptFunction = (
+  exports: object,
+  require: NodeJS.Require,
+  module: { exports: object },
+  filename: string,
+  dirname: string,
+  importModule: (specifier: string) => Promise<unknown>,
+) => void;
+
+function runGuestScript(manifestUrl: URL): GuestSide {
+  const manifest = JSON.parse(readFileSync(manifestUrl, "utf8")) as GuestScriptManifest;
+  const file = fileURLToPath(new URL(manifest.file, manifestUrl));
+  // ASCII by construction (the build checks), so read without UTF-8 decoding.
+  const source = readFileSync(file, "latin1");
+  let cachedData: Buffer | undefined;
+  // V8 checks a cache against the source's length, its own version and its flags, not the text; the
+  // cache's name holds the hash of the text it was made from. CODECELL_CODE_CACHE=0 turns it off.
+  if (source.length === manifest.length && process.env.CODECELL_CODE_CACHE !== "0") {
+    try {
+      cachedData = readFileSync(new URL(manifest.cache, manifestUrl));
+    } catch {
+      // No cache: the source is compiled, as without one.
+    }
+  }
+  const script = new Script(source, { filename: file, ...(cachedData ? { cachedData } : {}) });
+  // The build's warm-up (scripts/warm-code-cache.mjs) writes the cache from this script once cells ran.
+  const hook = (globalThis as Record<symbol, unknown>)[Symbol.for("codecell.inThreadCodeCache")];
+  if (typeof hook === "function") hook(script, fileURLToPath(new URL(manifest.cache, manifestUrl)));
+  const require = createRequire(file);
+  // The bundle's import() calls (what it loads on first use) go through a CommonJS module of the
+  // build's, whose import() Node's loader serves: a script compiled here has no loader behind it, and
+  // neither does this module where a bundler inlined it into a script of its own (the gateway's CLI).
+  const importModule = require("./in-thread-import.cjs") as (specifier: string) => Promise<unknown>;
+  const module = { exports: {} };
+  (script.runInThisContext() as GuestScriptFunction)(
+    module.exports,
+    require,
+    module,
+    file,
+    dirname(file),
+    importModule,
+  );
+  return module.exports as GuestSide;
 }
 
 function loadGuest(): Promise<GuestSide> {
