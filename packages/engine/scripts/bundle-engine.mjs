@@ -29,7 +29,6 @@
 // namespaces, contract for CodeModeError) get second copies of them; what must be shared between copies
 // is kept process-wide under registry symbols (the namespace registry and tool markers, CodeModeError's
 // brand and its `instanceof`). test/bundle.e2e.test.ts runs such a host against this bundle.
-import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -39,6 +38,8 @@ import {
   checkWorkerStartExports,
   dependencyChains,
   inlinedImportMeta,
+  routeDynamicImports,
+  runWarmUp,
   sandboxStateFromWorkerStart,
   WORKER_START,
   workspacePackages,
@@ -155,21 +156,11 @@ for (const imported of output.imports) {
 // own (an import() in it fails "A dynamic import callback was not specified"). Found as tokens, so a
 // string that happens to hold the text is left alone.
 const apiUrl = new URL(API_FILE, bundleDir);
-const bundled = readFileSync(apiUrl, "latin1");
-const calls = [];
-let previous = null;
-for (const token of acorn.tokenizer(bundled, { ecmaVersion: "latest", allowHashBang: false })) {
-  if (previous?.type.keyword === "import" && token.type.label === "(") calls.push(previous.start);
-  previous = token;
-}
-const lazyImports = output.imports.filter((imported) => imported.kind === "dynamic-import").length;
-if (calls.length < lazyImports) {
-  throw new Error(`found ${calls.length} import() calls in ${API_FILE}, esbuild reports ${lazyImports}`);
-}
-let rewritten = bundled;
-for (const at of calls.toReversed()) {
-  rewritten = `${rewritten.slice(0, at)}__codecellImport${rewritten.slice(at + "import".length)}`;
-}
+const rewritten = routeDynamicImports(readFileSync(apiUrl, "latin1"), {
+  acorn,
+  name: "__codecellImport",
+  minimum: output.imports.filter((imported) => imported.kind === "dynamic-import").length,
+});
 if ([...rewritten].some((char) => char.charCodeAt(0) > 0x7f)) {
   throw new Error(`dist/bundle/${API_FILE} is not ASCII; the entry reads it as latin1`);
 }
@@ -182,17 +173,12 @@ writeFileSync(new URL("index.js", bundleDir), engineEntry(api, apiNames));
 
 // 4. The code cache, from a process that ran cells with the bundle just built (a process with other V8
 // flags or another Node rejects it and compiles the source, as without it).
-const warm = spawnSync(process.execPath, [fileURLToPath(new URL("warm-code-cache.mjs", import.meta.url))], {
-  cwd: fileURLToPath(packageDir),
-  env: { ...process.env, NODE_OPTIONS: "", CODECELL_CODE_CACHE: "1" },
-  encoding: "utf8",
-  timeout: 120_000,
-});
-if (warm.status !== 0) {
-  throw new Error(`writing the engine's code cache failed:\n${warm.stdout}${warm.stderr}`);
-}
+const warmed = runWarmUp(
+  fileURLToPath(new URL("warm-code-cache.mjs", import.meta.url)),
+  fileURLToPath(packageDir),
+);
 const inputs = Object.keys(result.metafile.inputs).length;
-process.stdout.write(`engine bundle: ${inputs} modules in dist/bundle/${API_FILE}; ${warm.stdout.trim()}\n`);
+process.stdout.write(`engine bundle: ${inputs} modules in dist/bundle/${API_FILE}; ${warmed}\n`);
 
 /** The published entry's text (see the top of this file). */
 function engineEntry(api, names) {
@@ -209,24 +195,31 @@ import { Script } from "node:vm";
 
 const API = ${JSON.stringify(api)};
 const file = fileURLToPath(new URL(API.file, import.meta.url));
-// ASCII by construction (the build checks), so read without UTF-8 decoding.
-const source = readFileSync(file, "latin1");
-let cachedData;
-// V8 checks a cache against the source's length, its own version and its flags, not the text; the
-// cache's name holds the hash of the text it was made from. CODECELL_CODE_CACHE=0 turns it off.
-if (source.length === API.length && process.env.CODECELL_CODE_CACHE !== "0") {
-  try {
-    cachedData = readFileSync(fileURLToPath(new URL(API.cache, import.meta.url)));
-  } catch {
-    // No cache: the source is compiled, as without one.
+
+/** In a function, so the cache's bytes are garbage once compiled, not kept for the life of the process. */
+function compile() {
+  // ASCII by construction (the build checks), so read without UTF-8 decoding.
+  const source = readFileSync(file, "latin1");
+  const cacheFile = fileURLToPath(new URL(API.cache, import.meta.url));
+  let cachedData;
+  // V8 checks a cache against the source's length, its own version and its flags, not the text; the
+  // cache's name holds the hash of the text it was made from. CODECELL_CODE_CACHE=0 turns it off.
+  if (source.length === API.length && process.env.CODECELL_CODE_CACHE !== "0") {
+    try {
+      cachedData = readFileSync(cacheFile);
+    } catch {
+      // No cache: the source is compiled, as without one.
+    }
   }
+  const script = new Script(source, { filename: file, ...(cachedData ? { cachedData } : {}) });
+  // The build's warm-up (scripts/warm-code-cache.mjs) writes the cache from this script once cells ran.
+  globalThis[Symbol.for("codecell.engineCodeCache")]?.(script, cacheFile);
+  return script.runInThisContext();
 }
-const script = new Script(source, { filename: file, ...(cachedData ? { cachedData } : {}) });
-// The build's warm-up (scripts/warm-code-cache.mjs) writes the cache from this script once cells ran.
-globalThis[Symbol.for("codecell.engineCodeCache")]?.(script, fileURLToPath(new URL(API.cache, import.meta.url)));
+
 const require = createRequire(import.meta.url);
 const module = { exports: {} };
-script.runInThisContext()(
+compile()(
   module.exports,
   (id) => (id === "${WORKER_START}" ? workerStart : require(id)),
   module,

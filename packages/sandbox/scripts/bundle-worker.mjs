@@ -27,12 +27,12 @@
 // - in-thread.bundle.<hash>.v8cache: the cache, from a process that ran cells with the bundle
 //   (scripts/warm-code-cache.mjs), so the functions a first cell runs are in it. V8 takes it only in a
 //   process of the same Node and V8 flags; elsewhere the source is compiled, as without a cache.
-import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
+import { routeDynamicImports, runWarmUp } from "../../../scripts/workspace-bundle.mjs";
 
 const packageDir = new URL("..", import.meta.url);
 const workerDir = new URL("dist/worker/", packageDir);
@@ -134,7 +134,9 @@ for (const { entry, bundle: BUNDLE, script } of BUNDLES) {
   if (script) {
     const lazyImports = output.imports.filter((imported) => imported.kind === "dynamic-import").length;
     writeScript(BUNDLE, bundled, lazyImports);
-    process.stdout.write(`${BUNDLE}: ${inputs} modules in one script; ${warmCodeCache()}\n`);
+    process.stdout.write(
+      `${BUNDLE}: ${inputs} modules in one script; ${runWarmUp(fileURLToPath(new URL("warm-code-cache.mjs", import.meta.url)), fileURLToPath(packageDir))}\n`,
+    );
   } else {
     process.stdout.write(`${BUNDLE}: ${inputs} modules in one CommonJS file\n`);
   }
@@ -142,23 +144,11 @@ for (const { entry, bundle: BUNDLE, script } of BUNDLES) {
 
 /**
  * The in-thread bundle as the script src/in-thread-sandbox.ts runs: its import() calls become calls of
- * the `__codecellImport` it is given (found as tokens, so a string holding the text is left alone), and
+ * the `__codecellImport` it is given (routeDynamicImports), and
  * its manifest and import helper are written beside it; earlier builds' caches go.
  */
 function writeScript(bundle, text, lazyImports) {
-  const calls = [];
-  let previous = null;
-  for (const token of acorn.tokenizer(text, { ecmaVersion: "latest" })) {
-    if (previous?.type.keyword === "import" && token.type.label === "(") calls.push(previous.start);
-    previous = token;
-  }
-  if (calls.length < lazyImports) {
-    throw new Error(`found ${calls.length} import() calls in ${bundle}, esbuild reports ${lazyImports}`);
-  }
-  let rewritten = text;
-  for (const at of calls.toReversed()) {
-    rewritten = `${rewritten.slice(0, at)}__codecellImport${rewritten.slice(at + "import".length)}`;
-  }
+  const rewritten = routeDynamicImports(text, { acorn, name: "__codecellImport", minimum: lazyImports });
   const bundleUrl = new URL(bundle, packageDir);
   writeFileSync(bundleUrl, rewritten);
   const name = bundle.slice(bundle.lastIndexOf("/") + 1);
@@ -180,17 +170,4 @@ function writeScript(bundle, text, lazyImports) {
       "",
     ].join("\n"),
   );
-}
-
-/** Writes the in-thread bundle's code cache from a fresh `node` that ran cells with it. */
-function warmCodeCache() {
-  const warm = spawnSync(process.execPath, [fileURLToPath(new URL("warm-code-cache.mjs", import.meta.url))], {
-    cwd: fileURLToPath(packageDir),
-    env: { ...process.env, NODE_OPTIONS: "", CODECELL_CODE_CACHE: "1" },
-    encoding: "utf8",
-    timeout: 120_000,
-  });
-  if (warm.status !== 0)
-    throw new Error(`writing the in-thread code cache failed:\n${warm.stdout}${warm.stderr}`);
-  return warm.stdout.trim();
 }
