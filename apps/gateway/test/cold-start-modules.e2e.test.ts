@@ -237,6 +237,41 @@ describe("cold start: what the first result loads", () => {
   });
 });
 
+describe("cold start: node:worker_threads loads only for a worker thread", () => {
+  const BUILTINS = join(APP_DIR, "test", "fixtures", "builtins-at-exit.mjs");
+  const { CODECELL_SANDBOX_EARLY_START: _switch, ...env } = process.env;
+
+  /** The built-in modules a fresh node running `args` loaded (preloaded with builtins-at-exit.mjs). */
+  function builtinsOf(args: string[], extraEnv: NodeJS.ProcessEnv = {}): string[] {
+    const file = join(mkdtempSync(join(tmpdir(), "codecell-builtins-")), "builtins.json");
+    const child = spawnSync(process.execPath, ["--import", BUILTINS, ...args], {
+      cwd: APP_DIR,
+      env: { ...env, ...extraEnv, BUILTINS_FILE: file },
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    expect(child.status, child.stderr).toBe(0);
+    return JSON.parse(readFileSync(file, "utf8")) as string[];
+  }
+
+  it("an engine whose sandbox runs in-thread (early worker off) runs its cell without loading it", () => {
+    expect(builtinsOf([COLD_EXEC, "in-thread"], { CODECELL_SANDBOX_EARLY_START: "0" })).not.toContain(
+      "node:worker_threads",
+    );
+  });
+
+  it("`codecell exec` (in-thread by default) runs its cell without loading it", () => {
+    expect(builtinsOf([CLI, "exec", "--code", "return 1"])).not.toContain("node:worker_threads");
+  });
+
+  it("an engine on worker threads, and `codecell exec --sandbox worker`, do load it (positive control)", () => {
+    expect(builtinsOf([COLD_EXEC])).toContain("node:worker_threads");
+    expect(builtinsOf([CLI, "exec", "--sandbox", "worker", "--code", "return 1"])).toContain(
+      "node:worker_threads",
+    );
+  });
+});
+
 describe("cold start: which commands start a sandbox worker", () => {
   const COUNT_WORKERS = join(APP_DIR, "test", "fixtures", "count-workers.mjs");
   const dir = mkdtempSync(join(tmpdir(), "codecell-workers-"));

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
-import { Worker } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
 import { loadQuickJsModule, preludeFor } from "./wasm-module.js";
 
 // The sandbox's process-wide state is here and in wasm-module.ts (the early worker; the compiled module
@@ -56,10 +56,19 @@ function workerExecArgv(): string[] {
   return profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`, "--cpu-prof-interval=100"] : [];
 }
 
+/**
+ * node:worker_threads, loaded with the first worker, not with this module: it takes about 4 ms to load,
+ * and a host whose sandboxes all run on its own thread (`thread: "in-thread"`) never needs it.
+ */
+let workerThreads: typeof import("node:worker_threads") | undefined;
+
 function spawnWorker(): Worker {
+  workerThreads ??= createRequire(import.meta.url)(
+    "node:worker_threads",
+  ) as typeof import("node:worker_threads");
   // A clean execArgv: the worker resolves packages to their built files whatever flags the host runs
   // with (a test runner's source conditions would point it at TypeScript it cannot load).
-  return new Worker(WORKER_URL, { execArgv: workerExecArgv() });
+  return new workerThreads.Worker(WORKER_URL, { execArgv: workerExecArgv() });
 }
 
 type EarlyWorker = { worker: Worker; timer: NodeJS.Timeout; drop: () => void; ignore: () => void };

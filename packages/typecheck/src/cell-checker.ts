@@ -1,6 +1,13 @@
 import { createHash } from "node:crypto";
-import { Worker } from "node:worker_threads";
+import { createRequire } from "node:module";
+import type { Worker } from "node:worker_threads";
 import type { CodeModeDiagnostic, CodeModeLanguage } from "@codecell/contract";
+
+/**
+ * node:worker_threads, loaded when the first checker starts: about 4 ms to load, which a host that never
+ * type-checks a cell (the default) would otherwise pay at import.
+ */
+let workerThreads: typeof import("node:worker_threads") | undefined;
 
 /** A run's declaration text with the key its warm language service is kept under. */
 export type GuestDeclarations = { readonly key: string; readonly text: string };
@@ -227,10 +234,13 @@ export class CellChecker {
 
   #start(): Worker {
     if (this.#worker) return this.#worker;
+    workerThreads ??= createRequire(import.meta.url)(
+      "node:worker_threads",
+    ) as typeof import("node:worker_threads");
     workersStarted++;
     // A clean execArgv: the worker resolves packages to their built files whatever flags the host runs
     // with (a test runner's source conditions would point it at TypeScript it cannot load).
-    const worker = new Worker(WORKER_URL, { execArgv: [] });
+    const worker = new workerThreads.Worker(WORKER_URL, { execArgv: [] });
     worker.on("message", (reply: WorkerReply) => {
       if (this.#worker === worker) this.#ready = true;
       this.#pending.get(reply.id)?.settle(reply);

@@ -9,8 +9,6 @@ import { Gateway } from "../gateway.js";
 import { Readiness } from "../http/readiness.js";
 import { log, operatorLine, setLogFormat } from "../logger.js";
 import { NO_APPROVAL_CLIENT } from "../mcp/approvals.js";
-import { catalogView } from "../mcp/mcp-front.js";
-import { serveStdio } from "../mcp/stdio-transport.js";
 import { GATEWAY_VERSION } from "../version.js";
 import { connectBanner } from "./banner.js";
 import { saveCodeCache } from "./cli-host.js";
@@ -189,7 +187,8 @@ async function serve(args: string[]): Promise<number | undefined> {
     ? await (await import("../telemetry/otel-setup.js")).startTelemetry(config.telemetry)
     : null;
   // The HTTP transport (its server framework, session store and node:http) loads only when serving
-  // HTTP: over stdio it is dead weight on the way to the first tools/list.
+  // HTTP: over stdio it is dead weight on the way to the first tools/list. Either transport brings the
+  // MCP SDK's server with it, which `exec` never evaluates.
   const httpTransport = httpPort === undefined ? undefined : await import("../http/http-transport.js");
   // Before anything starts: a reachable bind without tokens is refused outright.
   httpTransport?.checkHttpExposure(values.host, config.http);
@@ -214,6 +213,7 @@ async function serve(args: string[]): Promise<number | undefined> {
   // thread answers initialize and tools/list, instead of after the first exec arrives.
   gateway.engine.warmUp();
   if (httpPort === undefined || httpTransport === undefined) {
+    const { serveStdio } = await import("../mcp/stdio-transport.js");
     operatorLine(`serving MCP over stdio (config: ${config.file}, session "${values.session}")`);
     // A client that stops the server sooner (as a benchmark does) still leaves the cache behind.
     stopWith(async () => {
@@ -371,6 +371,7 @@ async function catalog(args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: OPTIONS.catalog });
   const gateway = await startGateway(loadConfigOrExit(values.config));
   try {
+    const { catalogView } = await import("../mcp/mcp-front.js");
     process.stdout.write(`${JSON.stringify(catalogView(gateway, values.search), null, 2)}\n`);
     return EXIT.ok;
   } finally {

@@ -7,8 +7,9 @@
 // routing (host-messages.js) and set-up (worker-init.js), the serve loop (serve-loop.js), the VMs
 // (vm-pool.js), a run's life (guest-run.js), the guest's host calls (host-calls.js), what it sends the
 // host (outbox.js), snapshots (run-snapshot.js) and its state shared between them (worker-state.js).
-import { parentPort } from "node:worker_threads";
+import { parentPort, receiveMessageOnPort } from "node:worker_threads";
 import { dispatch } from "./serve-loop.js";
+import { useWorkerPort } from "./worker-state.js";
 
 /**
  * The messages of a quick call, kept for the worker's life in the shapes they arrive in: a settle parsed
@@ -38,6 +39,7 @@ import { dispatch } from "./serve-loop.js";
 
 if (parentPort === null) throw new Error("sandbox-worker.js must run as a worker thread");
 const port = parentPort;
+useWorkerPort(port, receiveMessageOnPort);
 port.on("message", dispatch);
 // A host message this thread cannot read leaves a run waiting for a command that never comes: exit, so
 // the host's exit handler fails this worker's runs at once and replaces it.

@@ -1,9 +1,7 @@
 // @ts-check
-import { receiveMessageOnPort } from "node:worker_threads";
-/** @typedef {import("node:worker_threads").MessagePort} MessagePort */
 import { countsOnPort } from "@codecell/bridge";
 import { handle, onMessage, protocolViolation } from "./host-messages.js";
-import { port, state } from "./worker-state.js";
+import { receiveFromPort, state } from "./worker-state.js";
 
 // How the worker takes the host's messages: from its event loop (the port's message event), or, while
 // every run waits on the host, synchronously, spinning and then sleeping on the host's doorbell.
@@ -107,7 +105,7 @@ function serveWaitingRuns() {
       // The shared slot first: the host uses it only once this worker has taken everything it posted
       // on the port, so whatever the port holds now was sent after it.
       const text = shared === null ? null : shared.take(true);
-      const next = text === null ? receiveMessageOnPort(/** @type {MessagePort} */ (port)) : undefined;
+      const next = text === null ? receiveFromPort?.() : undefined;
       const now = performance.now();
       const left = SYNC_SERVE_MS - (now - started);
       if (text !== null) handleShared(text);

@@ -1,5 +1,4 @@
 // @ts-check
-import { parentPort } from "node:worker_threads";
 
 /**
  * What the worker's modules send the host through: a worker thread's port, or, for a sandbox run on the
@@ -8,7 +7,18 @@ import { parentPort } from "node:worker_threads";
  * @typedef {{ postMessage(message: unknown, transfer?: ArrayBuffer[]): void }} HostPort
  * @type {HostPort}
  */
-export let port = /** @type {HostPort} */ (/** @type {unknown} */ (parentPort));
+export let port = /** @type {HostPort} */ ({
+  postMessage() {
+    throw new Error("the sandbox's modules were not connected to a host (useWorkerPort or useHostTransport)");
+  },
+});
+/**
+ * A worker thread's port read synchronously (`receiveMessageOnPort` of that port), for the serve loop's
+ * wait on the host; null on the host's own thread, which never waits so. Given by the worker's entry,
+ * so that node:worker_threads (about 4 ms to load) is never loaded for a sandbox on the host's thread.
+ * @type {(() => { message: unknown } | undefined) | null}
+ */
+export let receiveFromPort = null;
 /**
  * What a protocol violation or an unreadable host message does: in a worker thread, throw out of the
  * thread, so the host's exit handler fails its runs and replaces it; on the host's thread, the direct
@@ -20,6 +30,17 @@ export let failWorker = (error) => {
     throw error;
   });
 };
+
+/**
+ * Point these modules at the host through a worker thread's port (the worker's entry), with `receive`
+ * its synchronous read (`receiveMessageOnPort` of it).
+ * @param {import("node:worker_threads").MessagePort} workerPort
+ * @param {(port: import("node:worker_threads").MessagePort) => { message: unknown } | undefined} receive
+ */
+export function useWorkerPort(workerPort, receive) {
+  port = workerPort;
+  receiveFromPort = () => receive(workerPort);
+}
 
 /**
  * Point these modules at the host through `hostPort` and `onFailure` (the in-thread entry).
