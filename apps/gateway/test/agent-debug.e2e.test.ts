@@ -102,14 +102,18 @@ describe("the agent endpoint's debug switches on the real upstream transport", (
         metadata: { api_key: "sk-should-not-show" },
       })
       .finalChatCompletion();
-    await eventually(() => linesOf(gateway.output(), "payload").length >= 1);
+    // The gateway's stderr reaches this process through a pipe, apart from the HTTP answer: wait for
+    // the last event's line before counting.
+    const upstreamEvents = () =>
+      linesOf(gateway.output(), "sse").filter((line) => line.includes("upstream event"));
+    await eventually(() => linesOf(gateway.output(), "payload").length >= 1 && upstreamEvents().length >= 5);
     const payload = linesOf(gateway.output(), "payload");
     expect(payload).toHaveLength(1);
     expect(payload[0]).toContain('"messages":[{"role":"user","content":"hello"}]');
     expect(payload[0]).toContain('"name":"exec"');
     expect(payload[0]).toContain('"api_key":"[redacted]"');
     expect(gateway.output()).not.toContain("sk-should-not-show");
-    const events = linesOf(gateway.output(), "sse").filter((line) => line.includes("upstream event"));
+    const events = upstreamEvents();
     // role, "ok", finish, usage and [DONE]: every event, without data.
     expect(events.length).toBe(5);
     expect(events.every((line) => /upstream event \d+: \d+ bytes$/.test(line))).toBe(true);
