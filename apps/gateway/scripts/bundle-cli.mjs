@@ -234,7 +234,8 @@ const hostFromEntry = {
       return {
         contents:
           "export const importModule = __codecellHost.importModule;\n" +
-          "export const saveCodeCache = __codecellHost.saveCodeCache;\n",
+          "export const saveCodeCache = __codecellHost.saveCodeCache;\n" +
+          "export const codeCacheStore = __codecellHost.codeCacheStore;\n",
         loader: "js",
       };
     });

@@ -5,7 +5,7 @@
 import { EventEmitter } from "node:events";
 import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { dirname } from "node:path";
+import { basename, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Script } from "node:vm";
 import type { HostToWorkerMessage, WorkerToHostMessage } from "@codecell/bridge";
@@ -59,6 +59,46 @@ function importGuest(): Promise<GuestSide> {
   return import(new URL("./worker/in-thread.js", import.meta.url).href) as Promise<GuestSide>;
 }
 
+/**
+ * A host's own keeping of the in-thread bundle's V8 code cache, for a host that runs with V8 flags of its
+ * own: V8 takes a cache only under the flags it was made with, so it refuses the one the build ships
+ * beside the bundle (made without flags) in such a process. `key` is a file name that holds the hash of
+ * the bundle's exact text (`in-thread.bundle.<hash>.v8cache`).
+ */
+export type InThreadCodeCacheStore = {
+  /** The bytes last written under `key`, or undefined when there are none. */
+  read(key: string): Uint8Array | undefined;
+  /** Keeps `data` under `key`. */
+  write(key: string, data: Uint8Array): void;
+};
+
+let codeCacheStore: InThreadCodeCacheStore | null = null;
+/** The compiled bundle, while the store has no cache of it that V8 took (saveInThreadCodeCache writes one). */
+let unsavedScript: { key: string; script: Script } | null = null;
+
+/**
+ * Keeps the in-thread bundle's code cache in `store` from now on (null: the shipped one only). Takes
+ * effect for the first in-thread pool this process starts; the store is read first, then the shipped
+ * cache. A store that has none V8 takes is given one by saveInThreadCodeCache.
+ */
+export function useInThreadCodeCacheStore(store: InThreadCodeCacheStore | null): void {
+  codeCacheStore = store;
+}
+
+/**
+ * Writes the in-thread bundle's code cache to the store (useInThreadCodeCacheStore) when it has none V8
+ * took, with every function compiled so far: call it once the first cells have run, so the functions
+ * they ran are in it. Does nothing otherwise; true when it wrote.
+ */
+export function saveInThreadCodeCache(): boolean {
+  const unsaved = unsavedScript;
+  const store = codeCacheStore;
+  if (unsaved === null || store === null) return false;
+  unsavedScript = null;
+  store.write(unsaved.key, unsaved.script.createCachedData());
+  return true;
+}
+
 /** What the build records of the bundle (in-thread.bundle.json): its file, length and code cache. */
 type GuestScriptManifest = { file: string; length: number; cache: string };
 /** The bundle's parameters, in the order the build wrote them (its banner). */
@@ -76,10 +116,19 @@ function runGuestScript(manifestUrl: URL): GuestSide {
   const file = fileURLToPath(new URL(manifest.file, manifestUrl));
   // ASCII by construction (the build checks), so read without UTF-8 decoding.
   const source = readFileSync(file, "latin1");
-  let cachedData: Buffer | undefined;
+  let cachedData: Uint8Array | undefined;
   // V8 checks a cache against the source's length, its own version and its flags, not the text; the
   // cache's name holds the hash of the text it was made from. CODECELL_CODE_CACHE=0 turns it off.
-  if (source.length === manifest.length && process.env.CODECELL_CODE_CACHE !== "0") {
+  const cached = source.length === manifest.length && process.env.CODECELL_CODE_CACHE !== "0";
+  const store = cached ? codeCacheStore : null;
+  // The store's key is the cache's file name, which holds the hash of the bundle's text.
+  const key = basename(manifest.cache);
+  try {
+    cachedData = store?.read(key);
+  } catch {
+    // An unreadable store is one without a cache.
+  }
+  if (cached && cachedData === undefined) {
     try {
       cachedData = readFileSync(new URL(manifest.cache, manifestUrl));
     } catch {
@@ -87,6 +136,9 @@ function runGuestScript(manifestUrl: URL): GuestSide {
     }
   }
   const script = new Script(source, { filename: file, ...(cachedData ? { cachedData } : {}) });
+  if (store !== null && (cachedData === undefined || script.cachedDataRejected)) {
+    unsavedScript = { key, script };
+  }
   // The build's warm-up (scripts/warm-code-cache.mjs) writes the cache from this script once cells ran.
   const hook = (globalThis as Record<symbol, unknown>)[Symbol.for("codecell.inThreadCodeCache")];
   if (typeof hook === "function") hook(script, fileURLToPath(new URL(manifest.cache, manifestUrl)));

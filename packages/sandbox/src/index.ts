@@ -1,3 +1,8 @@
+export {
+  type InThreadCodeCacheStore,
+  saveInThreadCodeCache,
+  useInThreadCodeCacheStore,
+} from "./in-thread-sandbox.js";
 export { createSandboxPool } from "./sandbox-pool.js";
 export type {
   GuestSurface,

@@ -49,7 +49,10 @@ type BundleFunction = (
   host: typeof import("./cli-host.js"),
 ) => void;
 
-const CACHE_FILE_PATTERN = /^cli-[0-9a-f]{16}-.+\.v8cache$/;
+/** The CLI bundle's caches, of this build or another: the hash of the bundle is the first part. */
+const CLI_CACHE_FILE = /^cli-([0-9a-f]{16})-.+\.v8cache$/;
+/** The in-thread sandbox's caches this CLI keeps for it (see the host's codeCacheStore below). */
+const GUEST_CACHE_PREFIX = "sandbox-";
 
 const debugCache = process.env.CODECELL_DEBUG_CODE_CACHE === "1";
 function cacheNote(message: string): void {
@@ -57,14 +60,23 @@ function cacheNote(message: string): void {
 }
 
 /**
- * Where this bundle's code cache lives, or null when it is off (`CODECELL_CODE_CACHE=0`). The name holds
- * the bundle's hash and the Node version and architecture: V8 checks only the source's length and its
- * own version and flags, so a changed bundle of the same length must never meet an old cache.
+ * The end of every cache name this process reads or writes: the Node version and architecture, and the
+ * V8 flags it runs with (set below, by whether it is `serve`). V8 takes a cache only under the flags it
+ * was made with, so `serve` and the one-shot commands keep caches of their own, and running one after
+ * the other rewrites neither.
  */
-function codeCacheFile(): string | null {
+function cacheNameEnd(longLived: boolean): string {
+  return `-node${process.versions.node}-${process.arch}-${longLived ? "serve" : "one-shot"}.v8cache`;
+}
+
+/**
+ * Where this bundle's code cache lives, or null when it is off (`CODECELL_CODE_CACHE=0`). The name holds
+ * the bundle's hash: V8 checks only the source's length and its own version and flags, so a changed
+ * bundle of the same length must never meet an old cache.
+ */
+function codeCacheFile(nameEnd: string): string | null {
   if (process.env.CODECELL_CODE_CACHE === "0") return null;
-  const key = `${CLI_BUNDLE.sha256.slice(0, 16)}-node${process.versions.node}-${process.arch}`;
-  return join(userCacheDir(), `cli-${key}.v8cache`);
+  return join(userCacheDir(), `cli-${CLI_BUNDLE.sha256.slice(0, 16)}${nameEnd}`);
 }
 
 /**
@@ -89,7 +101,7 @@ function readWholeFile(file: string, spare?: Buffer): Buffer {
 }
 
 /** The cache's bytes, read into `spare` when they fit, or undefined when there is no readable cache. */
-function readCache(file: string, spare: Buffer): Buffer | undefined {
+function readCache(file: string, spare?: Buffer): Buffer | undefined {
   try {
     return readWholeFile(file, spare);
   } catch {
@@ -97,22 +109,54 @@ function readCache(file: string, spare: Buffer): Buffer | undefined {
   }
 }
 
-/** Writes the cache atomically (another CLI may read it meanwhile) and drops caches of other builds. */
-function writeCache(script: Script, file: string): void {
+/**
+ * Writes a cache atomically (another CLI may read it meanwhile) and drops the files `stale` names in its
+ * folder (the caches of other builds).
+ */
+function writeCache(file: string, data: Uint8Array, stale: (name: string) => boolean): void {
   try {
-    const data = script.createCachedData();
     const dir = dirname(file);
     mkdirSync(dir, { recursive: true });
     const partial = `${file}.${process.pid}.tmp`;
     writeFileSync(partial, data);
     renameSync(partial, file);
     for (const name of readdirSync(dir)) {
-      if (CACHE_FILE_PATTERN.test(name) && join(dir, name) !== file) rmSync(join(dir, name), { force: true });
+      if (join(dir, name) !== file && stale(name)) rmSync(join(dir, name), { force: true });
     }
     cacheNote(`wrote ${file} (${data.length} bytes)`);
   } catch (error) {
     cacheNote(`could not write ${file}: ${(error as Error).message}`);
   }
+}
+
+/** A cache of the CLI's bundle made from another build than this one. */
+function otherBuildsCache(name: string): boolean {
+  const hash = CLI_CACHE_FILE.exec(name)?.[1];
+  return hash !== undefined && hash !== CLI_BUNDLE.sha256.slice(0, 16);
+}
+
+/**
+ * The in-thread sandbox's code cache, kept beside the bundle's (@codecell/sandbox's
+ * useInThreadCodeCacheStore): the one the sandbox ships was made without the V8 flags set below, and V8
+ * refuses it here. Its key names the sandbox bundle's exact text; a newer one replaces the others kept
+ * under the same flags. Null when the code cache is off.
+ */
+function guestCodeCacheStore(nameEnd: string): {
+  read(key: string): Uint8Array | undefined;
+  write(key: string, data: Uint8Array): void;
+} | null {
+  if (process.env.CODECELL_CODE_CACHE === "0") return null;
+  const fileOf = (key: string) =>
+    join(userCacheDir(), `${GUEST_CACHE_PREFIX}${key.replace(/\.v8cache$/, "")}${nameEnd}`);
+  return {
+    read: (key) => {
+      const data = readCache(fileOf(key));
+      if (data !== undefined) cacheNote(`read ${fileOf(key)}`);
+      return data;
+    },
+    write: (key, data) =>
+      writeCache(fileOf(key), data, (name) => name.startsWith(GUEST_CACHE_PREFIX) && name.endsWith(nameEnd)),
+  };
 }
 
 const nodeRequire = createRequire(import.meta.url);
@@ -176,7 +220,7 @@ function compileBundle(): { script: Script; save: () => void } {
   const bytes = readWholeFile(bundleFile);
   const source = bytes.toString("latin1");
   // A bundle that is not the one this file was built with neither uses nor writes a cache.
-  const cacheFile = source.length === CLI_BUNDLE.length ? codeCacheFile() : null;
+  const cacheFile = source.length === CLI_BUNDLE.length ? codeCacheFile(cacheNameEnd(longLived)) : null;
   // The cache is read into the buffer the bundle's bytes were read into (the string is a copy of them),
   // not into a new one: touching fresh memory costs ~4 µs of CPU per KB where memory is slow to map in
   // (this project's 2-core VM), and this saves ~0.9 MB of it. V8 reads the cache only inside `new Script`.
@@ -194,7 +238,7 @@ function compileBundle(): { script: Script; save: () => void } {
     save: () => {
       if (saved) return;
       saved = true;
-      writeCache(script, cacheFile);
+      writeCache(cacheFile, script.createCachedData(), otherBuildsCache);
     },
   };
 }
@@ -213,5 +257,6 @@ bundle(
   {
     importModule: (url) => import(url),
     saveCodeCache,
+    codeCacheStore: guestCodeCacheStore(cacheNameEnd(longLived)),
   },
 );

@@ -4,6 +4,8 @@
  * that import the gateway) these are used.
  */
 
+import type { InThreadCodeCacheStore } from "@codecell/sandbox";
+
 /**
  * Imports an ES module by URL (a plugin). In the bundle it is the start-up file's `import()`: the bundle
  * runs as a script compiled with V8's code cache, where `import()` has no module loader behind it.
@@ -18,3 +20,9 @@ export function importModule(url: string): Promise<Record<string, unknown>> {
  * cache holds that path; unbundled there is no cache and it does nothing.
  */
 export function saveCodeCache(): void {}
+
+/**
+ * Where the in-thread sandbox keeps its code cache in this process (the start-up file keeps it beside
+ * the CLI's own, under the CLI's V8 flags); unbundled, none: the sandbox uses the one it ships.
+ */
+export const codeCacheStore: InThreadCodeCacheStore | null = null;

@@ -3,6 +3,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { CodeModeError, type CodeModeResult, closestMatches } from "@codecell/contract";
 import { killSpawnedServers } from "@codecell/mcp-connector";
+import { saveInThreadCodeCache, useInThreadCodeCacheStore } from "@codecell/sandbox";
 import { formatProblem } from "../config/config-problem.js";
 import { DEFAULT_CONFIG_FILE, type GatewayConfig, loadGatewayConfig } from "../config/load-config.js";
 import { Gateway } from "../gateway.js";
@@ -11,7 +12,7 @@ import { log, operatorLine, setLogFormat } from "../logger.js";
 import { NO_APPROVAL_CLIENT } from "../mcp/approvals.js";
 import { GATEWAY_VERSION } from "../version.js";
 import { connectBanner } from "./banner.js";
-import { saveCodeCache } from "./cli-host.js";
+import { codeCacheStore, saveCodeCache } from "./cli-host.js";
 import { EXIT } from "./exit-codes.js";
 
 const CLI_PATH = fileURLToPath(import.meta.url);
@@ -92,6 +93,15 @@ const OPTIONS = {
 } as const;
 
 class UsageError extends Error {}
+
+/**
+ * Writes the code caches that need writing (see cli-entry.ts): the CLI bundle's, and the in-thread
+ * sandbox's, which V8 would not take from the sandbox's own under the CLI's flags.
+ */
+function saveCodeCaches(): void {
+  saveCodeCache();
+  saveInThreadCodeCache();
+}
 
 function fail(code: number, message: string): never {
   log("error", message, {}, `codecell: ${message}`);
@@ -217,13 +227,13 @@ async function serve(args: string[]): Promise<number | undefined> {
     operatorLine(`serving MCP over stdio (config: ${config.file}, session "${values.session}")`);
     // A client that stops the server sooner (as a benchmark does) still leaves the cache behind.
     stopWith(async () => {
-      saveCodeCache();
+      saveCodeCaches();
       await gateway.close();
       await telemetry?.shutdown();
     });
-    setTimeout(saveCodeCache, SAVE_CODE_CACHE_AFTER_MS).unref();
+    setTimeout(saveCodeCaches, SAVE_CODE_CACHE_AFTER_MS).unref();
     const end = await serveStdio(gateway, values.session);
-    saveCodeCache();
+    saveCodeCaches();
     await gateway.close();
     await telemetry?.shutdown();
     if (!end.expected) {
@@ -249,7 +259,7 @@ async function serve(args: string[]): Promise<number | undefined> {
   });
   readiness.ready();
   stopWith(async () => {
-    saveCodeCache();
+    saveCodeCaches();
     if (bound) {
       const drainMs = config.http.drainMs;
       // Nested calls of waiting runs are worth waiting for only when another replica can deliver them
@@ -269,7 +279,7 @@ async function serve(args: string[]): Promise<number | undefined> {
     // What is still buffered goes to the collector before the process exits.
     await telemetry?.shutdown();
   });
-  setTimeout(saveCodeCache, SAVE_CODE_CACHE_AFTER_MS).unref();
+  setTimeout(saveCodeCaches, SAVE_CODE_CACHE_AFTER_MS).unref();
   process.stdout.write(
     `${connectBanner({ url: http.url, mcpUrl: http.mcpUrl, configFile: config.file, cliPath: CLI_PATH })}\n`,
   );
@@ -346,7 +356,7 @@ async function exec(args: string[]): Promise<number> {
     const shownAs = "file" in cell && cell.file !== "-" ? cell.file : "cell.ts";
     for (const line of diagnosticLines(result, shownAs)) process.stderr.write(`${line}\n`);
     if (result.typecheckNote) process.stderr.write(`${shownAs}: ${result.typecheckNote}\n`);
-    saveCodeCache();
+    saveCodeCaches();
     await session.end();
     return result.status === "completed"
       ? EXIT.ok
@@ -459,6 +469,7 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(`${HELP[command]}\n`);
     return;
   }
+  useInThreadCodeCacheStore(codeCacheStore);
   const code = await run(rest).catch((error: unknown) => {
     throw commandUsageError(command, error);
   });
