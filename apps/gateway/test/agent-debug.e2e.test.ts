@@ -1,15 +1,11 @@
 import { type ScriptedUpstream, startScriptedUpstream } from "@codecell/agent/testing";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { baseConfig, type HttpGateway, makeSetup, startHttpGateway } from "./harness.js";
+import { baseConfig, type HttpGateway, makeSetup, startHttpGateway, until } from "./harness.js";
 
 const UPSTREAM_KEY = "sk-upstream-0123456789abcdef";
 const linesOf = (text: string, tag: string) =>
   text.split("\n").filter((line) => line.startsWith(`[codecell:${tag}]`));
-
-async function eventually(check: () => boolean): Promise<void> {
-  for (let i = 0; i < 100 && !check(); i++) await new Promise((resolve) => setTimeout(resolve, 50));
-}
 
 /** One gateway with the model transport's debug switches set, and a request through each of its paths. */
 async function withSwitches(env: Record<string, string>, upstream: ScriptedUpstream): Promise<HttpGateway> {
@@ -70,7 +66,7 @@ describe("the agent endpoint's debug switches on the real upstream transport", (
     expect((await stream.finalChatCompletion()).choices[0]?.message.content).toBe(
       "a streamed answer in many small pieces",
     );
-    await eventually(() => linesOf(gateway.output(), "sse").length >= 5);
+    await until(() => linesOf(gateway.output(), "sse").length >= 5, "five SSE debug lines");
     const output = gateway.output();
     expect(linesOf(output, "payload")).toEqual([expect.stringContaining("upstream #1 tools: exec, wait")]);
     const transport = linesOf(output, "transport");
@@ -106,7 +102,10 @@ describe("the agent endpoint's debug switches on the real upstream transport", (
     // the last event's line before counting.
     const upstreamEvents = () =>
       linesOf(gateway.output(), "sse").filter((line) => line.includes("upstream event"));
-    await eventually(() => linesOf(gateway.output(), "payload").length >= 1 && upstreamEvents().length >= 5);
+    await until(
+      () => linesOf(gateway.output(), "payload").length >= 1 && upstreamEvents().length >= 5,
+      "the payload line and five SSE event lines",
+    );
     const payload = linesOf(gateway.output(), "payload");
     expect(payload).toHaveLength(1);
     expect(payload[0]).toContain('"messages":[{"role":"user","content":"hello"}]');

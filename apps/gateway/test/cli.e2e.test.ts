@@ -2,7 +2,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { baseConfig, connectStdio, makeSetup, runCli } from "./harness.js";
+import { baseConfig, connectStdio, makeSetup, runCli, until } from "./harness.js";
 
 describe("codecell check", () => {
   it("lists every problem of a broken config, one line each, and exits 3", async () => {
@@ -297,6 +297,8 @@ describe("a plugin that logs", () => {
         arguments: { code: "return await tools.chatty_hello({})" },
       });
       expect(result.structuredContent).toMatchObject({ status: "completed", value: "hello" });
+      // stderr is a pipe of its own: the plugin's lines may land just after the answer.
+      await until(() => gateway.stderr().includes("info too"), "the plugin's console lines on stderr");
       expect(gateway.stderr()).toMatch(/chatty loaded[\s\S]*hello from a tool[\s\S]*info too/);
     } finally {
       await gateway.close();

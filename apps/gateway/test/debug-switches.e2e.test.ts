@@ -10,8 +10,10 @@ import {
   CLI,
   callCodeMode,
   connectHttp,
+  exitedWithOutput,
   makeSetup,
   startHttpGateway,
+  until,
 } from "./harness.js";
 
 // The spec's debug switches, mapped to codecell: "CODECELL_DEBUG_CODE_MODE=1 (activation,
@@ -49,10 +51,6 @@ async function stdioWith(env: Record<string, string>) {
   return { client, stderr: () => stderr, close: () => client.close() };
 }
 
-async function eventually(check: () => boolean): Promise<void> {
-  for (let i = 0; i < 100 && !check(); i++) await new Promise((resolve) => setTimeout(resolve, 50));
-}
-
 const linesOf = (text: string, tag: string) =>
   text.split("\n").filter((line) => line.startsWith(`[codecell:${tag}]`));
 
@@ -65,7 +63,7 @@ describe("debug switches over codecell serve (stdio)", () => {
         code: 'await tools.call("plugin:notes:notes_list", {}); return 1;',
       });
       expect(result.status).toBe("completed");
-      await eventually(() => /^\[codecell\] exec /m.test(gateway.stderr()));
+      await until(() => /^\[codecell\] exec /m.test(gateway.stderr()), "the exec debug line");
       expect(gateway.stderr()).toMatch(/^\[codecell\] activation: active; model sees exec, wait/m);
       expect(gateway.stderr()).toMatch(/^\[codecell\] exec stdio\/call-1: completed; nested calls 1/m);
       expect(linesOf(gateway.stderr(), "code-mode")).toEqual([
@@ -83,7 +81,7 @@ describe("debug switches over codecell serve (stdio)", () => {
     try {
       const listed = await gateway.client.listTools();
       await callCodeMode(gateway.client, "exec", { code: "return 1" });
-      await eventually(() => linesOf(gateway.stderr(), "payload").length > 0);
+      await until(() => linesOf(gateway.stderr(), "payload").length > 0, "a payload line");
       const lines = linesOf(gateway.stderr(), "payload");
       expect(lines).toHaveLength(1);
       const json = lines[0]!.replace(/^\[codecell:payload\] session stdio tools\/list /, "");
@@ -101,7 +99,7 @@ describe("debug switches over codecell serve (stdio)", () => {
       // stderr and stdout are separate pipes: the line may land just after the answer.
       const results = () =>
         linesOf(gateway.stderr(), "payload").filter((line) => line.includes("exec result"));
-      await eventually(() => results().length > 0);
+      await until(() => results().length > 0, "the exec result's payload line");
       const lines = results();
       expect(lines).toHaveLength(1);
       expect(lines[0]).toContain('"apiKey":"[redacted]"');
@@ -121,8 +119,9 @@ describe("debug switches over codecell serve (stdio)", () => {
       await callCodeMode(gateway.client, "exec", {
         code: 'return { token: "sk-live-" + "0123456789abcdef" }',
       });
-      await eventually(
+      await until(
         () => linesOf(gateway.stderr(), "transport").filter((l) => l.includes('"result"')).length >= 3,
+        "three answers in the transport lines",
       );
       const lines = linesOf(gateway.stderr(), "transport");
       const methods = lines.map((line) => /^\[codecell:transport\] stdio stdio (in |out) /.exec(line)?.[1]);
@@ -173,10 +172,9 @@ describe("debug switches over codecell serve (stdio)", () => {
       method: "tools/call",
       params: { name: "exec", arguments: { code: "return 2" } },
     });
-    const deadline = Date.now() + 30_000;
-    while (!stdout.includes('"id":3') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await until(() => stdout.includes('"id":3'), "the exec answer", 30_000);
     child.stdin.end();
-    await new Promise((resolve) => child.once("exit", resolve));
+    await exitedWithOutput(child);
     const lines = stdout.split("\n").filter((line) => line !== "");
     expect(lines.length).toBeGreaterThanOrEqual(3);
     for (const line of lines) expect(JSON.parse(line)).toMatchObject({ jsonrpc: "2.0" });

@@ -19,6 +19,44 @@ export function everythingBin(): string {
   return join(manifest, "..", "dist", "index.js");
 }
 
+/** Waits for `check` to hold, polling every 50 ms; fails naming `what` after `timeoutMs`. */
+export async function until(
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 20_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/**
+ * The child's exit code once it has exited and its piped stdout and stderr have ended. Node emits
+ * "exit" before it has read the last of the pipes, so output read at "exit" can miss the final lines.
+ * A pipe that a grandchild still holds open is waited on for at most `drainMs`.
+ */
+export async function exitedWithOutput(child: ChildProcess, drainMs = 5000): Promise<number | null> {
+  const code =
+    child.exitCode !== null || child.signalCode !== null
+      ? child.exitCode
+      : await new Promise<number | null>((resolve) => child.once("exit", (exitCode) => resolve(exitCode)));
+  const closed = (stream: NodeJS.ReadableStream | null) =>
+    stream === null || (stream as { closed?: boolean }).closed
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => stream.once("close", () => resolve()));
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    Promise.all([closed(child.stdout), closed(child.stderr)]),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, drainMs);
+    }),
+  ]);
+  clearTimeout(timer);
+  return code;
+}
+
 /** A fresh folder holding a copy of the demo workspace and a config written from `config`. */
 export function makeSetup(config: Record<string, unknown>): {
   dir: string;
@@ -95,7 +133,7 @@ export async function startHttpGateway(
     env: { ...process.env, ...options.env },
   });
   let output = "";
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const exited = exitedWithOutput(child);
   const mcpUrl = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${output}`)), 30_000);
     const onData = (chunk: Buffer) => {
@@ -213,6 +251,6 @@ export function runCli(
       stderr += chunk.toString("utf8");
     });
     child.stdin.end(options.input ?? "");
-    child.once("exit", (code) => resolve({ code, stdout, stderr }));
+    void exitedWithOutput(child).then((code) => resolve({ code, stdout, stderr }));
   });
 }

@@ -1,20 +1,12 @@
 import { join } from "node:path";
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
-import { APP_DIR, callCodeMode, connectStdio, makeSetup } from "./harness.js";
+import { APP_DIR, callCodeMode, connectStdio, makeSetup, until } from "./harness.js";
 
 const changingServer = {
   command: process.execPath,
   args: [join(APP_DIR, "test", "fixtures", "changing-server.mjs")],
 };
-
-async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 describe("a downstream server that changes its tools", () => {
   it("tells the client, and the passthrough list follows", async () => {

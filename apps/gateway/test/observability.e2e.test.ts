@@ -8,6 +8,7 @@ import {
   type HttpGateway,
   makeSetup,
   startHttpGateway,
+  until,
 } from "./harness.js";
 import { OtlpReceiver, type ReceivedSpan } from "./support/otlp-receiver.js";
 
@@ -203,7 +204,9 @@ describe("codecell serve --http exporting OTLP/HTTP (http/protobuf) with /metric
     );
     expect(execCalls.at(-1)?.value).toBe(1);
 
-    // The JSON log has a record for the exec, with its run, session and trace.
+    // The JSON log has a record for the exec, with its run, session and trace (the log is a pipe of its
+    // own, so its line may land just after the answer).
+    await until(() => gateway.output().includes('"message":"exec completed"'), "the exec's log record");
     const records = gateway
       .output()
       .split("\n")

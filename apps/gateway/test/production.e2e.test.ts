@@ -14,17 +14,11 @@ import {
   type HttpGateway,
   makeSetup,
   startHttpGateway,
+  until,
 } from "./harness.js";
 
 const SLOW_SERVER = join(APP_DIR, "test", "fixtures", "slow-server.mjs");
 
-async function until(check: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function setupWithServers() {

@@ -11,6 +11,7 @@ import {
   type Connected,
   callCodeMode,
   connectHttp,
+  exitedWithOutput,
   type HttpGateway,
   makeSetup,
   startHttpGateway,
@@ -61,11 +62,9 @@ function readinessGauges(url: string): Promise<Record<string, number> | null> {
   });
 }
 
+/** The gateway's exit code, once its output has been read to the end. */
 function exited(gateway: HttpGateway): Promise<number | null> {
-  return new Promise((resolve) => {
-    if (gateway.child.exitCode !== null) resolve(gateway.child.exitCode);
-    else gateway.child.once("exit", (code) => resolve(code));
-  });
+  return exitedWithOutput(gateway.child);
 }
 
 // What a load balancer or Kubernetes probe sees: /readyz says whether /mcp takes sessions (not while

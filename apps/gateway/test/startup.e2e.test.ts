@@ -14,6 +14,7 @@ import {
   connectHttp,
   makeSetup,
   startHttpGateway,
+  until,
 } from "./harness.js";
 
 // The promise tested here: "A downstream server that never answers initialize blocks start-up 30 s and its child
@@ -23,14 +24,6 @@ import {
 
 const HUNG = join(APP_DIR, "test", "fixtures", "hung-server.mjs");
 const LATE = join(APP_DIR, "test", "fixtures", "late-server.mjs");
-
-async function until(check: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 function alive(pid: number): boolean {
   try {

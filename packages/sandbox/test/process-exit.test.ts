@@ -36,7 +36,8 @@ function runScript(body: string): Promise<{ code: number | null; stdout: string;
       child.kill("SIGKILL");
     }, HANG_MS);
     child.on("error", reject);
-    child.on("exit", (code) => {
+    // "close", not "exit": Node emits "exit" before it has read the last of the child's stdout.
+    child.on("close", (code) => {
       clearTimeout(timer);
       resolve({ code, stdout, hung });
     });

@@ -69,7 +69,8 @@ function runCells(cellText: string): Promise<{ code: number | null; stdout: stri
       stdout += chunk;
     });
     child.on("error", reject);
-    child.on("exit", (code) => resolve({ code, stdout }));
+    // "close", not "exit": Node emits "exit" before it has read the last of the child's stdout.
+    child.on("close", (code) => resolve({ code, stdout }));
   });
 }
 
