@@ -1,6 +1,6 @@
 // Points of the code-mode spec, one describe per point; each quotes the spec line it proves, translated.
 // The checklist of these points, in prose, is spec-conformance.md beside this file: keep the two in step.
-import { CodeModeError, type CodeModeResult } from "@codecell/contract";
+import { CodeModeError } from "@codecell/contract";
 import {
   clearCodeModeNamespacesForPlugin,
   clearCodeModeNamespacesForTest,

@@ -1,4 +1,3 @@
-import type { CodeModeResult } from "@codecell/contract";
 import { MemorySnapshotBackend, openSnapshotStore } from "@codecell/snapshot-store";
 import { afterAll, describe, expect, it } from "vitest";
 import { type CodeModeEngine, createCodeModeEngine } from "../src/index.js";
