@@ -15,6 +15,7 @@ import {
   type HttpGateway,
   makeSetup,
   startHttpGateway,
+  until,
 } from "./harness.js";
 
 const SLOW_SERVER = join(APP_DIR, "test", "fixtures", "slow-server.mjs");
@@ -150,7 +151,10 @@ describe("readiness and drain over HTTP", () => {
     });
     const exit = exited(gateway);
     gateway.child.kill("SIGTERM");
-    await sleep(200);
+    await until(
+      async () => (await readyz(gateway.url))?.status === 503,
+      "/readyz to answer 503 while draining",
+    );
     expect(await readyz(gateway.url)).toEqual({
       status: 503,
       body: { status: "not_ready", reason: "draining" },
