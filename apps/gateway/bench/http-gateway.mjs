@@ -1,7 +1,7 @@
 // What the benches that drive the built CLI over Streamable HTTP share: a throwaway workspace with a
 // config, `codecell serve --http 0` on 127.0.0.1, one MCP client session, and the figures they take of it.
 import { spawn } from "node:child_process";
-import { cpSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -12,12 +12,18 @@ export const appDir = fileURLToPath(new URL("..", import.meta.url));
 /** The CLI the benches start: this build's, or BENCH_CLI (another build's dist/cli.js, to compare). */
 export const cli = process.env.BENCH_CLI ?? join(appDir, "dist", "cli.js");
 
+/** Removes `dir` when this process exits, however it ends its run, so a bench leaves nothing in /tmp. */
+export function removeAtExit(dir) {
+  process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+}
+
 /**
  * A fresh temporary folder holding a copy of the demo workspace and a codecell.json5 with `config`
  * (or what `config(dir)` returns, for settings that name files in the folder).
  */
 export function benchWorkspace(prefix, config) {
   const dir = mkdtempSync(join(tmpdir(), prefix));
+  removeAtExit(dir);
   cpSync(join(appDir, "demo-workspace"), join(dir, "workspace"), { recursive: true });
   const configPath = join(dir, "codecell.json5");
   const settings = typeof config === "function" ? config(dir) : config;

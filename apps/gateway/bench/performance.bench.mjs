@@ -22,6 +22,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { CELLS, prepareBenchRun } from "./bench-tools.mjs";
 import { bareExecProgram, floorRun, loadFloor } from "./floor.mjs";
+import { removeAtExit } from "./http-gateway.mjs";
 import {
   busiestOtherThread,
   cellsPerSecond,
@@ -56,6 +57,7 @@ const PROBE_AT_CALL = 50;
 const placementProbe = { worker: null, calls: 0, shared: null };
 
 const dir = mkdtempSync(join(tmpdir(), "codecell-perf-"));
+removeAtExit(dir);
 const configPath = join(dir, "codecell.json5");
 writeFileSync(
   configPath,
