@@ -181,10 +181,12 @@ const earlyStartSetting = process.env.CODECELL_SANDBOX_EARLY_START;
 if (!workerCells) process.env.CODECELL_SANDBOX_EARLY_START = "0";
 try {
   const sandboxStart = await import("@codecell/sandbox/worker-start");
-  // `exec` runs its cell on this thread, and with no early worker nothing starts compiling QuickJS until
-  // the bundle has loaded and the engine makes its sandbox. Started here, V8 compiles it on its own
-  // threads while this one compiles and runs the bundle (about 2 ms sooner to the result of
-  // `codecell exec`). The sandbox's pool awaits the same promise, and reports a failure itself.
+  // `exec` runs its cell on this thread, and with no early worker nothing started compiling QuickJS
+  // until the bundle had loaded and the engine made its sandbox. Started here, V8 compiles it on its own
+  // threads while this one loads node:v8 and compiles and runs the bundle: 1.6-2.3 ms sooner to the
+  // result of `codecell exec` (medians of 41-81 alternated runs), where starting it after the flags
+  // below gained nothing measurable. The one-shot tiering budget set below still holds for it: a hot
+  // cell's wait at exit is the same. The sandbox's pool awaits the same promise and reports a failure.
   if (!workerCells && args.includes("exec")) sandboxStart.loadQuickJsModule().catch(() => {});
 } finally {
   if (earlyStartSetting === undefined) delete process.env.CODECELL_SANDBOX_EARLY_START;
