@@ -266,8 +266,11 @@ describe("the agent endpoint traced and counted: codecell serve --http exporting
     const spansOf = (traceId: string) => collector.spans.filter((span) => span.traceId === traceId);
     await collector.until(
       () =>
+        // Each request's server span ends last, so it may come in a later batch than its children.
         spansOf(first.traceId).some((span) => span.name === "execute_tool select_file") &&
-        spansOf(second.traceId).some((span) => span.name === "chat m-client-tool"),
+        spansOf(first.traceId).some((span) => span.kind === SERVER) &&
+        spansOf(second.traceId).some((span) => span.name === "chat m-client-tool") &&
+        spansOf(second.traceId).some((span) => span.kind === SERVER),
       "both requests' traces",
     );
     const [firstServer] = spansOf(first.traceId).filter((span) => span.kind === SERVER);
@@ -313,7 +316,10 @@ describe("the agent endpoint traced and counted: codecell serve --http exporting
       () =>
         collector.spans.some(
           (span) =>
-            span.name === "chat m-fresh" && span.parentSpanId !== "" && span.traceId !== CLIENT_TRACE_ID,
+            span.name === "chat m-fresh" &&
+            span.parentSpanId !== "" &&
+            span.traceId !== CLIENT_TRACE_ID &&
+            collector.spans.some((server) => server.spanId === span.parentSpanId),
         ),
       "the fresh trace",
     );
@@ -517,7 +523,9 @@ describe("the agent endpoint traced and counted: codecell serve --http exporting
     });
     expect(bad.status).toBe(400);
     await collector.until(
-      () => collector.spans.some((span) => span.traceId === traceId && span.name === "chat m-messages"),
+      () =>
+        collector.spans.some((span) => span.traceId === traceId && span.name === "chat m-messages") &&
+        collector.spans.some((span) => span.traceId === traceId && span.kind === SERVER),
       "the Messages request's trace",
     );
     const server = collector.spans.find((span) => span.traceId === traceId && span.kind === SERVER)!;

@@ -116,7 +116,10 @@ describe("codecell serve --http exporting OTLP/HTTP (http/protobuf) with /metric
       "the exec span",
     );
     await collector.until(
-      () => collector.spans.filter((span) => span.traceId === CLIENT_TRACE_ID).length >= 6,
+      // The server span ends last and may come in a later batch than its children.
+      () =>
+        collector.spans.filter((span) => span.traceId === CLIENT_TRACE_ID).length >= 6 &&
+        collector.spans.some((span) => span.name === "tools/call exec" && span.traceId === CLIENT_TRACE_ID),
       "the whole trace",
     );
     const spans = collector.spans.filter((span) => span.traceId === CLIENT_TRACE_ID);
@@ -188,7 +191,8 @@ describe("codecell serve --http exporting OTLP/HTTP (http/protobuf) with /metric
       expect.arrayContaining(["codecell_waiting_runs", "codecell_sessions", "codecell_snapshot_bytes"]),
     );
 
-    // The same counters through OTLP metrics.
+    // The same counters through OTLP metrics. A periodic export can fall between the nested call's end
+    // and the exec's, so wait for one that carries both.
     await collector.until(
       () =>
         collector.points.some(
@@ -196,8 +200,11 @@ describe("codecell serve --http exporting OTLP/HTTP (http/protobuf) with /metric
             point.metric === "codecell.nested.calls" &&
             point.attributes.source === "mcp" &&
             point.value === 1,
+        ) &&
+        collector.points.some(
+          (point) => point.metric === "codecell.control.calls" && point.attributes.status === "completed",
         ),
-      "the OTLP nested-call counter",
+      "the OTLP nested-call and control-call counters",
     );
     const execCalls = collector.points.filter(
       (point) => point.metric === "codecell.control.calls" && point.attributes.status === "completed",
@@ -245,8 +252,10 @@ describe("codecell serve --http exporting OTLP/HTTP (http/protobuf) with /metric
       await client.close();
     }
     await collector.until(
-      () => collector.spans.some((span) => span.traceId === metaTrace && span.name === "execute_tool exec"),
-      "the exec span in the _meta trace",
+      () =>
+        collector.spans.some((span) => span.traceId === metaTrace && span.name === "execute_tool exec") &&
+        collector.spans.some((span) => span.traceId === metaTrace && span.name === "tools/call exec"),
+      "the exec and server spans in the _meta trace",
     );
     const server = collector.spans.find(
       (span) => span.traceId === metaTrace && span.name === "tools/call exec",
@@ -332,7 +341,9 @@ describe("codecell serve over stdio exporting OTLP/HTTP", () => {
       expect(result.structuredContent).toMatchObject({ status: "completed", value: true });
       await collector.until(
         () =>
-          collector.spans.some((span) => span.traceId === traceId && span.name === "execute_tool notes_list"),
+          collector.spans.some(
+            (span) => span.traceId === traceId && span.name === "execute_tool notes_list",
+          ) && collector.spans.some((span) => span.traceId === traceId && span.name === "tools/call exec"),
         "the stdio trace",
       );
       const server = collector.spans.find((span) => span.name === "tools/call exec")!;
