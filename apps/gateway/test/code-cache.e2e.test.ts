@@ -1,8 +1,9 @@
+import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { makeSetup, runCli } from "./harness.js";
+import { makeSetup, runCli, startHttpGateway } from "./harness.js";
 
 // Cold start: the CLI's bundle is compiled with V8's code cache kept on disk (src/cli/cli-entry.ts), and
 // so is the in-thread sandbox's bundle, whose shipped cache V8 refuses under the CLI's flags. The caches
@@ -12,9 +13,8 @@ import { makeSetup, runCli } from "./harness.js";
 
 const CELL = "return [1, 2, 3].map((n) => n * 2)";
 
-/** `codecell exec` of one cell with the code cache in `cacheDir`; the result must be the same every time. */
-async function execWithCache(cacheDir: string, env: NodeJS.ProcessEnv = {}): Promise<string> {
-  // Code mode is active only with at least one tool: one plugin tool, no MCP server.
+/** A config with one plugin tool and no MCP server: code mode is active only with at least one tool. */
+function pluginSetup(): ReturnType<typeof makeSetup> {
   const setup = makeSetup({
     tools: { codeMode: { enabled: true, timeoutMs: 30_000 } },
     plugins: [{ module: "./plugin.mjs" }],
@@ -27,7 +27,12 @@ async function execWithCache(cacheDir: string, env: NodeJS.ProcessEnv = {}): Pro
         execute: (input) => input.value + 1 }] };
     }`,
   );
-  const { code, stdout, stderr } = await runCli(["exec", "--config", setup.configPath, "-"], {
+  return setup;
+}
+
+/** `codecell exec` of one cell with the code cache in `cacheDir`; the result must be the same every time. */
+async function execWithCache(cacheDir: string, env: NodeJS.ProcessEnv = {}): Promise<string> {
+  const { code, stdout, stderr } = await runCli(["exec", "--config", pluginSetup().configPath, "-"], {
     input: CELL,
     env: { CODECELL_CACHE_DIR: cacheDir, CODECELL_DEBUG_CODE_CACHE: "1", ...env },
   });
@@ -151,5 +156,105 @@ describe("the CLI's code cache", () => {
     const stderr = await execWithCache(off, { CODECELL_CODE_CACHE: "0" });
     expect(stderr).not.toContain("[codecell:code-cache]");
     expect(existsSync(off)).toBe(false);
+  });
+});
+
+// Node's built-ins carry code caches too, made under V8's default flags, and V8 refuses a cache made under
+// other flags: a built-in the CLI first loads after setting its V8 flags is compiled from source, three
+// to four times the cost (src/cli/cli-entry.ts loads the start-up's built-ins before the flags). Two
+// witnesses: node's --profile-deserialization makes V8 print a line on stdout for every cache it
+// refuses, on any thread (and is not one of the flags a cache is checked against); the code-cache debug
+// switch names the built-ins the main thread loaded after the flags.
+const PROFILE = ["--profile-deserialization"];
+const REFUSED = "[Cached code failed check]";
+const LATE = "Node built-ins loaded after the V8 flags";
+/** V8's lines on stdout (each in brackets, alone on its line), apart from the command's own output. */
+const V8_LINE = /^\[.*\]$/;
+function withoutV8Lines(stdout: string): string {
+  return stdout
+    .split("\n")
+    .filter((line) => !V8_LINE.test(line))
+    .join("\n");
+}
+
+/**
+ * `codecell <args>` with the code cache in `cacheDir`, once to write the CLI's caches (a first start
+ * offers V8 the cache the sandbox ships, which it refuses under the CLI's flags, and then keeps its own),
+ * then again with the debug switch, under --profile-deserialization when `profile`.
+ */
+async function secondStart(
+  cacheDir: string,
+  args: string[],
+  options: { input?: string; profile?: boolean } = {},
+) {
+  const env = { CODECELL_CACHE_DIR: cacheDir };
+  const first = await runCli(args, { input: options.input, env });
+  expect(first.code, first.stderr).toBe(0);
+  const run = await runCli(args, {
+    input: options.input,
+    env: { ...env, CODECELL_DEBUG_CODE_CACHE: "1" },
+    nodeArgs: options.profile ? PROFILE : [],
+  });
+  expect(run.code, `${run.stderr}${run.stdout}`).toBe(0);
+  // The flag works here: V8 reported the snapshot it started from.
+  if (options.profile) expect(run.stdout).toMatch(/^\[Deserializing /m);
+  return { refused: run.stdout.includes(REFUSED), output: withoutV8Lines(run.stdout), stderr: run.stderr };
+}
+
+describe("the code caches of Node's own modules", () => {
+  it("are refused after a V8 flag is set, and the debug switch names a late one: the controls", async () => {
+    const run = (program: string) =>
+      spawnSync(process.execPath, [...PROFILE, "-e", program], { encoding: "utf8" }).stdout;
+    expect(run('require("node:http")')).not.toContain(REFUSED);
+    const flagged =
+      'require("node:v8").setFlagsFromString("--wasm-num-compilation-tasks=1"); require("node:http")';
+    expect(run(flagged)).toContain(REFUSED);
+
+    // A plugin's own built-in loads after the flags, and is named.
+    const setup = makeSetup({
+      tools: { codeMode: { enabled: true } },
+      plugins: [{ module: "./plugin.mjs" }],
+    });
+    writeFileSync(
+      join(setup.dir, "plugin.mjs"),
+      `import "node:readline";
+      export function createPlugin() {
+        return { id: "probe", tools: [{ name: "one", description: "One.",
+          parameters: { type: "object", properties: {} }, execute: () => 1 }] };
+      }`,
+    );
+    const cacheDir = mkdtempSync(join(tmpdir(), "codecell-code-cache-"));
+    const exec = await secondStart(cacheDir, ["exec", "--config", setup.configPath, "--code", "return 1"], {
+      profile: true,
+    });
+    expect(exec.stderr).toMatch(new RegExp(`${LATE}, compiled without their code cache: .*\\breadline\\b`));
+    expect(exec.refused).toBe(true);
+  });
+
+  it("are all taken by exec, serve and serve --http, and so are the CLI's own", async () => {
+    const cacheDir = mkdtempSync(join(tmpdir(), "codecell-code-cache-"));
+    // exec of a cell read from stdin, with a plugin tool. exec runs no worker thread, so V8's report
+    // covers everything the process compiled.
+    const plugin = pluginSetup();
+    const args = ["exec", "--config", plugin.configPath, "-"];
+    const execPlugin = await secondStart(cacheDir, args, { input: CELL, profile: true });
+    expect(JSON.parse(execPlugin.output)).toMatchObject({ status: "completed", value: [2, 4, 6] });
+    expect(execPlugin.stderr).not.toContain(LATE);
+    expect(execPlugin.refused, execPlugin.stderr).toBe(false);
+
+    // serve over stdio, stopped at once by its closed stdin (it writes its cache as it stops).
+    const setup = makeSetup({ tools: { codeMode: { enabled: true } } });
+    const served = await secondStart(cacheDir, ["serve", "--config", setup.configPath]);
+    expect(served.stderr).toContain("[codecell:code-cache] used");
+    expect(served.stderr).not.toContain(LATE);
+
+    // serve --http: Node's HTTP stack loads as it starts; then a first request, and a stop.
+    const gateway = await startHttpGateway(setup.configPath, {
+      env: { CODECELL_CACHE_DIR: cacheDir, CODECELL_DEBUG_CODE_CACHE: "1" },
+    });
+    expect((await fetch(`${gateway.url}healthz`)).status).toBe(200);
+    expect(await gateway.stop()).toBe(0);
+    expect(gateway.output()).toContain("[codecell:code-cache]");
+    expect(gateway.output()).not.toContain(LATE);
   });
 });

@@ -124,10 +124,12 @@ export type HttpGateway = {
 export async function startHttpGateway(
   configPath: string | null,
   /** detached: the gateway leads its own process group (with its downstream servers), to kill as one. */
-  options: { env?: NodeJS.ProcessEnv; args?: string[]; detached?: boolean } = {},
+  /** nodeArgs: options for node itself, before the CLI's file. */
+  options: { env?: NodeJS.ProcessEnv; args?: string[]; detached?: boolean; nodeArgs?: string[] } = {},
 ): Promise<HttpGateway> {
   const config = configPath === null ? [] : ["--config", configPath];
-  const child = spawn(process.execPath, [CLI, "serve", ...config, "--http", "0", ...(options.args ?? [])], {
+  const cli = [...(options.nodeArgs ?? []), CLI, "serve", ...config, "--http", "0", ...(options.args ?? [])];
+  const child = spawn(process.execPath, cli, {
     stdio: ["ignore", "pipe", "pipe"],
     detached: options.detached ?? false,
     env: { ...process.env, ...options.env },
@@ -235,10 +237,11 @@ export async function callCodeMode(client: Client, tool: "exec" | "wait", args: 
 
 export function runCli(
   args: string[],
-  options: { input?: string; env?: NodeJS.ProcessEnv } = {},
+  /** nodeArgs: options for node itself, before the CLI's file. */
+  options: { input?: string; env?: NodeJS.ProcessEnv; nodeArgs?: string[] } = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
+    const child = spawn(process.execPath, [...(options.nodeArgs ?? []), CLI, ...args], {
       stdio: ["pipe", "pipe", "pipe"],
       env: { ...process.env, ...options.env },
     });

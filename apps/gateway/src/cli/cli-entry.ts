@@ -160,6 +160,45 @@ function guestCodeCacheStore(nameEnd: string): {
 }
 
 const nodeRequire = createRequire(import.meta.url);
+
+/**
+ * Node's built-in modules that the commands' start-up paths load, loaded here before the V8 flags below
+ * are set. Node's built-ins come with code caches made under V8's default flags, and V8 takes a cache
+ * only under the flags it was made with: a built-in first loaded after `setFlagsFromString` is compiled
+ * from source, at three to four times the cost (node:http 1.5 → 4.9 ms here; the 18 modules `codecell
+ * exec` loaded after the flags, 1.6 → 5.1 ms). Every command loads these (the bundle's own requires,
+ * the args parser); `serve --http` also loads Node's whole HTTP stack as it starts, 25 ms more from
+ * source. What only some runs need stays where it is first used, as node:child_process waits for the
+ * first MCP server spawned. test/code-cache.e2e.test.ts fails when a start-up loads one after the flags.
+ */
+const STARTUP_BUILTINS = ["node:crypto", "node:fs/promises", "node:timers/promises"];
+const HTTP_SERVE_BUILTINS = [
+  "node:http",
+  "node:https",
+  "node:http2",
+  "node:zlib",
+  "node:assert",
+  "node:dns",
+  "node:cluster",
+  "node:process",
+];
+
+function loadStartupBuiltins(): void {
+  for (const name of STARTUP_BUILTINS) nodeRequire(name);
+  // These load on first use of what names them: util.parseArgs, the `performance` global (all of
+  // perf_hooks), and each stdio stream (made for what its descriptor is: a pipe, a terminal or a file).
+  void (nodeRequire("node:util") as typeof import("node:util")).parseArgs;
+  void globalThis.performance;
+  void process.stdout;
+  void process.stderr;
+  if (!longLived || !args.some((arg) => arg === "--http" || arg.startsWith("--http="))) return;
+  for (const name of HTTP_SERVE_BUILTINS) nodeRequire(name);
+  // Node's fetch (undici), which the HTTP transport's requests and responses are made of, and Web
+  // Crypto, for the first session's id.
+  void globalThis.Response;
+  void globalThis.crypto;
+}
+
 /** V8's default `--wasm-tiering-budget` (1,800,000 in Node 20's V8) times 100, for one-shot commands. */
 const ONE_SHOT_WASM_TIERING_BUDGET = 180_000_000;
 
@@ -192,6 +231,7 @@ try {
   if (earlyStartSetting === undefined) delete process.env.CODECELL_SANDBOX_EARLY_START;
   else process.env.CODECELL_SANDBOX_EARLY_START = earlyStartSetting;
 }
+loadStartupBuiltins();
 // V8 tiers QuickJS's hot wasm functions up to TurboFan on background threads, as many at once as its
 // platform has threads (four in Node), and on a small machine those compiles take the cores from the
 // sandbox's worker running its first cells and from this thread answering the client: in `codecell
@@ -208,6 +248,27 @@ v8.setFlagsFromString("--wasm-num-compilation-tasks=1");
 // result and then waited that long to exit. A cell that computes for long still reaches the budget and is
 // compiled. `serve` keeps V8's default: its cells run for the life of the process.
 if (!longLived) v8.setFlagsFromString(`--wasm-tiering-budget=${ONE_SHOT_WASM_TIERING_BUDGET}`);
+if (debugCache) reportLateBuiltins();
+
+/** Under the code-cache debug switch, names at exit the built-ins first loaded after the V8 flags. */
+function reportLateBuiltins(): void {
+  const before = new Set(builtinsLoaded());
+  process.on("exit", () => {
+    const late = builtinsLoaded().filter((name) => !before.has(name));
+    if (late.length > 0)
+      cacheNote(
+        `Node built-ins loaded after the V8 flags, compiled without their code cache: ${late.join(", ")}`,
+      );
+  });
+}
+
+/** The built-in modules this thread has loaded, from Node's own (undocumented) diagnostic list. */
+function builtinsLoaded(): string[] {
+  const list = (process as { moduleLoadList?: string[] }).moduleLoadList ?? [];
+  const prefix = "NativeModule ";
+  return list.filter((entry) => entry.startsWith(prefix)).map((entry) => entry.slice(prefix.length));
+}
+
 // The packages the bundle leaves external, loaded as the ES modules they are (the worker start, already
 // loaded above, so the bundle's copy of the sandbox shares its state); the bundle gets them by name.
 const externals = new Map<string, unknown>(
