@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } fro
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { makeSetup, runCli, startHttpGateway } from "./harness.js";
+import { callCodeMode, connectHttp, connectStdio, makeSetup, runCli, startHttpGateway } from "./harness.js";
 
 // Cold start: the CLI's bundle is compiled with V8's code cache kept on disk (src/cli/cli-entry.ts), and
 // so is the in-thread sandbox's bundle, whose shipped cache V8 refuses under the CLI's flags. The caches
@@ -242,17 +242,26 @@ describe("the code caches of Node's own modules", () => {
     expect(execPlugin.stderr).not.toContain(LATE);
     expect(execPlugin.refused, execPlugin.stderr).toBe(false);
 
-    // serve over stdio, stopped at once by its closed stdin (it writes its cache as it stops).
-    const setup = makeSetup({ tools: { codeMode: { enabled: true } } });
-    const served = await secondStart(cacheDir, ["serve", "--config", setup.configPath]);
-    expect(served.stderr).toContain("[codecell:code-cache] used");
-    expect(served.stderr).not.toContain(LATE);
+    // serve over stdio: a session that lists the tools and runs a cell (close waits for the exit).
+    const stdio = await connectStdio(plugin.configPath, {
+      env: { CODECELL_CACHE_DIR: cacheDir, CODECELL_DEBUG_CODE_CACHE: "1" },
+    });
+    expect((await stdio.client.listTools()).tools.map((tool) => tool.name)).toEqual(["exec", "wait"]);
+    expect(await callCodeMode(stdio.client, "exec", { code: CELL })).toMatchObject({ value: [2, 4, 6] });
+    await stdio.close();
+    expect(stdio.stderr()).toContain("[codecell:code-cache]");
+    expect(stdio.stderr()).not.toContain(LATE);
 
-    // serve --http: Node's HTTP stack loads as it starts; then a first request, and a stop.
-    const gateway = await startHttpGateway(setup.configPath, {
+    // serve --http: Node's HTTP stack loads as it starts; then a health check, an MCP session that
+    // lists the tools and runs a cell (the SDK makes its stream ids with Web Crypto), and a stop.
+    const gateway = await startHttpGateway(plugin.configPath, {
       env: { CODECELL_CACHE_DIR: cacheDir, CODECELL_DEBUG_CODE_CACHE: "1" },
     });
     expect((await fetch(`${gateway.url}healthz`)).status).toBe(200);
+    const session = await connectHttp(gateway.mcpUrl);
+    expect((await session.client.listTools()).tools.map((tool) => tool.name)).toEqual(["exec", "wait"]);
+    expect(await callCodeMode(session.client, "exec", { code: CELL })).toMatchObject({ value: [2, 4, 6] });
+    await session.close();
     expect(await gateway.stop()).toBe(0);
     expect(gateway.output()).toContain("[codecell:code-cache]");
     expect(gateway.output()).not.toContain(LATE);

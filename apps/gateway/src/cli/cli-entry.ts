@@ -194,7 +194,7 @@ function loadStartupBuiltins(): void {
   if (!longLived || !args.some((arg) => arg === "--http" || arg.startsWith("--http="))) return;
   for (const name of HTTP_SERVE_BUILTINS) nodeRequire(name);
   // Node's fetch (undici), which the HTTP transport's requests and responses are made of, and Web
-  // Crypto, for the first session's id.
+  // Crypto, which the MCP SDK's HTTP transport makes its stream ids with.
   void globalThis.Response;
   void globalThis.crypto;
 }
