@@ -51,11 +51,11 @@ describe("the CLI's code cache", () => {
     const first = await execWithCache(cacheDir);
     expect(first).toMatch(/\[codecell:code-cache\] no cache yet at /);
     expect(first).toMatch(
-      /\[codecell:code-cache\] wrote .*cli-[0-9a-f]{16}-node[\d.]+-\w+-one-shot\.v8cache \(\d+ bytes\)/,
+      /\[codecell:code-cache\] wrote .*cli-[0-9a-f]{16}-node[\d.]+-\w+-v8-[0-9a-f]+\.v8cache \(\d+ bytes\)/,
     );
     // The in-thread sandbox's, beside it: the one the sandbox ships was made without the CLI's V8 flags.
     expect(first).toMatch(
-      /\[codecell:code-cache\] wrote .*sandbox-in-thread\.bundle\.[0-9a-f]{16}-node[\d.]+-\w+-one-shot\.v8cache \(\d+ bytes\)/,
+      /\[codecell:code-cache\] wrote .*sandbox-in-thread\.bundle\.[0-9a-f]{16}-node[\d.]+-\w+-v8-[0-9a-f]+\.v8cache \(\d+ bytes\)/,
     );
     const [file, guestFile] = cacheFiles(cacheDir);
     expect(file).toMatch(/^cli-/);
@@ -87,7 +87,7 @@ describe("the CLI's code cache", () => {
     expect(await execWithCache(cacheDir)).not.toContain("wrote");
   });
 
-  it("keeps the caches of `serve` and of the one-shot commands apart (their V8 flags differ)", async () => {
+  it("keeps a cache per set of V8 flags: serve's, the one-shot commands', and NODE_OPTIONS' own", async () => {
     const cacheDir = mkdtempSync(join(tmpdir(), "codecell-code-cache-"));
     await execWithCache(cacheDir);
     const setup = makeSetup({ tools: { codeMode: { enabled: true } } });
@@ -95,16 +95,35 @@ describe("the CLI's code cache", () => {
       env: { CODECELL_CACHE_DIR: cacheDir, CODECELL_DEBUG_CODE_CACHE: "1" },
     });
     expect(served.code, served.stderr).toBe(0);
-    expect(served.stderr).toMatch(/\[codecell:code-cache\] wrote .*-serve\.v8cache/);
+    const servedFile = /\[codecell:code-cache\] wrote .*[\\/](cli-\S+\.v8cache)/.exec(served.stderr)?.[1];
     // Back to exec: its caches are still there, and V8 takes them.
     const again = await execWithCache(cacheDir);
-    expect(again).toMatch(/\[codecell:code-cache\] used .*-one-shot\.v8cache/);
+    const execFile = /\[codecell:code-cache\] used .*[\\/](cli-\S+\.v8cache)/.exec(again)?.[1];
     expect(again).not.toContain("wrote");
-    expect(cacheFiles(cacheDir).map((name) => name.replace(/[0-9a-f]{16}/, "<hash>"))).toEqual([
-      expect.stringMatching(/^cli-<hash>-node[\d.]+-\w+-one-shot\.v8cache$/),
-      expect.stringMatching(/^cli-<hash>-node[\d.]+-\w+-serve\.v8cache$/),
-      expect.stringMatching(/^sandbox-in-thread\.bundle\.<hash>-node[\d.]+-\w+-one-shot\.v8cache$/),
-    ]);
+    expect(servedFile).toBeDefined();
+    expect(execFile).toBeDefined();
+    expect(servedFile).not.toBe(execFile);
+    // A V8 flag node is started with (here through NODE_OPTIONS, as operators set a heap size) is part
+    // of what a cache is checked against too: that process keeps its own, and the others stay.
+    const withHeap = await execWithCache(cacheDir, { NODE_OPTIONS: "--max-old-space-size=2048" });
+    expect(withHeap).toMatch(/\[codecell:code-cache\] no cache yet at /);
+    expect(await execWithCache(cacheDir, { NODE_OPTIONS: "--max-old-space-size=2048" })).not.toContain(
+      "wrote",
+    );
+    expect(await execWithCache(cacheDir)).not.toContain("wrote");
+    const tagOf = (name: string) => /-v8-([0-9a-f]+)\.v8cache$/.exec(name)?.[1];
+    const files = cacheFiles(cacheDir);
+    expect(
+      files
+        .filter((name) => name.startsWith("cli-"))
+        .map(tagOf)
+        .sort(),
+    ).toHaveLength(3);
+    expect(new Set(files.filter((name) => name.startsWith("cli-")).map(tagOf)).size).toBe(3);
+    // The in-thread sandbox's, one per one-shot set of flags, under the same tags as exec's.
+    const guestTags = files.filter((name) => name.startsWith("sandbox-")).map(tagOf);
+    expect(guestTags).toHaveLength(2);
+    expect(guestTags).toContain(tagOf(execFile!));
   });
 
   it("is written by `serve` when it stops, even before it has served for long", async () => {
@@ -121,10 +140,19 @@ describe("the CLI's code cache", () => {
 
   it("replaces the caches of another build instead of keeping both", async () => {
     const cacheDir = mkdtempSync(join(tmpdir(), "codecell-code-cache-"));
+    // This build's bundle hash, from the name of a cache it writes.
+    const probe = mkdtempSync(join(tmpdir(), "codecell-code-cache-"));
+    await execWithCache(probe);
+    const hash = /^cli-([0-9a-f]{16})-/.exec(cacheFiles(probe).find((name) => name.startsWith("cli-"))!)![1];
+    const node = `node${process.versions.node}-${process.arch}`;
     const stale = [
       "cli-0123456789abcdef-node0.0.0-x64.v8cache",
       "cli-0123456789abcdef-node0.0.0-x64-serve.v8cache",
-      `sandbox-in-thread.bundle.0123456789abcdef-node${process.versions.node}-${process.arch}-one-shot.v8cache`,
+      "cli-0123456789abcdef-node0.0.0-x64-v8-1234abcd.v8cache",
+      // This build's, named as before the V8 tag was part of the name.
+      `cli-${hash}-${node}-one-shot.v8cache`,
+      `cli-${hash}-${node}-serve.v8cache`,
+      `sandbox-in-thread.bundle.0123456789abcdef-${node}-one-shot.v8cache`,
     ];
     for (const name of stale) writeFileSync(join(cacheDir, name), "an older build's cache");
     writeFileSync(join(cacheDir, "unrelated.txt"), "not ours");

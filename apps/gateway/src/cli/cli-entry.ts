@@ -60,13 +60,14 @@ function cacheNote(message: string): void {
 }
 
 /**
- * The end of every cache name this process reads or writes: the Node version and architecture, and the
- * V8 flags it runs with (set below, by whether it is `serve`). V8 takes a cache only under the flags it
- * was made with, so `serve` and the one-shot commands keep caches of their own, and running one after
- * the other rewrites neither.
+ * The end of every cache name this process reads or writes, once the V8 flags below are set: the Node
+ * version and architecture, and V8's cache tag. V8 takes a cache only under the flags it was made with,
+ * and its tag changes with them: with the ones this file sets (which differ for `serve`), and with any
+ * that node was started with (`NODE_OPTIONS=--max-old-space-size=...` is one). So each set of flags
+ * keeps caches of its own, and running under one after the other rewrites neither.
  */
-function cacheNameEnd(longLived: boolean): string {
-  return `-node${process.versions.node}-${process.arch}-${longLived ? "serve" : "one-shot"}.v8cache`;
+function cacheNameEnd(): string {
+  return `-node${process.versions.node}-${process.arch}-v8-${v8.cachedDataVersionTag().toString(16)}.v8cache`;
 }
 
 /**
@@ -129,17 +130,20 @@ function writeCache(file: string, data: Uint8Array, stale: (name: string) => boo
   }
 }
 
-/** A cache of the CLI's bundle made from another build than this one. */
+/** How the name of a cache ends since it holds V8's cache tag (see cacheNameEnd). */
+const TAGGED_CACHE_END = /-v8-[0-9a-f]+\.v8cache$/;
+
+/** A cache of the CLI's bundle made from another build than this one, or named as before the V8 tag. */
 function otherBuildsCache(name: string): boolean {
   const hash = CLI_CACHE_FILE.exec(name)?.[1];
-  return hash !== undefined && hash !== CLI_BUNDLE.sha256.slice(0, 16);
+  return hash !== undefined && (hash !== CLI_BUNDLE.sha256.slice(0, 16) || !TAGGED_CACHE_END.test(name));
 }
 
 /**
  * The in-thread sandbox's code cache, kept beside the bundle's (@codecell/sandbox's
  * useInThreadCodeCacheStore): the one the sandbox ships was made without the V8 flags set below, and V8
  * refuses it here. Its key names the sandbox bundle's exact text; a newer one replaces the others kept
- * under the same flags. Null when the code cache is off.
+ * under the same flags, and those named as before the V8 tag. Null when the code cache is off.
  */
 function guestCodeCacheStore(nameEnd: string): {
   read(key: string): Uint8Array | undefined;
@@ -155,7 +159,12 @@ function guestCodeCacheStore(nameEnd: string): {
       return data;
     },
     write: (key, data) =>
-      writeCache(fileOf(key), data, (name) => name.startsWith(GUEST_CACHE_PREFIX) && name.endsWith(nameEnd)),
+      writeCache(
+        fileOf(key),
+        data,
+        (name) =>
+          name.startsWith(GUEST_CACHE_PREFIX) && (name.endsWith(nameEnd) || !TAGGED_CACHE_END.test(name)),
+      ),
   };
 }
 
@@ -288,7 +297,7 @@ function compileBundle(): { script: Script; save: () => void } {
   const bytes = readWholeFile(bundleFile);
   const source = bytes.toString("latin1");
   // A bundle that is not the one this file was built with neither uses nor writes a cache.
-  const cacheFile = source.length === CLI_BUNDLE.length ? codeCacheFile(cacheNameEnd(longLived)) : null;
+  const cacheFile = source.length === CLI_BUNDLE.length ? codeCacheFile(cacheNameEnd()) : null;
   // The cache is read into the buffer the bundle's bytes were read into (the string is a copy of them),
   // not into a new one: touching fresh memory costs ~4 µs of CPU per KB where memory is slow to map in
   // (this project's 2-core VM), and this saves ~0.9 MB of it. V8 reads the cache only inside `new Script`.
@@ -325,6 +334,6 @@ bundle(
   {
     importModule: (url) => import(url),
     saveCodeCache,
-    codeCacheStore: guestCodeCacheStore(cacheNameEnd(longLived)),
+    codeCacheStore: guestCodeCacheStore(cacheNameEnd()),
   },
 );
