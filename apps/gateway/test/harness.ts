@@ -124,12 +124,10 @@ export type HttpGateway = {
 export async function startHttpGateway(
   configPath: string | null,
   /** detached: the gateway leads its own process group (with its downstream servers), to kill as one. */
-  /** nodeArgs: options for node itself, before the CLI's file. */
-  options: { env?: NodeJS.ProcessEnv; args?: string[]; detached?: boolean; nodeArgs?: string[] } = {},
+  options: { env?: NodeJS.ProcessEnv; args?: string[]; detached?: boolean } = {},
 ): Promise<HttpGateway> {
   const config = configPath === null ? [] : ["--config", configPath];
-  const cli = [...(options.nodeArgs ?? []), CLI, "serve", ...config, "--http", "0", ...(options.args ?? [])];
-  const child = spawn(process.execPath, cli, {
+  const child = spawn(process.execPath, [CLI, "serve", ...config, "--http", "0", ...(options.args ?? [])], {
     stdio: ["ignore", "pipe", "pipe"],
     detached: options.detached ?? false,
     env: { ...process.env, ...options.env },

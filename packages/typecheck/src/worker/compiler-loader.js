@@ -30,12 +30,8 @@ function userCacheDir() {
  * @param {string} version
  */
 function cacheName(version) {
-  return `${cachePrefix(version)}${cachedDataVersionTag().toString(16)}.v8cache`;
-}
-
-/** @param {string} version */
-function cachePrefix(version) {
-  return `typescript-${version}-node${process.versions.node}-${process.arch}-v8-`;
+  const tag = cachedDataVersionTag().toString(16);
+  return `typescript-${version}-node${process.versions.node}-${process.arch}-v8-${tag}.v8cache`;
 }
 
 /**
