@@ -33,7 +33,7 @@ describe("browseCells", () => {
   ];
   it.each(awkward)("passes %j to tools.search unchanged, as valid cell code", async (query) => {
     const code = browseCells.search(query);
-    await expect(prepareCell(code, "javascript")).resolves.toBe(code);
+    await expect(prepareCell(code, "javascript")).resolves.toEqual({ code, inserted: null });
     expect(await argumentsOf(code)).toEqual([query, { limit: SEARCH_LIMIT }]);
   });
 

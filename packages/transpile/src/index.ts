@@ -1,3 +1,4 @@
+export type { PreparedCell } from "./cell-result.js";
 export {
   checkModuleAccess,
   MODULE_ACCESS_CONSTRUCTS,

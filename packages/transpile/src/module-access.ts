@@ -165,6 +165,11 @@ export function moduleAccessError(finding: ModuleAccessFinding): CodeModeError {
  * construct found, or `invalid_input` (with line:column) when the cell does not parse: it fails closed.
  */
 export function checkModuleAccess(javascript: string): void {
+  checkedProgram(javascript);
+}
+
+/** The cell parsed, once checked as checkModuleAccess checks it (which throws the same errors). */
+export function checkedProgram(javascript: string): Program {
   const parsed = parseCellBody(javascript);
   if (!parsed.ok) {
     const { line, column, reason } = parsed.failure;
@@ -177,4 +182,5 @@ export function checkModuleAccess(javascript: string): void {
   }
   const [first] = findModuleAccessInProgram(parsed.program, javascript);
   if (first !== undefined) throw moduleAccessError(first);
+  return parsed.program;
 }

@@ -11,6 +11,7 @@ const SLASH = 0x2f;
 const STAR = 0x2a;
 const BACKTICK = 0x60;
 const DOLLAR = 0x24;
+const DOT = 0x2e;
 const OPEN_BRACE = 0x7b;
 const CLOSE_BRACE = 0x7d;
 const OPEN_PAREN = 0x28;
@@ -38,7 +39,10 @@ const PLAIN_ESCAPES = new Set([..."ntrbfv'\"\\`$"].map((character) => character.
  * (a regex or a division goes to the full check: telling them apart needs the parser); no HTML-like
  * comment, lone carriage return or U+2028/U+2029 (where engines can disagree on where a comment or a
  * line ends); every string, template and block comment closed; and every `(`, `[`, `{` and template
- * `${` closed in order, so the function's own `}` is the only one that can end it.
+ * `${` closed in order, so the function's own `}` is the only one that can end it. It must also hold a
+ * `return` outside every bracket, which is then the cell's own (a function body is in braces): a cell
+ * without one may end with the expression it means as its result, and only the parser can tell (see
+ * resultOfLastExpression in cell-result.ts).
  *
  * False means only "check it fully" (most cells that use `/` are fine). A plain cell may still have a
  * syntax error: the caller compiles it and, if that fails, runs prepareCell on it for the parser's
@@ -51,6 +55,7 @@ export function isPlainJavaScriptCell(source: string): boolean {
   if (source.includes("\u2028") || source.includes("\u2029")) return false;
   const brackets: number[] = [];
   const length = source.length;
+  let topLevelReturn = false;
   let index = 0;
   // Each step moves `index` forward by at least one character, so the loop ends.
   while (index < length) {
@@ -94,10 +99,44 @@ export function isPlainJavaScriptCell(source: string): boolean {
     } else if (code === BACKSLASH) {
       return false;
     } else {
+      if (!topLevelReturn && brackets.length === 0 && isReturnKeywordAt(source, index)) topLevelReturn = true;
       index += 1;
     }
   }
-  return brackets.length === 0;
+  return brackets.length === 0 && topLevelReturn;
+}
+
+const RETURN = "return";
+
+/**
+ * Whether the word `return` starts at `index` as a whole word that is no property name (`x.return`).
+ * Called only outside strings, templates and comments. A miss only sends the cell to the parser.
+ */
+function isReturnKeywordAt(source: string, index: number): boolean {
+  if (!source.startsWith(RETURN, index)) return false;
+  if (isWordCharacter(source.charCodeAt(index + RETURN.length))) return false;
+  let before = index - 1;
+  while (before >= 0 && isSpace(source.charCodeAt(before))) before -= 1;
+  if (before < 0) return true;
+  const previous = source.charCodeAt(before);
+  return previous !== DOT && !(before === index - 1 && isWordCharacter(previous));
+}
+
+/** ASCII letters, digits, `_` and `$`, and anything beyond ASCII (which may be part of a name). */
+function isWordCharacter(code: number): boolean {
+  if (Number.isNaN(code)) return false;
+  return (
+    (code >= 0x61 && code <= 0x7a) ||
+    (code >= 0x41 && code <= 0x5a) ||
+    (code >= DIGIT_ZERO && code <= DIGIT_NINE) ||
+    code === 0x5f ||
+    code === DOLLAR ||
+    code > 0x7f
+  );
+}
+
+function isSpace(code: number): boolean {
+  return code === 0x20 || code === 0x09 || code === LINE_FEED || code === CARRIAGE_RETURN;
 }
 
 /** Index of the line feed that ends a line comment starting at `from`, or the text's end; -1 if unsure. */

@@ -15,7 +15,7 @@ describe("lazy loading of the TypeScript transformer", () => {
   });
 
   it("is not loaded by JavaScript cells, refused cells or the module check", async () => {
-    expect(await prepareCell("return 1 + 1;", "javascript")).toBe("return 1 + 1;");
+    expect((await prepareCell("return 1 + 1;", "javascript")).code).toBe("return 1 + 1;");
     await expect(prepareCell("import x from 'y';", "javascript")).rejects.toMatchObject({
       code: "module_access_denied",
     });
@@ -28,7 +28,7 @@ describe("lazy loading of the TypeScript transformer", () => {
   });
 
   it("is loaded by the first TypeScript cell", async () => {
-    expect(await prepareCell("const n: number = 1;\nreturn n;", "typescript")).toBe(
+    expect((await prepareCell("const n: number = 1;\nreturn n;", "typescript")).code).toBe(
       "const n = 1;\nreturn n;",
     );
     expect(isTypeScriptLoaded()).toBe(true);

@@ -102,7 +102,7 @@ describe("line numbers", () => {
       "}",
       "throw new Error('seven');",
     ].join("\r\n");
-    const javascript = await prepareCell(cell, "typescript");
+    const javascript = (await prepareCell(cell, "typescript")).code;
     expect(javascript.split(/\r\n|\n/)).toHaveLength(7);
     expect(await lineOfThrow(javascript)).toBe(7);
   });
@@ -118,6 +118,6 @@ describe("line numbers", () => {
   it.each(cells)("an error in %s reports the user's line", async (_name, language, cell) => {
     const expectedLine = cell.split("\n").findIndex((line) => line.includes("// THROWS")) + 1;
     expect(expectedLine).toBeGreaterThan(1);
-    expect(await lineOfThrow(await prepareCell(cell, language))).toBe(expectedLine);
+    expect(await lineOfThrow((await prepareCell(cell, language)).code)).toBe(expectedLine);
   });
 });

@@ -3,6 +3,7 @@ import { CodeModeError } from "@codecell/contract";
 import { parse } from "acorn";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { resultOfLastExpression } from "../src/cell-result.js";
 import { checkModuleAccess } from "../src/index.js";
 import { isPlainJavaScriptCell } from "../src/plain-cell.js";
 
@@ -27,6 +28,20 @@ function staysInsideItsFunction(cell: string): boolean {
     only.expression.type === "FunctionExpression" &&
     only.expression.end === wrapped(cell).length - 1
   );
+}
+
+/** The cell parsed as a cell body, or null when it does not parse. */
+function parsedCell(cell: string): ReturnType<typeof parse> | null {
+  try {
+    return parse(cell, {
+      ecmaVersion: "latest",
+      sourceType: "script",
+      allowReturnOutsideFunction: true,
+      allowAwaitOutsideFunction: true,
+    });
+  } catch {
+    return null;
+  }
 }
 
 /** The code the full check refuses the cell with, or null when it accepts it. */
@@ -75,11 +90,18 @@ describe("isPlainJavaScriptCell", () => {
     ["an unclosed template", "return `abc${1}"],
     ["an unclosed block comment", "return 1 /* note"],
     ["a string across a line", "return 'a\nb'"],
+    ["a cell without a return", "const a = 1;\na + 1"],
+    ["a cell whose return is in a block", "if (x) { return 1 }\n2"],
+    ["a cell whose return is in a function", "[1].map((n) => { return n })"],
+    ["a return that is a property name", "x.return"],
+    ["a return that is a property name after a space", "x. return"],
+    ["a word that starts with return", "returned"],
+    ["a word that ends with return", "noreturn"],
   ])("sends %s to the full check", (_name, cell) => {
     expect(isPlainJavaScriptCell(cell)).toBe(false);
   });
 
-  it("never passes a cell the full check refuses for module access, nor one that leaves its function", () => {
+  it("never passes a cell the full check refuses for module access, one that leaves its function, or one whose last expression is its result", () => {
     const pieces = [
       "import",
       "impo",
@@ -123,6 +145,9 @@ describe("isPlainJavaScriptCell", () => {
       "(function () {",
       "x = 1;",
       "return ",
+      "return",
+      "returned",
+      "=>",
       "1",
       "0",
       ",",
@@ -133,6 +158,8 @@ describe("isPlainJavaScriptCell", () => {
         if (!isPlainJavaScriptCell(cell)) return;
         expect(fullCheckCode(cell)).not.toBe("module_access_denied");
         expect(staysInsideItsFunction(cell)).toBe(true);
+        const program = parsedCell(cell);
+        if (program !== null) expect(resultOfLastExpression(program, cell).inserted).toBeNull();
       }),
       { numRuns: 20_000 },
     );

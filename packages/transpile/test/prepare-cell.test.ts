@@ -165,14 +165,14 @@ describe("prepareCell for TypeScript", () => {
   it.each(typescriptAccepted)(
     "transforms %s into valid JavaScript with the same lines",
     async (_name, cell, expected) => {
-      const javascript = await prepareCell(cell, "typescript");
+      const javascript = (await prepareCell(cell, "typescript")).code;
       expect(javascript.split("\n")).toHaveLength(cell.split("\n").length);
       expect(await runAsCellBody(javascript)).toEqual(expected);
     },
   );
 
   it.each(statementBoundaries)("keeps statements apart: %s", async (_name, cell, expected) => {
-    const javascript = await prepareCell(cell, "typescript");
+    const javascript = (await prepareCell(cell, "typescript")).code;
     expect(javascript.split("\n")).toHaveLength(cell.split("\n").length);
     expect(await runAsCellBody(javascript)).toEqual(expected);
   });
@@ -187,14 +187,16 @@ describe("prepareCell for TypeScript", () => {
 
   it("keeps working after a cell that exhausted the parser's stack", async () => {
     await rejection(() => prepareCell("[".repeat(50_000), "typescript"));
-    expect(await runAsCellBody(await prepareCell("const n: number = 2;\nreturn n;", "typescript"))).toBe(2);
+    expect(
+      await runAsCellBody((await prepareCell("const n: number = 2;\nreturn n;", "typescript")).code),
+    ).toBe(2);
   });
 });
 
 describe("prepareCell for JavaScript", () => {
   it("returns the cell unchanged", async () => {
     const cell = "const v = await Promise.resolve(2);\n// import is only a word here\nreturn v;";
-    expect(await prepareCell(cell, "javascript")).toBe(cell);
+    expect(await prepareCell(cell, "javascript")).toEqual({ code: cell, inserted: null });
   });
 
   it("refuses module access", async () => {

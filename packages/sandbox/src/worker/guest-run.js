@@ -10,7 +10,7 @@ import { isCodeModeErrorCode } from "@codecell/contract/errors";
 // The plain-cell test only: the parser (acorn) is loaded on the first cell that needs it.
 import { isPlainJavaScriptCell } from "@codecell/transpile/plain-cell";
 import { JSException } from "quickjs-wasi";
-import { CELL_FILENAME, CELL_PREFIX, describeGuestError } from "./cell-text.js";
+import { CELL_PREFIX, cellFilename, describeGuestError } from "./cell-text.js";
 import { forgetPending, HOST_FUNCTION_NAME, hostCallback, newRequestId, tooDeep } from "./host-calls.js";
 import { flushOutbox, NOTHING, post, takeOutput } from "./outbox.js";
 import { loadSnapshotCodec } from "./run-snapshot.js";
@@ -239,7 +239,7 @@ export class GuestRun {
    * Check the cell (module access, syntax) and strip TypeScript types. A refusal becomes the run's
    * outcome with the transpiler's code (module_access_denied, invalid_input, typescript_transform_failed).
    * @param {string} source @param {import("@codecell/contract").CodeModeLanguage} language
-   * @returns {Promise<string | null>}
+   * @returns {Promise<import("@codecell/transpile").PreparedCell | null>}
    */
   async prepare(source, language) {
     try {
@@ -262,8 +262,8 @@ export class GuestRun {
     // A plain cell (no module word, nothing that could close the function it is the body of) skips
     // the parser: compiling it below is its syntax check, and the parser words the error if that fails.
     const plain = language === "javascript" && isPlainJavaScriptCell(source);
-    const code = plain ? source : await this.prepare(source, language);
-    if (code === null) return this.report();
+    const prepared = plain ? { code: source, inserted: null } : await this.prepare(source, language);
+    if (prepared === null) return this.report();
     // Compiled at init; compiled aside here only if that failed (this throws what went wrong).
     const bytecode = state.preludeBytecode ?? (await compilePreludeAside());
     const owned = await takeFreshVm(this, surface);
@@ -292,7 +292,7 @@ export class GuestRun {
     }
     let cell;
     try {
-      cell = vm.evalCode(`${CELL_PREFIX}${code}\n})`, CELL_FILENAME);
+      cell = vm.evalCode(`${CELL_PREFIX}${prepared.code}\n})`, cellFilename(prepared.inserted));
     } catch (error) {
       // A plain cell that does not compile gets the parser's verdict, as every cell did before it ran:
       // the same `invalid_input` message, line and column a checked cell gets.
