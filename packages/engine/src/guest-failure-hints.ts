@@ -6,6 +6,8 @@ import type { ResultShapes } from "./result-shapes.js";
 const QUICKJS_TYPE_ERROR = /^TypeError: (.*) \(line (\d+), column (\d+)\)$/;
 const QUICKJS_REFERENCE_ERROR =
   /^ReferenceError: '?([\p{ID_Start}$_][\p{ID_Continue}$\u200c\u200d]*)'? is not defined/u;
+const QUICKJS_UNINITIALIZED =
+  /^ReferenceError: '?([\p{ID_Start}$_][\p{ID_Continue}$\u200c\u200d]*)'? is not initialized/u;
 
 /**
  * Globals that models reach for and a cell does not have, by design (no network, no timers, no host
@@ -209,10 +211,23 @@ function undeclaredNameHint(name: string, surface: GuestSurface): string {
 }
 
 /**
+ * What a name read before its `let`, `const` or `class` declaration ran most likely is. A model that
+ * names its own variable after a global (`const tools = await tools.search("x")`) hides that global for
+ * the whole cell, so the read on the right of the declaration already meets the cell's own name.
+ */
+function uninitializedNameHint(name: string, surface: GuestSurface): string {
+  const globals = [...GUEST_GLOBAL_NAMES, ...surface.namespaces.map((entry) => entry.globalName)];
+  if (globals.includes(name)) {
+    return `The cell declares its own ${name} (with let, const or class), which hides the global ${name} everywhere in the cell, so ${name} cannot be read before that declaration has run. Give the cell's variable another name (for example results or found).`;
+  }
+  return `${name} is read before its let, const or class declaration has run (those are not hoisted): move the declaration above its first use.`;
+}
+
+/**
  * Turns QuickJS's bare `not a function` / `cannot read property 'x' of undefined` into a message that
  * names the expression and, for a code-mode name that does not exist, the closest names and where to
- * look; a `ReferenceError` gets what the undeclared name most likely is (any language: it needs only
- * the name). Returns the message unchanged when the place cannot be pinned to one expression.
+ * look; a `ReferenceError` gets what the undeclared or not yet initialized name most likely is (any
+ * language: it needs only the name). Returns the message unchanged when the place cannot be pinned to one expression.
  */
 export async function explainGuestFailure(
   message: string,
@@ -222,6 +237,10 @@ export async function explainGuestFailure(
 ): Promise<string> {
   const undeclared = QUICKJS_REFERENCE_ERROR.exec(message);
   if (undeclared) return `${message.replace(/\.$/, "")}. ${undeclaredNameHint(undeclared[1]!, surface)}`;
+  const uninitialized = QUICKJS_UNINITIALIZED.exec(message);
+  if (uninitialized) {
+    return `${message.replace(/\.$/, "")}. ${uninitializedNameHint(uninitialized[1]!, surface)}`;
+  }
   // The place of a TypeError is looked up in the source that ran, so only a JavaScript cell has one.
   if (javascript === null) return message;
   const parsed = QUICKJS_TYPE_ERROR.exec(message);

@@ -116,6 +116,25 @@ describe("console.* in a cell", () => {
   });
 });
 
+describe("a cell that ends with its value instead of returning it", () => {
+  it.each([
+    ["a last expression", 'const t = await tools.read_file({ path: "a.txt" });\nObject.keys(t)'],
+    [
+      "an async arrow it never called, the shape other code-mode runtimes ask for",
+      'async () => {\n  const t = await tools.read_file({ path: "a.txt" });\n  return Object.keys(t);\n}',
+    ],
+    [
+      "its own main function, called last",
+      'async function main() {\n  const t = await tools.read_file({ path: "a.txt" });\n  return Object.keys(t);\n}\nmain();',
+    ],
+  ])("%s", async (_name, code) => {
+    const { run, executor } = setup();
+    const result = await run.exec({ code }, { toolCallId: `call-${++callNumber}` });
+    expect(completed(result).value).toEqual(["path", "content"]);
+    expect(executor.calls.map((call) => call.toolId)).toEqual([expect.stringContaining("read_file")]);
+  });
+});
+
 describe("forgiving names that stay honest", () => {
   it.each([
     ["camelCase of a core tool", 'return (await tools.readFile({ path: "a.txt" })).path'],
@@ -310,6 +329,26 @@ describe("a name the cell never declared", () => {
       "a variable from an earlier cell",
       "return files.length",
       `ReferenceError: files is not defined (line 1, column 8). files is not declared in this cell. If it comes from an earlier cell: each exec starts in a fresh sandbox and keeps nothing from the cells before, so declare it again here. ${globals}`,
+    ],
+  ])("%s", async (_name, code, expected) => {
+    expect(failedWith(await exec(code))).toContain(expected);
+  });
+
+  it.each([
+    [
+      "a variable named after a global",
+      'const tools = await tools.search("read");\nreturn tools.length',
+      "ReferenceError: tools is not initialized (line 1, column 21). The cell declares its own tools (with let, const or class), which hides the global tools everywhere in the cell, so tools cannot be read before that declaration has run. Give the cell's variable another name (for example results or found).",
+    ],
+    [
+      "a variable named after a namespace",
+      "const Notes = await Notes.list();\nreturn Notes",
+      "ReferenceError: Notes is not initialized (line 1, column 21). The cell declares its own Notes",
+    ],
+    [
+      "a variable used before its declaration",
+      "const total = count + 1;\nconst count = 2;\nreturn total",
+      "ReferenceError: count is not initialized (line 1, column 15). count is read before its let, const or class declaration has run (those are not hoisted): move the declaration above its first use.",
     ],
   ])("%s", async (_name, code, expected) => {
     expect(failedWith(await exec(code))).toContain(expected);
