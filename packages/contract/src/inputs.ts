@@ -90,7 +90,9 @@ function parseWithZod<S extends "execInputSchema" | "waitInputSchema">(
 /**
  * Validates an exec input: one of `code`/`command` must be non-empty, both must match when both are
  * given, the cell must fit in `maxCodeBytes` of UTF-8 (when given), and the language must be one the
- * config enables (`unsupported_language` otherwise).
+ * config enables (`unsupported_language` otherwise). A cell sent inside a Markdown code fence is the code
+ * inside it (withoutMarkdownFence), TypeScript when the fence says `ts` or `typescript`, no language was
+ * given and TypeScript is enabled.
  */
 export function parseExecInput(
   input: unknown,
@@ -117,7 +119,14 @@ export function parseExecInput(
   if (code !== undefined && command !== undefined && code !== command) {
     throw invalidInput('exec got both "code" and "command" with different values; send only "code".');
   }
-  const source = hasCode ? code! : command!;
+  const sent = hasCode ? code! : command!;
+  const fenced = withoutMarkdownFence(sent);
+  const source = fenced?.code ?? sent;
+  if (source.trim() === "") {
+    throw invalidInput(
+      'exec needs a non-empty "code" string (the program to run); the Markdown fence held none.',
+    );
+  }
   if (maxCodeBytes !== undefined && source.length > maxCodeBytes / 3) {
     // Cheap first: a string of n UTF-16 units is at most 3n bytes, so only long cells are measured.
     const bytes = new TextEncoder().encode(source).byteLength;
@@ -127,7 +136,7 @@ export function parseExecInput(
       );
     }
   }
-  const resolvedLanguage = accepted.language ?? "javascript";
+  const resolvedLanguage = accepted.language ?? fenceLanguage(fenced?.tag, enabledLanguages) ?? "javascript";
   if (!enabledLanguages.includes(resolvedLanguage)) {
     throw new CodeModeError(
       "unsupported_language",
@@ -135,6 +144,39 @@ export function parseExecInput(
     );
   }
   return { code: source, language: resolvedLanguage };
+}
+
+/** A fence's opening line (its indentation, then its info word) and its closing line. */
+const OPENING_FENCE = /^([ \t\r\n]*)```([\w+.-]*)[ \t]*(?=\r?\n)/;
+const CLOSING_FENCE = /\r?\n[ \t]*```[ \t\r\n]*$/;
+
+/**
+ * The code inside a Markdown code fence, when the whole cell is one: models sometimes send a cell as they
+ * would show it (three backticks and `js` on the first line, three backticks on the last). As JavaScript
+ * that is a tagged template and fails with a bare "not a function", so it can only mean the code inside.
+ * The two fence lines become empty lines, so every line of the code keeps the number it has in what the
+ * model sent. Null when the cell is not fenced.
+ */
+function withoutMarkdownFence(code: string): { code: string; tag: string } | null {
+  const opening = OPENING_FENCE.exec(code);
+  if (opening === null) return null;
+  const closing = CLOSING_FENCE.exec(code);
+  const bodyStart = opening[0].length;
+  if (closing === null || closing.index < bodyStart) return null;
+  const lineBreak = code.startsWith("\r\n", closing.index) ? "\r\n" : "\n";
+  return {
+    code: `${opening[1]}${code.slice(bodyStart, closing.index)}${lineBreak}`,
+    tag: opening[2]!.toLowerCase(),
+  };
+}
+
+/** The language a fence names (`ts`, `typescript`), when it is enabled here; else undefined. */
+function fenceLanguage(
+  tag: string | undefined,
+  enabledLanguages: readonly CodeModeLanguage[],
+): CodeModeLanguage | undefined {
+  if (tag !== "ts" && tag !== "typescript") return undefined;
+  return enabledLanguages.includes("typescript") ? "typescript" : undefined;
 }
 
 /** Validates a wait input: a non-empty `runId` string and nothing else. */

@@ -60,6 +60,54 @@ describe("exec input", () => {
     expect(parseExecInput({ code: "x".repeat(5000) }, both).code).toHaveLength(5000);
   });
 
+  it.each([
+    ["a js fence", "```js\nreturn 1\n```", "\nreturn 1\n", "javascript"],
+    [
+      "a bare fence, indented, with a blank line after",
+      "  ```\nconst a = 1;\nreturn a\n  ```\n\n",
+      "  \nconst a = 1;\nreturn a\n",
+      "javascript",
+    ],
+    [
+      "a ts fence",
+      "```ts\nconst a: number = 1;\nreturn a\n```",
+      "\nconst a: number = 1;\nreturn a\n",
+      "typescript",
+    ],
+    [
+      "a typescript fence after blank lines",
+      "\n\n```TypeScript \nreturn 1\n```",
+      "\n\n\nreturn 1\n",
+      "typescript",
+    ],
+    ["\\r\\n line ends", "```javascript\r\nreturn 1\r\n```\r\n", "\r\nreturn 1\r\n", "javascript"],
+  ])("takes the code inside %s, every line where it was", (_name, code, inner, language) => {
+    // The exact text: the fence lines are empty lines, so each line of code keeps its number.
+    expect(parseExecInput({ code }, both)).toEqual({ code: inner, language });
+  });
+
+  it.each([
+    ["a fence never closed", "```js\nreturn 1"],
+    ["a fence that does not start the cell", "const a = 1;\n```js\nreturn a\n```"],
+    ["backticks in the code itself", "return `a` + ``"],
+    ["an opening fence with code on its line", "```return 1\n```"],
+  ])("leaves %s as sent", (_name, code) => {
+    expect(parseExecInput({ code }, both).code).toBe(code);
+  });
+
+  it("keeps the language it is given over a fence's, and a fence's TypeScript only where it is enabled", () => {
+    expect(parseExecInput({ code: "```ts\nreturn 1\n```", language: "javascript" }, both).language).toBe(
+      "javascript",
+    );
+    expect(parseExecInput({ code: "```ts\nreturn 1\n```" }, ["javascript"]).language).toBe("javascript");
+  });
+
+  it("refuses a fence with nothing inside", () => {
+    expect(codeOf(() => parseExecInput({ code: "```js\n\n```" }, both))).toContain(
+      'invalid_input: exec needs a non-empty "code"',
+    );
+  });
+
   it("refuses a language the config does not enable", () => {
     expect(codeOf(() => parseExecInput({ code: "1", language: "typescript" }, ["javascript"]))).toContain(
       'unsupported_language: exec language "typescript" is disabled',

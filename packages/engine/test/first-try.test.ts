@@ -135,6 +135,20 @@ describe("a cell that ends with its value instead of returning it", () => {
   });
 });
 
+describe("a cell sent inside a Markdown code fence", () => {
+  it("runs the code inside, with the lines of what was sent", async () => {
+    const code = '```js\nconst t = await tools.read_file({ path: "a.txt" });\nreturn t.path;\n```';
+    expect(completed(await exec(code)).value).toBe("a.txt");
+    const broken = "```javascript\nconst t = 1;\nreturn t.a.b;\n```";
+    expect(failedWith(await exec(broken))).toContain("(line 3, column");
+  });
+
+  it("runs a ts fence as TypeScript", async () => {
+    const result = await exec("```ts\nconst n: number = 2;\nreturn n * 3;\n```");
+    expect(completed(result).value).toBe(6);
+  });
+});
+
 describe("forgiving names that stay honest", () => {
   it.each([
     ["camelCase of a core tool", 'return (await tools.readFile({ path: "a.txt" })).path'],
