@@ -33,9 +33,16 @@ describe.each(THREAD_MODES)("thread: %s", (thread) => {
     expect(event).toMatchObject({ type: "completed", value: 40 });
   });
 
+  it("does not call a function that takes parameters: the cell fails, naming what it returned", async () => {
+    const { event } = await runToEnd(pool, "async (input) => input");
+    expect(event).toMatchObject({
+      type: "failed",
+      message: expect.stringMatching(/^TypeError: the returned value is a function/),
+    });
+  });
+
   it.each([
     ["a return in a branch", "if (false) { return 1 }\n2", null],
-    ["a function with parameters, not called", "async (input) => input", null],
     ["a declaration last", "const a = 1;\nfunction f() { return a }", null],
     ["a side effect only", "[1, 2].forEach(() => {});\nundefined", null],
   ])("leaves the value alone with %s", async (_name, code, value) => {

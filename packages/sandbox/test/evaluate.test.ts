@@ -65,6 +65,62 @@ describe.each(THREAD_MODES)("thread: %s", (thread) => {
       expect(event.message).toMatch(/line 7/);
     });
 
+    // A promise would cross the bridge as `{}` and a function as null: each is a call the cell forgot to
+    // await or make, so the run fails and says so instead of completing with a value nobody meant.
+    it.each([
+      [
+        "a promise in the returned value",
+        "return { r: Promise.resolve(1), n: 2 }",
+        'the returned value holds a promise (at "r")',
+      ],
+      [
+        "a promise in an array",
+        "return [1, Promise.resolve(2)]",
+        'the returned value holds a promise (at "1")',
+      ],
+      ["a function as the returned value", "return () => 1", "the returned value is a function"],
+      [
+        "a promise in json()",
+        "json({ p: Promise.resolve(1) }); return 1",
+        'the json() value holds a promise (at "p")',
+      ],
+    ])("fails on %s", async (_name, code, message) => {
+      const { event } = await runToEnd(pool, code);
+      expect(event).toMatchObject({
+        type: "failed",
+        message: expect.stringContaining(`TypeError: ${message}`),
+      });
+      expect((event as { code?: string }).code).toBeUndefined();
+    });
+
+    it("refuses a tool input that holds a promise before it reaches the host", async () => {
+      const { event, requests } = await runToEnd(
+        pool,
+        "try { await tools.call('core:host:read_file', { path: Promise.resolve('a') }); } catch (e) { return e.message }",
+        { surface },
+      );
+      expect(event).toMatchObject({
+        type: "completed",
+        value: expect.stringContaining('the tool input holds a promise (at "path")'),
+      });
+      expect(requests).toEqual([]);
+    });
+
+    it("shows a promise in text output and goes on", async () => {
+      const { event } = await runToEnd(
+        pool,
+        "const p = Promise.resolve(1); console.log(p); text({ p, n: 2 }); return 3",
+      );
+      expect(event).toEqual({
+        type: "completed",
+        value: 3,
+        output: [
+          { type: "text", text: "[Promise: await it for its value]", level: "log" },
+          { type: "text", text: '{"p":"[Promise: await it for its value]","n":2}' },
+        ],
+      });
+    });
+
     it("uses UTC", async () => {
       const { event } = await runToEnd(
         pool,

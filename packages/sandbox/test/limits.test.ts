@@ -26,8 +26,9 @@ describe.each(THREAD_MODES)("thread: %s", (thread) => {
       // Each job is short; only the endless queue of them never lets the worker's drain end.
       { name: "an endless loop of awaits", code: "for (;;) await null;" },
       {
+        // Each job queues the next and keeps nothing: memory stays flat, so only the deadline ends it.
         name: "an endless chain of promise jobs",
-        code: "const spin = () => Promise.resolve().then(spin); spin(); await new Promise(() => {});",
+        code: "const spin = () => { Promise.resolve().then(spin); }; spin(); await new Promise(() => {});",
       },
       {
         name: "a loop in a getter hit while serializing the result",
@@ -45,6 +46,27 @@ describe.each(THREAD_MODES)("thread: %s", (thread) => {
       expect(await runToEnd(pool, "return 'healthy'")).toMatchObject({
         event: { type: "completed", value: "healthy" },
       });
+    });
+
+    it("ends an endless chain of promise jobs that holds every promise it made, and stays healthy", async () => {
+      // Each promise here is resolved with the next, so the whole chain stays reachable and grows. Which
+      // limit ends it depends on where QuickJS runs out of memory: in the sandbox's accounting
+      // (memory_limit_exceeded), inside a job (the engine drops that job's error, the chain breaks and
+      // the cell is left awaiting a promise nothing can settle), or not before the deadline.
+      const code = "const spin = () => Promise.resolve().then(spin); spin(); await new Promise(() => {});";
+      for (const memoryLimitBytes of [8, 16, 32].map((megabytes) => megabytes * 1024 * 1024)) {
+        const { event } = await runToEnd(pool, code, {
+          deadlineAt: soon(),
+          limits: { ...limits, memoryLimitBytes },
+        });
+        expect(event.type).toBe("failed");
+        if (event.type !== "failed") continue;
+        if (event.code === undefined) expect(event.message).toMatch(/nothing can settle/);
+        else expect(["timeout", "memory_limit_exceeded"]).toContain(event.code);
+        expect(await runToEnd(pool, "return 'healthy'")).toMatchObject({
+          event: { type: "completed", value: "healthy" },
+        });
+      }
     });
 
     it("keeps the host event loop responsive while a guest spins", async () => {

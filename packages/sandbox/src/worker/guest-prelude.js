@@ -46,6 +46,7 @@ export function guestPrelude(host, surfaceText) {
   const jsonParse = JSON.parse;
   const jsonStringify = JSON.stringify;
   const PromiseCtor = Promise;
+  const promisePrototype = PromiseCtor.prototype;
   const ErrorCtor = Error;
   const TypeErrorCtor = TypeError;
   const RangeErrorCtor = RangeError;
@@ -139,13 +140,18 @@ export function guestPrelude(host, surfaceText) {
   // The guest half of the JSON adapter: the same fallbacks as the host half in @codecell/bridge. Only
   // the guest's own output depends on these checks (it crosses as JSON text either way), so they favour
   // speed: plain objects and arrays return at once, and nothing here throws to test a brand.
-  function replacer(_key, value) {
+  function replacer(key, value) {
     const type = typeof value;
     if (type === "bigint") return StringCtor(value);
     if (type === "function" || type === "symbol") return undefined;
     if (type !== "object" || value === null) return value;
     const prototype = getPrototypeOf(value);
     if (prototype === objectPrototype || prototype === arrayPrototype || prototype === null) return value;
+    // A promise would cross as `{}`: a call the cell did not await, which it never meant to send.
+    if (inherits(promisePrototype, value)) {
+      promiseKey = StringCtor(key);
+      throw promiseFound;
+    }
     if (isView(value) || inherits(arrayBufferPrototype, value) || inherits(sharedBufferPrototype, value)) {
       throw new TypeErrorCtor(
         "binary values (ArrayBuffer, typed arrays, DataView) cannot cross the sandbox bridge in v1; send base64 text or an array of numbers",
@@ -179,11 +185,32 @@ export function guestPrelude(host, surfaceText) {
     return value;
   }
 
-  /** JSON text of a value, or undefined when JSON has none (a function, a symbol, undefined). */
-  function jsonTextOf(value, label) {
+  /** Thrown by the replacer at a promise, with its key in promiseKey, for jsonTextOf to word. */
+  const promiseFound = createObject(null);
+  let promiseKey = "";
+
+  /** What text output (console.*, text()) shows for a promise: it cannot fail the line it is in. */
+  const PROMISE_TEXT = "[Promise: await it for its value]";
+  function textReplacer(key, value) {
+    return typeof value === "object" && value !== null && inherits(promisePrototype, value)
+      ? PROMISE_TEXT
+      : apply(replacer, this, [key, value]);
+  }
+
+  /**
+   * JSON text of a value, or undefined when JSON has none (a function, a symbol, undefined). A promise
+   * in it fails (see replacer), except in text output, which shows PROMISE_TEXT.
+   */
+  function jsonTextOf(value, label, forText) {
     try {
-      return apply(jsonStringify, undefined, [value, replacer]);
+      return apply(jsonStringify, undefined, [value, forText === true ? textReplacer : replacer]);
     } catch (error) {
+      if (error === promiseFound) {
+        const where = promiseKey === "" ? "" : ` (at "${promiseKey}")`;
+        throw new TypeErrorCtor(
+          `${label} holds a promise${where}, which cannot cross the sandbox bridge: await it first (const x = await tools.read_file(...)), or await Promise.all([...]) for several`,
+        );
+      }
       if (
         apply(protoOf, TypeErrorCtor.prototype, [error]) &&
         /circular|cycl/i.test(StringCtor(error.message))
@@ -201,8 +228,8 @@ export function guestPrelude(host, surfaceText) {
     }
   }
 
-  function toJsonText(value, label) {
-    const text = jsonTextOf(value, label);
+  function toJsonText(value, label, forText) {
+    const text = jsonTextOf(value, label, forText);
     return text === undefined ? "null" : text;
   }
 
@@ -284,7 +311,8 @@ export function guestPrelude(host, surfaceText) {
     if (value === undefined || value === null || typeof value !== "object") return StringCtor(value);
     if (apply(protoOf, errorPrototype, [value]))
       return `${StringCtor(value.name)}: ${StringCtor(value.message)}`;
-    return toJsonText(value, "the text() value");
+    if (inherits(promisePrototype, value)) return PROMISE_TEXT;
+    return toJsonText(value, "the text() value", true);
   }
 
   function deepFreeze(value) {
@@ -618,6 +646,12 @@ export function guestPrelude(host, surfaceText) {
   function onResult(value) {
     let resultText;
     try {
+      // JSON would make it null: a function the cell meant to call (`return Notes.list`).
+      if (typeof value === "function") {
+        throw new TypeErrorCtor(
+          "the returned value is a function, which cannot cross the sandbox bridge: call it and return what it gives (return await main(), return await Notes.list())",
+        );
+      }
       resultText = toJsonText(value, "the returned value");
     } catch (error) {
       host("fail", describeError(error));
