@@ -11,7 +11,7 @@ const QUICKJS_UNINITIALIZED =
 
 /**
  * Globals that models reach for and a cell does not have, by design (no network, no timers, no host
- * environment), each group with what to do instead.
+ * environment) or from another language's habits (print), each group with what to do instead.
  */
 const ABSENT_BY_DESIGN: ReadonlyArray<readonly [ReadonlySet<string>, string]> = [
   [
@@ -56,6 +56,10 @@ const ABSENT_BY_DESIGN: ReadonlyArray<readonly [ReadonlySet<string>, string]> = 
       "Bun",
     ]),
     "A cell runs in a sandbox without Node's or a browser's globals (no process, environment, file system or DOM); files and the rest are reached through tools.",
+  ],
+  [
+    new Set(["print", "println", "puts", "echo", "display", "alert"]),
+    "To show text, write console.log(...) or text(...); the cell's result is what it returns (return value).",
   ],
 ];
 
@@ -196,7 +200,7 @@ async function bindingHint(
 function undeclaredNameHint(name: string, surface: GuestSurface): string {
   const globals = [...GUEST_GLOBAL_NAMES, ...surface.namespaces.map((entry) => entry.globalName)];
   const listed = `The cell's globals: ${globals.join(", ")}.`;
-  for (const [names, hint] of ABSENT_BY_DESIGN) if (names.has(name)) return `${hint} ${listed}`;
+  // A tool of that name comes first: the fetch MCP server has a tool `fetch`, a printer one may have `print`.
   const tool = surface.toolFunctions.find((entry) => entry.name === name || entry.aliases?.includes(name));
   if (tool) return `${name} is a tool: call it as tools.${tool.name}(input).`;
   const mcpCalls = surface.mcpServers.flatMap((server) =>
@@ -205,6 +209,7 @@ function undeclaredNameHint(name: string, surface: GuestSurface): string {
       .map((entry) => `MCP.${server.identifier}.${entry.identifier}(input)`),
   );
   if (mcpCalls.length > 0) return `${name} is an MCP tool: call it as ${mcpCalls.join(" or ")}.`;
+  for (const [names, hint] of ABSENT_BY_DESIGN) if (names.has(name)) return `${hint} ${listed}`;
   const near = closest(name, globals);
   if (near.length > 0) return `Did you mean ${near.join(" or ")}? ${listed}`;
   return `${name} is not declared in this cell. If it comes from an earlier cell: each exec starts in a fresh sandbox and keeps nothing from the cells before, so declare it again here. ${listed}`;

@@ -320,6 +320,11 @@ describe("a name the cell never declared", () => {
       "ReferenceError: process is not defined (line 1, column 8). A cell runs in a sandbox without Node's or a browser's globals",
     ],
     [
+      "print, from another language",
+      'print("hello")\nreturn 1',
+      "ReferenceError: print is not defined (line 1, column 1). To show text, write console.log(...) or text(...); the cell's result is what it returns (return value).",
+    ],
+    [
       "a tool called without tools.",
       'const file = await read_file({ path: "a.txt" });\nreturn file',
       "ReferenceError: read_file is not defined (line 1, column 20). read_file is a tool: call it as tools.read_file(input).",
@@ -366,6 +371,28 @@ describe("a name the cell never declared", () => {
     ],
   ])("%s", async (_name, code, expected) => {
     expect(failedWith(await exec(code))).toContain(expected);
+  });
+
+  it("names a tool of that name before what the sandbox leaves out (a fetch tool, a print tool)", async () => {
+    const tools = ["fetch", "print"].map((name) => ({
+      name,
+      description: `A host tool called ${name}.`,
+      parameters: { type: "object", properties: {} },
+      source: "core" as const,
+      owner: "host",
+    }));
+    const run = engine.prepareRun({
+      tools: [...hostTools, ...tools],
+      context: context({ sessionId: `first-try-${++callNumber}` }),
+      executor: new TestExecutor(),
+    });
+    for (const name of ["fetch", "print"]) {
+      const result = await run.exec(
+        { code: `return await ${name}({})` },
+        { toolCallId: `call-${++callNumber}` },
+      );
+      expect(failedWith(result)).toContain(`${name} is a tool: call it as tools.${name}(input).`);
+    }
   });
 
   it("says the same for a TypeScript cell", async () => {
