@@ -1,6 +1,7 @@
 import { CodeModeError } from "./code-mode-error.js";
 import { CODE_MODE_LANGUAGES, type CodeModeLanguage } from "./config.js";
 import { schemasOnDemand } from "./lazy-schemas.js";
+import { closestMatches } from "./suggestions.js";
 
 /** An exec tool call's arguments; `parseExecInput` validates them. */
 export type CodeModeExecInput = { code?: string; command?: string; language?: CodeModeLanguage };
@@ -80,11 +81,51 @@ function parseWithZod<S extends "execInputSchema" | "waitInputSchema">(
   if (parsed.success)
     return parsed.data as S extends "execInputSchema" ? CodeModeExecInput : CodeModeWaitInput;
   const issue = parsed.error.issues[0]!;
-  if (issue.code === "unrecognized_keys") {
-    throw invalidInput(`${tool} input has unknown key(s) ${issue.keys.map((key) => `"${key}"`).join(", ")}.`);
+  const unknown =
+    issue.code === "unrecognized_keys"
+      ? issue.keys
+      : Object.keys(input as object).filter(
+          (key) => !(schema === "execInputSchema" ? EXEC_INPUT_KEYS : WAIT_INPUT_KEYS).has(key),
+        );
+  if (unknown.length > 0) {
+    const named = unknown.map((key) => `"${key}"`).join(", ");
+    throw invalidInput(`${tool} input has unknown key(s) ${named}.${meantKeys(schema, unknown)}`);
   }
   const field = issue.path.join(".") || "input";
   throw invalidInput(`${tool} input: ${field}: ${issue.message}.`);
+}
+
+/** Keys models send for the ones the inputs have, besides near spellings of those (run_id, Code). */
+const KEY_SYNONYMS: Readonly<Record<string, string>> = {
+  script: "code",
+  source: "code",
+  program: "code",
+  cell: "code",
+  js: "code",
+  javascript: "code",
+  typescript: "code",
+  lang: "language",
+  id: "runId",
+  run: "runId",
+};
+
+/** " Use "code" for "script": ..." for unknown keys that stand for the input's own, or "" when none does. */
+function meantKeys(schema: "execInputSchema" | "waitInputSchema", unknown: readonly string[]): string {
+  const known = schema === "execInputSchema" ? EXEC_INPUT_KEYS : WAIT_INPUT_KEYS;
+  const squash = (key: string) => key.toLowerCase().replace(/[-_\s]/g, "");
+  const meant = new Set<string>();
+  for (const key of unknown) {
+    const synonym = KEY_SYNONYMS[squash(key)];
+    const near = [...known].find((name) => squash(name) === squash(key)) ?? closestMatches(key, known, 1)[0];
+    const target = synonym !== undefined && known.has(synonym) ? synonym : near;
+    if (target !== undefined) meant.add(`"${target}" for "${key}"`);
+  }
+  if (meant.size === 0) return "";
+  const example =
+    schema === "execInputSchema"
+      ? '{ "code": "return 1 + 1", "language": "javascript" }'
+      : '{ "runId": "<the runId exec returned>" }';
+  return ` Use ${[...meant].join(", ")}: ${example}.`;
 }
 
 /**

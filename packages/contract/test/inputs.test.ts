@@ -50,6 +50,22 @@ describe("exec input", () => {
     expect(codeOf(() => parseExecInput(input, both))).toContain(expected);
   });
 
+  it.each([
+    ["script", { script: "return 1" }, 'Use "code" for "script"'],
+    ["source and lang", { source: "return 1", lang: "ts" }, 'Use "code" for "source", "language" for "lang"'],
+    ["Code", { Code: "return 1" }, 'Use "code" for "Code"'],
+  ])("names the key meant for %s", (_name, input, expected) => {
+    const message = codeOf(() => parseExecInput(input, both));
+    expect(message).toContain("invalid_input: exec input has unknown key(s)");
+    expect(message).toContain(`${expected}: { "code": "return 1 + 1", "language": "javascript" }.`);
+  });
+
+  it("names no key for one that stands for nothing", () => {
+    expect(codeOf(() => parseExecInput({ code: "1", colour: "red" }, both))).toBe(
+      'invalid_input: exec input has unknown key(s) "colour".',
+    );
+  });
+
   it("refuses a cell over maxCodeBytes, counting UTF-8 bytes, and accepts one at the limit", () => {
     expect(parseExecInput({ code: "x".repeat(1024) }, both, 1024).code).toHaveLength(1024);
     expect(codeOf(() => parseExecInput({ code: "x".repeat(1025) }, both, 1024))).toContain(
@@ -140,6 +156,12 @@ describe("wait input", () => {
     ["not an object", "r1"],
   ])("refuses %s", (_name, input) => {
     expect(codeOf(() => parseWaitInput(input))).toMatch(/^invalid_input/);
+  });
+
+  it.each([["run_id"], ["runID"], ["run-id"], ["id"]])("names runId for %s", (key) => {
+    expect(codeOf(() => parseWaitInput({ [key]: "r1" }))).toBe(
+      `invalid_input: wait input has unknown key(s) "${key}". Use "runId" for "${key}": { "runId": "<the runId exec returned>" }.`,
+    );
   });
   it("has a JSON Schema with runId required", () => {
     expect(waitInputJsonSchema).toMatchObject({ type: "object", required: ["runId"] });
