@@ -148,7 +148,7 @@ const results = {
   ),
   warmPerCallMs: warm,
   linesKeptFor200LineCell: {
-    sucrase: linesKept(await prepareCell(typescript200, "typescript"), typescript200),
+    sucrase: linesKept((await prepareCell(typescript200, "typescript")).code, typescript200),
     typescript: linesKept(transpiled, typescript200),
   },
   targets: { firstTypeScriptCellMs: 60, perCellMs: 1 },
