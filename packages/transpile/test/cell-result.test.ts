@@ -1,7 +1,31 @@
+import { parse } from "acorn";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { prepareCell } from "../src/index.js";
 import { runAsCellBody } from "./support.js";
+
+/** How the sandbox wraps a cell (its worker's CELL_PREFIX in cell-text.js, and the closing line). */
+const wrapped = (code: string) => `(async function () {${code}\n})`;
+
+/**
+ * Whether the wrapped code parses as exactly one function expression, the sandbox's own; null when it
+ * does not parse (the sandbox's compile then fails the cell with invalid_input).
+ */
+function staysOneFunction(code: string): boolean | null {
+  let program: ReturnType<typeof parse>;
+  try {
+    program = parse(wrapped(code), { ecmaVersion: "latest", sourceType: "script" });
+  } catch {
+    return null;
+  }
+  const [only] = program.body;
+  return (
+    program.body.length === 1 &&
+    only?.type === "ExpressionStatement" &&
+    only.expression.type === "FunctionExpression" &&
+    only.expression.end === wrapped(code).length - 1
+  );
+}
 
 /** The offset at which 1-based `line` of `text` starts (\r\n and \n end lines). */
 function lineStart(text: string, line: number): number {
@@ -89,6 +113,60 @@ describe("a cell's last expression as its result", () => {
     const prepared = await prepareCell("const n: number = 4;\nn as number * 2", "typescript");
     expect(prepared.inserted).toEqual({ line: 2, column: 1, length: 10 });
     expect(await runAsCellBody(prepared.code)).toBe(8);
+  });
+
+  it("never lets a rewritten cell leave the function it is the body of, whatever it ends with", async () => {
+    const pieces = [
+      "x",
+      "1",
+      "(",
+      ")",
+      "{",
+      "}",
+      "[",
+      "]",
+      ";",
+      "\n",
+      " ",
+      ",",
+      "=>",
+      "async",
+      "function",
+      "`",
+      "${",
+      "'",
+      '"',
+      "//",
+      "/*",
+      "*/",
+      "/",
+      "})",
+      "(function () {",
+      "--",
+      "-->",
+      "<!--",
+      "+",
+      "?.",
+      ".",
+      "a:",
+      "yield",
+      "await ",
+    ];
+    let rewritten = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.constantFrom(...pieces), { maxLength: 16 }), async (parts) => {
+        const cell = parts.join("");
+        const prepared = await prepareCell(cell, "javascript").catch(() => null);
+        if (prepared === null || prepared.inserted === null) return;
+        rewritten += 1;
+        // Never a way out of the function; and a cell that ran as written still runs once rewritten.
+        expect(staysOneFunction(prepared.code), JSON.stringify(cell)).not.toBe(false);
+        if (staysOneFunction(cell) === true)
+          expect(staysOneFunction(prepared.code), JSON.stringify(cell)).toBe(true);
+      }),
+      { numRuns: 5_000 },
+    );
+    expect(rewritten).toBeGreaterThan(100);
   });
 
   it("moves no line, and changes only the result's line, where its text is inserted", async () => {
