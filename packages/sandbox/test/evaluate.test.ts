@@ -121,6 +121,24 @@ describe.each(THREAD_MODES)("thread: %s", (thread) => {
       });
     });
 
+    it("takes the search shapes of other APIs: search({ query, limit }) and search(query, limit)", async () => {
+      const { requests } = await runToEnd(
+        pool,
+        'await tools.search({ query: "read", limit: 2 }); await tools.search("write", 3); await API.search({ query: "issue" }); return 1',
+        { surface, answer: () => ({ ok: true, value: [] }) },
+      );
+      expect(requests.map(({ requestId: _, ...rest }) => rest)).toEqual([
+        { kind: "search", query: "read", options: { limit: 2 } },
+        { kind: "search", query: "write", options: { limit: 3 } },
+        { kind: "search", query: "issue", scope: "mcp" },
+      ]);
+      const { event } = await runToEnd(pool, 'return await tools.search("read", "two")', { surface });
+      expect(event).toMatchObject({
+        type: "failed",
+        message: expect.stringContaining("options must be an object such as { limit: 5 }"),
+      });
+    });
+
     it("uses UTC", async () => {
       const { event } = await runToEnd(
         pool,

@@ -374,11 +374,23 @@ export function guestPrelude(host, surfaceText) {
   // tools.search ranks the catalog without MCP tools; API.search (scope "mcp") ranks only MCP tools.
   function searchRequest(query, options, what, scope) {
     try {
+      // The shapes models bring from other search APIs mean the same: search({ query, limit }) and
+      // search(query, limit).
+      if (
+        typeof query === "object" &&
+        query !== null &&
+        options === undefined &&
+        typeof query.query === "string"
+      ) {
+        options = query.limit === undefined ? undefined : { limit: query.limit };
+        query = query.query;
+      }
+      if (typeof options === "number") options = { limit: options };
       const body = { kind: "search", query: requireString(query, `${what}(query): query`) };
       if (scope !== undefined) body.scope = scope;
       if (options !== undefined && options !== null) {
         if (typeof options !== "object")
-          throw new TypeErrorCtor(`${what}(query, options): options must be an object`);
+          throw new TypeErrorCtor(`${what}(query, options): options must be an object such as { limit: 5 }`);
         const limit = options.limit;
         if (limit !== undefined) {
           if (typeof limit !== "number") throw new TypeErrorCtor(`${what} options.limit must be a number`);
