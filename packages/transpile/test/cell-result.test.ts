@@ -1,31 +1,7 @@
-import { parse } from "acorn";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { prepareCell } from "../src/index.js";
-import { runAsCellBody } from "./support.js";
-
-/** How the sandbox wraps a cell (its worker's CELL_PREFIX in cell-text.js, and the closing line). */
-const wrapped = (code: string) => `(async function () {${code}\n})`;
-
-/**
- * Whether the wrapped code parses as exactly one function expression, the sandbox's own; null when it
- * does not parse (the sandbox's compile then fails the cell with invalid_input).
- */
-function staysOneFunction(code: string): boolean | null {
-  let program: ReturnType<typeof parse>;
-  try {
-    program = parse(wrapped(code), { ecmaVersion: "latest", sourceType: "script" });
-  } catch {
-    return null;
-  }
-  const [only] = program.body;
-  return (
-    program.body.length === 1 &&
-    only?.type === "ExpressionStatement" &&
-    only.expression.type === "FunctionExpression" &&
-    only.expression.end === wrapped(code).length - 1
-  );
-}
+import { runAsCellBody, staysOneFunction } from "./support.js";
 
 /** The offset at which 1-based `line` of `text` starts (\r\n and \n end lines). */
 function lineStart(text: string, line: number): number {

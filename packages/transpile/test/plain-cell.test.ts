@@ -6,29 +6,7 @@ import { describe, expect, it } from "vitest";
 import { resultOfLastExpression } from "../src/cell-result.js";
 import { checkModuleAccess } from "../src/index.js";
 import { isPlainJavaScriptCell } from "../src/plain-cell.js";
-
-/** How the sandbox wraps a cell (its worker's CELL_PREFIX in cell-text.js, and the closing line). */
-const wrapped = (cell: string) => `(async function () {${cell}\n})`;
-
-/**
- * Whether the wrapped cell, if it parses at all, is still one function expression: the cell's own text
- * never closed the function it is the body of.
- */
-function staysInsideItsFunction(cell: string): boolean {
-  let program: ReturnType<typeof parse>;
-  try {
-    program = parse(wrapped(cell), { ecmaVersion: "latest", sourceType: "script" });
-  } catch {
-    return true;
-  }
-  const [only] = program.body;
-  return (
-    program.body.length === 1 &&
-    only?.type === "ExpressionStatement" &&
-    only.expression.type === "FunctionExpression" &&
-    only.expression.end === wrapped(cell).length - 1
-  );
-}
+import { staysOneFunction } from "./support.js";
 
 /** The cell parsed as a cell body, or null when it does not parse. */
 function parsedCell(cell: string): ReturnType<typeof parse> | null {
@@ -157,7 +135,7 @@ describe("isPlainJavaScriptCell", () => {
         const cell = parts.join("");
         if (!isPlainJavaScriptCell(cell)) return;
         expect(fullCheckCode(cell)).not.toBe("module_access_denied");
-        expect(staysInsideItsFunction(cell)).toBe(true);
+        expect(staysOneFunction(cell)).not.toBe(false);
         const program = parsedCell(cell);
         if (program !== null) expect(resultOfLastExpression(program, cell).inserted).toBeNull();
       }),
