@@ -81,15 +81,15 @@ function parseWithZod<S extends "execInputSchema" | "waitInputSchema">(
   if (parsed.success)
     return parsed.data as S extends "execInputSchema" ? CodeModeExecInput : CodeModeWaitInput;
   const issue = parsed.error.issues[0]!;
+  const known = schema === "execInputSchema" ? EXEC_INPUT_KEYS : WAIT_INPUT_KEYS;
+  // An unknown key is named before a missing one: `{ run_id }` lacks runId because of it.
   const unknown =
     issue.code === "unrecognized_keys"
       ? issue.keys
-      : Object.keys(input as object).filter(
-          (key) => !(schema === "execInputSchema" ? EXEC_INPUT_KEYS : WAIT_INPUT_KEYS).has(key),
-        );
+      : Object.keys(input as object).filter((key) => !known.has(key));
   if (unknown.length > 0) {
     const named = unknown.map((key) => `"${key}"`).join(", ");
-    throw invalidInput(`${tool} input has unknown key(s) ${named}.${meantKeys(schema, unknown)}`);
+    throw invalidInput(`${tool} input has unknown key(s) ${named}.${meantKeys(known, unknown)}`);
   }
   const field = issue.path.join(".") || "input";
   throw invalidInput(`${tool} input: ${field}: ${issue.message}.`);
@@ -110,8 +110,7 @@ const KEY_SYNONYMS: Readonly<Record<string, string>> = {
 };
 
 /** " Use "code" for "script": ..." for unknown keys that stand for the input's own, or "" when none does. */
-function meantKeys(schema: "execInputSchema" | "waitInputSchema", unknown: readonly string[]): string {
-  const known = schema === "execInputSchema" ? EXEC_INPUT_KEYS : WAIT_INPUT_KEYS;
+function meantKeys(known: ReadonlySet<string>, unknown: readonly string[]): string {
   const squash = (key: string) => key.toLowerCase().replace(/[-_\s]/g, "");
   const meant = new Set<string>();
   for (const key of unknown) {
@@ -122,7 +121,7 @@ function meantKeys(schema: "execInputSchema" | "waitInputSchema", unknown: reado
   }
   if (meant.size === 0) return "";
   const example =
-    schema === "execInputSchema"
+    known === EXEC_INPUT_KEYS
       ? '{ "code": "return 1 + 1", "language": "javascript" }'
       : '{ "runId": "<the runId exec returned>" }';
   return ` Use ${[...meant].join(", ")}: ${example}.`;
@@ -163,7 +162,7 @@ export function parseExecInput(
   const sent = hasCode ? code! : command!;
   const fenced = withoutMarkdownFence(sent);
   const source = fenced?.code ?? sent;
-  if (source.trim() === "") {
+  if (fenced !== null && source.trim() === "") {
     throw invalidInput(
       'exec needs a non-empty "code" string (the program to run); the Markdown fence held none.',
     );

@@ -192,15 +192,20 @@ async function bindingHint(
   return shape === null ? null : `${name} holds ${shape} (the result of ${callee}).`;
 }
 
+/** The globals a cell of this surface has: code mode's own and its namespaces'. */
+function cellGlobals(surface: GuestSurface): string[] {
+  return [...GUEST_GLOBAL_NAMES, ...surface.namespaces.map((entry) => entry.globalName)];
+}
+
 /**
  * What an undeclared name in a cell most likely is: a global the sandbox leaves out on purpose, a
  * misspelt code-mode global, a tool called without `tools.` or `MCP.<server>.`, or a name from an
  * earlier cell (each exec starts fresh).
  */
 function undeclaredNameHint(name: string, surface: GuestSurface): string {
-  const globals = [...GUEST_GLOBAL_NAMES, ...surface.namespaces.map((entry) => entry.globalName)];
+  const globals = cellGlobals(surface);
   const listed = `The cell's globals: ${globals.join(", ")}.`;
-  // A tool of that name comes first: the fetch MCP server has a tool `fetch`, a printer one may have `print`.
+  // A tool of that name comes first: the fetch MCP server has a tool `fetch`, a printer's may have `print`.
   const tool = surface.toolFunctions.find((entry) => entry.name === name || entry.aliases?.includes(name));
   if (tool) return `${name} is a tool: call it as tools.${tool.name}(input).`;
   const mcpCalls = surface.mcpServers.flatMap((server) =>
@@ -221,8 +226,7 @@ function undeclaredNameHint(name: string, surface: GuestSurface): string {
  * the whole cell, so the read on the right of the declaration already meets the cell's own name.
  */
 function uninitializedNameHint(name: string, surface: GuestSurface): string {
-  const globals = [...GUEST_GLOBAL_NAMES, ...surface.namespaces.map((entry) => entry.globalName)];
-  if (globals.includes(name)) {
+  if (cellGlobals(surface).includes(name)) {
     return `The cell declares its own ${name} (with let, const or class), which hides the global ${name} everywhere in the cell, so ${name} cannot be read before that declaration has run. Give the cell's variable another name (for example results or found).`;
   }
   return `${name} is read before its let, const or class declaration has run (those are not hoisted): move the declaration above its first use.`;
