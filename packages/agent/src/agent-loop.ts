@@ -18,6 +18,7 @@ import type { McpServerDescription } from "@codecell/mcp-declarations";
 import { AgentError } from "./agent-error.js";
 import { conversationHash } from "./conversation-key.js";
 import type { ConversationRecord, ConversationStore, HandedOutCall } from "./conversation-store.js";
+import { DEFAULT_LIMITS, upstreamLimitError } from "./limits.js";
 import { completeTraced } from "./model-call-span.js";
 import { flattenForeignToolHistory, matchToolResults } from "./pending-calls.js";
 import {
@@ -47,6 +48,11 @@ export type AgentLoopOptions = {
   hostTools(principal: string, sessionId: string): HostRunTools;
   /** Upstream model calls one client request may make before it is stopped. Default 16. */
   maxModelTurns?: number;
+  /**
+   * Cells (exec calls) the model may run for one client request, over all its model calls. A model
+   * answer that would pass it fails the request (upstream-class) before any of its cells runs. Default 64.
+   */
+  maxCellsPerRequest?: number;
   /** How long a finished conversation's hidden transcript is kept. Default 3600. */
   transcriptTtlSeconds?: number;
   /** The owner of client tools in catalog ids (`client:<owner>:<name>`). Default "app". */
@@ -71,6 +77,11 @@ export type AgentTurnRequest = {
   signal: AbortSignal;
   /** Present: upstream calls stream and the answer text is reported as it comes. */
   onTextDelta?: (text: string) => void;
+  /**
+   * Resolves once the client has taken what was written to it so far (`ResponseSink.drained`): a
+   * streamed model call reads no further upstream until then.
+   */
+  drained?: () => Promise<void>;
 };
 
 /** What the client gets: the answer, or its own tools to run (with `tool` messages in the next request). */
@@ -132,6 +143,7 @@ export class AgentLoop {
   constructor(options: AgentLoopOptions) {
     this.#options = {
       maxModelTurns: 16,
+      maxCellsPerRequest: DEFAULT_LIMITS.maxCellsPerRequest,
       transcriptTtlSeconds: 3600,
       clientToolOwner: "app",
       agentId: "codecell-agent",
@@ -238,6 +250,8 @@ class Turn {
   /** A cell ran (or resumed) in this request: a failure keeps its result rather than forgetting it. */
   cellRan = false;
   #modelTurns = 0;
+  /** Cells the model asked for in this request so far. */
+  #cells = 0;
   #run: PreparedRun | null = null;
   readonly #executor: HandOutExecutor;
   readonly #hostTools: HostRunTools;
@@ -513,6 +527,7 @@ class Turn {
       },
       {
         signal: request.signal,
+        ...(request.drained ? { drained: request.drained } : {}),
         ...(onTextDelta
           ? {
               onTextDelta: (delta: string) => {
@@ -534,6 +549,16 @@ class Turn {
         `The upstream model called ${unknown.map((call) => `"${call.name}"`).join(", ")}, but it was offered only exec and wait. Send the request again; if it keeps happening, the model does not follow its tool list.`,
       );
     }
+    // Checked before any of this answer's cells runs: a request lasts at most so many cell timeouts.
+    const cells = reply.toolCalls.filter((call) => call.name === EXEC).length;
+    if (this.#cells + cells > options.maxCellsPerRequest) {
+      throw upstreamLimitError(
+        `${this.#cells + cells} cells (exec calls) for one request`,
+        "maxCellsPerRequest",
+        options.maxCellsPerRequest,
+      );
+    }
+    this.#cells += cells;
     if (reply.content) this.text.push(reply.content);
     this.upstream.push({
       role: "assistant",

@@ -17,6 +17,11 @@ export interface ResponseSink {
   /** Sends the status and headers of an event stream; later writes are its bytes. */
   startStream(headers?: Record<string, string>): void;
   write(text: string): void;
+  /**
+   * Resolves once the client has taken what was written (at once when it has, or when it went away):
+   * streamed answers wait for it before reading more from the upstream. Without it, nothing waits.
+   */
+  drained?(): Promise<void>;
   end(): void;
   /** Told the thread the answer belongs to (also its `codecell-thread` header), for the host's records. */
   thread?(threadId: string): void;
@@ -115,6 +120,7 @@ export class ChatCompletionsFront {
       const chunks = this.#chunkWriter(request, sink, turn.model);
       const result = await this.#options.loop.drive({
         ...turn,
+        ...drainedOf(sink),
         principal: context.principal,
         ...(context.conversation !== undefined ? { conversation: context.conversation } : {}),
         signal: context.signal,
@@ -210,6 +216,7 @@ export class ChatCompletionsFront {
       },
       {
         signal: context.signal,
+        ...drainedOf(sink),
         ...(chunks
           ? {
               onTextDelta: (text: string) => {
@@ -260,6 +267,11 @@ export class ChatCompletionsFront {
       params,
     };
   }
+}
+
+/** The sink's `drained`, as the loop's and a model call's options take it. */
+export function drainedOf(sink: ResponseSink): { drained?: () => Promise<void> } {
+  return sink.drained ? { drained: () => sink.drained?.() ?? Promise.resolve() } : {};
 }
 
 function toTurnTools(tools: unknown): TurnTool[] {

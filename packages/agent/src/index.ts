@@ -26,6 +26,14 @@ export {
   type HandedOutCall,
   snapshotStoreConversations,
 } from "./conversation-store.js";
+export {
+  type AgentLimits,
+  checkClientTools,
+  DEFAULT_LIMITS,
+  jsonDepth,
+  type RequestLimits,
+  type UpstreamLimits,
+} from "./limits.js";
 export { MessagesFront, type MessagesFrontOptions, messagesParams } from "./messages-front.js";
 export { DEFAULT_MAX_TOKENS, MessagesUpstream, type MessagesUpstreamOptions } from "./messages-upstream.js";
 export { OpenAiUpstream, type OpenAiUpstreamOptions } from "./openai-upstream.js";

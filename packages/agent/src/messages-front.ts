@@ -10,7 +10,7 @@ import {
   toStopReason,
   type UpstreamApi,
 } from "./anthropic-messages.js";
-import type { ChatCompletionsContext, ResponseSink } from "./chat-completions-front.js";
+import { type ChatCompletionsContext, drainedOf, type ResponseSink } from "./chat-completions-front.js";
 import { MessagesStreamWriter, messageId } from "./messages-stream.js";
 import { MessagesUpstream } from "./messages-upstream.js";
 import { completeTraced, forwardTraced, type RelayedAnswer } from "./model-call-span.js";
@@ -206,21 +206,17 @@ export class MessagesFront {
       writer = request.stream === true ? new MessagesStreamWriter(sink, model) : null;
       const onTextDelta = writer ? { onTextDelta: (text: string) => writer?.text(text) } : {};
       if (passThrough) {
-        const answer = await this.#passThrough(
-          request,
-          model,
-          messages,
-          clientTools,
-          params,
-          context,
-          onTextDelta,
-        );
+        const answer = await this.#passThrough(request, model, messages, clientTools, params, context, {
+          ...onTextDelta,
+          ...drainedOf(sink),
+        });
         if (writer) writer.finish(answer);
         else sink.json(200, messageBody(answer));
         return;
       }
       const result = await loop.drive({
         ...onTextDelta,
+        ...drainedOf(sink),
         principal: context.principal,
         ...(context.conversation !== undefined ? { conversation: context.conversation } : {}),
         model,
@@ -259,7 +255,7 @@ export class MessagesFront {
     tools: TurnTool[],
     params: Record<string, unknown>,
     context: ChatCompletionsContext,
-    stream: { onTextDelta?: (text: string) => void },
+    stream: { onTextDelta?: (text: string) => void; drained?: () => Promise<void> },
   ): Promise<Answer> {
     const choice =
       this.#options.upstreamApi === "messages"

@@ -1,6 +1,7 @@
 import { assertCodeModePayload } from "@codecell/engine";
 import { AgentError } from "./agent-error.js";
 import { fromMessagesUsage, toolUseInput } from "./anthropic-messages.js";
+import { checkToolCallCount, jsonDepth, MAX_ANSWER_DEPTH, type UpstreamLimits } from "./limits.js";
 import { checkedCalls } from "./openai-upstream.js";
 import { readSseEvents } from "./sse.js";
 import type {
@@ -26,6 +27,10 @@ export type MessagesUpstreamOptions = {
   /** `max_tokens` of a request that sets none (the Messages API requires it). Default 4096. */
   defaultMaxTokens?: number;
   debug?: UpstreamDebug;
+  /** Bounds on each answer (bytes, SSE event size, tool calls); `DEFAULT_LIMITS` for those not given. */
+  limits?: Partial<UpstreamLimits>;
+  /** Name the upstream's address in errors clients get. Default false. */
+  showAddress?: boolean;
 };
 
 const DEFAULT_TIMEOUT_MS = 120_000;
@@ -188,6 +193,8 @@ export class MessagesUpstream implements ModelUpstream {
       },
       timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
       ...(options.debug ? { debug: options.debug } : {}),
+      ...(options.limits ? { limits: options.limits } : {}),
+      ...(options.showAddress ? { showAddress: true } : {}),
       answerKind: "a Messages API answer",
       baseUrlHint:
         'Check that agent.upstream.baseUrl is a Messages API root such as "https://api.anthropic.com/v1" and agent.upstream.api is "messages".',
@@ -252,6 +259,9 @@ export class MessagesUpstream implements ModelUpstream {
   }
 
   #parse(text: string): ModelReply {
+    if (jsonDepth(text, MAX_ANSWER_DEPTH) > MAX_ANSWER_DEPTH) {
+      throw this.#transport.malformed(`an answer nested more than ${MAX_ANSWER_DEPTH} levels deep`);
+    }
     let parsed: Record<string, unknown>;
     try {
       parsed = JSON.parse(text) as Record<string, unknown>;
@@ -292,8 +302,13 @@ export class MessagesUpstream implements ModelUpstream {
     const blocks = new Map<number, { type: string; id: string; name: string; json: string }>();
     const usage: Record<string, unknown> = {};
     let events = 0;
+    let toolUses = 0;
     try {
-      for await (const data of readSseEvents(response.body, options.signal)) {
+      for await (const data of readSseEvents(
+        response.body,
+        options.signal,
+        transport.limits.maxSseEventBytes,
+      )) {
         events++;
         transport.traceSse(events, data);
         let event: Block;
@@ -311,6 +326,8 @@ export class MessagesUpstream implements ModelUpstream {
           }
           case "content_block_start": {
             const block = (event.content_block ?? {}) as Block;
+            // Tool calls past the cap fail the answer here, before more blocks are held.
+            if (block.type === "tool_use") checkToolCallCount(++toolUses, transport.limits);
             blocks.set(Number(event.index), {
               type: String(block.type),
               id: typeof block.id === "string" ? block.id : "",
@@ -320,6 +337,8 @@ export class MessagesUpstream implements ModelUpstream {
             if (block.type === "text" && typeof block.text === "string" && block.text) {
               reply.content = (reply.content ?? "") + block.text;
               options.onTextDelta?.(block.text);
+              // The client takes what it was sent before more is read (backpressure).
+              if (options.drained) await options.drained();
             }
             break;
           }
@@ -329,6 +348,8 @@ export class MessagesUpstream implements ModelUpstream {
             if (delta.type === "text_delta" && typeof delta.text === "string" && delta.text) {
               reply.content = (reply.content ?? "") + delta.text;
               options.onTextDelta?.(delta.text);
+              // The client takes what it was sent before more is read (backpressure).
+              if (options.drained) await options.drained();
             } else if (delta.type === "input_json_delta" && block && typeof delta.partial_json === "string") {
               block.json += delta.partial_json;
             }

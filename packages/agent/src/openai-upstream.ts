@@ -1,5 +1,12 @@
 import { assertCodeModePayload } from "@codecell/engine";
 import { AgentError } from "./agent-error.js";
+import {
+  checkToolCallCount,
+  jsonDepth,
+  MAX_ANSWER_DEPTH,
+  toolCallIndex,
+  type UpstreamLimits,
+} from "./limits.js";
 import { fromOpenAiUsage, toOpenAiMessages } from "./openai-messages.js";
 import { readSseEvents } from "./sse.js";
 import type { ModelCallOptions, ModelReply, ModelRequest, ModelUpstream, TurnToolCall } from "./turn.js";
@@ -15,6 +22,10 @@ export type OpenAiUpstreamOptions = {
   /** How long one upstream request may take, answer included. Default 120000. */
   timeoutMs?: number;
   debug?: UpstreamDebug;
+  /** Bounds on each answer (bytes, SSE event size, tool calls); `DEFAULT_LIMITS` for those not given. */
+  limits?: Partial<UpstreamLimits>;
+  /** Name the upstream's address in errors clients get. Default false. */
+  showAddress?: boolean;
 };
 
 const DEFAULT_TIMEOUT_MS = 120_000;
@@ -36,6 +47,8 @@ export class OpenAiUpstream implements ModelUpstream {
       },
       timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
       ...(options.debug ? { debug: options.debug } : {}),
+      ...(options.limits ? { limits: options.limits } : {}),
+      ...(options.showAddress ? { showAddress: true } : {}),
       answerKind: "a Chat Completions answer",
       baseUrlHint:
         "Check that agent.upstream.baseUrl is an OpenAI-compatible API root (it ends in /v1 for most).",
@@ -100,7 +113,11 @@ export class OpenAiUpstream implements ModelUpstream {
     let events = 0;
     let finished = false;
     try {
-      for await (const data of readSseEvents(response.body, options.signal)) {
+      for await (const data of readSseEvents(
+        response.body,
+        options.signal,
+        transport.limits.maxSseEventBytes,
+      )) {
         events++;
         transport.traceSse(events, data);
         // Read on to the end of the body, which follows at once, so the connection is kept for the next call.
@@ -129,10 +146,13 @@ export class OpenAiUpstream implements ModelUpstream {
         if (typeof delta.content === "string" && delta.content !== "") {
           reply.content = (reply.content ?? "") + delta.content;
           options.onTextDelta?.(delta.content);
+          // The client takes what it was sent before more is read (backpressure).
+          if (options.drained) await options.drained();
         }
         if (Array.isArray(delta.tool_calls)) {
           for (const part of delta.tool_calls as Array<Record<string, unknown>>) {
-            const index = typeof part.index === "number" ? part.index : calls.length;
+            // A small integer below the cap on calls per answer: `calls` never grows past that.
+            const index = toolCallIndex(part.index, calls.length, transport.limits);
             if (!calls[index]) calls[index] = { id: "", name: "", arguments: "" };
             const call = calls[index]!;
             const fn = (part.function ?? {}) as { name?: unknown; arguments?: unknown };
@@ -154,8 +174,9 @@ export class OpenAiUpstream implements ModelUpstream {
 /** Tool calls as the loop takes them; one without an id or a name is a malformed answer. */
 export function checkedCalls(
   calls: Array<{ id: string; name: string; arguments: string }>,
-  upstream: Pick<UpstreamTransport, "malformed">,
+  upstream: Pick<UpstreamTransport, "malformed" | "limits">,
 ): TurnToolCall[] {
+  checkToolCallCount(calls.length, upstream.limits);
   for (const call of calls) {
     if (!call.id || !call.name) throw upstream.malformed("a tool call without an id or a name");
   }
@@ -163,7 +184,13 @@ export function checkedCalls(
 }
 
 /** A non-streamed Chat Completions answer as the loop's reply; anything else is `upstream_malformed`. */
-export function parseCompletion(text: string, upstream: Pick<UpstreamTransport, "malformed">): ModelReply {
+export function parseCompletion(
+  text: string,
+  upstream: Pick<UpstreamTransport, "malformed" | "limits">,
+): ModelReply {
+  if (jsonDepth(text, MAX_ANSWER_DEPTH) > MAX_ANSWER_DEPTH) {
+    throw upstream.malformed(`an answer nested more than ${MAX_ANSWER_DEPTH} levels deep`);
+  }
   let parsed: Record<string, unknown>;
   try {
     parsed = JSON.parse(text) as Record<string, unknown>;
@@ -179,6 +206,7 @@ export function parseCompletion(text: string, upstream: Pick<UpstreamTransport, 
   const wireCalls = Array.isArray(message.tool_calls)
     ? (message.tool_calls as Array<Record<string, unknown>>)
     : [];
+  checkToolCallCount(wireCalls.length, upstream.limits);
   const calls = wireCalls.map((call) => {
     const fn = (call.function ?? {}) as { name?: unknown; arguments?: unknown };
     return {

@@ -20,6 +20,8 @@ export async function relayResponse(
     const decoder = new TextDecoder();
     for await (const piece of response.body) {
       sink.write(decoder.decode(piece, { stream: true }));
+      // The client takes what it was sent before more is read from the upstream (backpressure).
+      if (sink.drained) await sink.drained();
     }
     sink.end();
     return failed;

@@ -67,6 +67,11 @@ export type ModelCallOptions = {
    * (`traceparent`) of the call's span, so the model server's tracing joins the request's trace.
    */
   headers?: Readonly<Record<string, string>>;
+  /**
+   * Resolves once the client has taken the text reported so far: a streamed answer is read no further
+   * upstream until then, so a client that does not read cannot make the endpoint hold the answer.
+   */
+  drained?: () => Promise<void>;
 };
 
 /** Where the loop's model calls go: an OpenAI-compatible server today, another API kind later. */

@@ -1,6 +1,7 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { AgentError } from "./agent-error.js";
+import { DEFAULT_LIMITS, type UpstreamLimits, upstreamLimitError } from "./limits.js";
 import { SSE_PEEK_EVENTS, type UpstreamDebug } from "./upstream-debug.js";
 
 /**
@@ -24,7 +25,23 @@ class TimeoutError extends Error {
   override readonly name = "TimeoutError";
 }
 
-function responseOf(message: IncomingMessage): UpstreamResponse {
+/**
+ * The answer over `message`, its body bounded: past `maxBytes` the answer is cut off (the connection
+ * closed) and reading it fails with the limit's error, so no answer makes the gateway hold more.
+ */
+function responseOf(message: IncomingMessage, maxBytes: number): UpstreamResponse {
+  async function* bounded(): AsyncGenerator<Uint8Array> {
+    let size = 0;
+    for await (const chunk of message) {
+      size += (chunk as Buffer).length;
+      if (size > maxBytes) {
+        message.destroy();
+        throw upstreamLimitError(`an answer of more than ${maxBytes} bytes`, "maxAnswerBytes", maxBytes);
+      }
+      yield chunk as Buffer;
+    }
+  }
+  const body = bounded();
   return {
     status: message.statusCode ?? 0,
     headers: {
@@ -33,13 +50,26 @@ function responseOf(message: IncomingMessage): UpstreamResponse {
         return value === undefined ? null : Array.isArray(value) ? value.join(", ") : value;
       },
     },
-    body: message,
+    body,
     async text() {
-      const chunks: Buffer[] = [];
-      for await (const chunk of message) chunks.push(chunk as Buffer);
+      const chunks: Uint8Array[] = [];
+      for await (const chunk of body) chunks.push(chunk);
       return Buffer.concat(chunks).toString("utf8");
     },
   };
+}
+
+/** A URL as it may be shown: without a user name or password in it. */
+export function shownUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (!parsed.username && !parsed.password) return url;
+    parsed.username = "";
+    parsed.password = "";
+    return parsed.toString().replace(/\/+$/, url.endsWith("/") ? "/" : "");
+  } catch {
+    return url.replace(/\/\/[^/@]*@/, "//");
+  }
 }
 
 export type UpstreamTransportOptions = {
@@ -56,6 +86,13 @@ export type UpstreamTransportOptions = {
   answerKind: string;
   /** What to check when an answer is not one: a sentence on `agent.upstream`. */
   baseUrlHint: string;
+  /** Bounds on each answer (defaults: `DEFAULT_LIMITS`). */
+  limits?: Partial<UpstreamLimits>;
+  /**
+   * Name the upstream's address in the errors clients get. Default false: a client learns that the
+   * upstream failed and how, not where it is (operators see the address in the debug lines).
+   */
+  showAddress?: boolean;
 };
 
 /**
@@ -66,6 +103,12 @@ export type UpstreamTransportOptions = {
 export class UpstreamTransport {
   readonly baseUrl: string;
   readonly url: string;
+  /** The upstream's bounds on each answer. */
+  readonly limits: UpstreamLimits;
+  /** How errors to clients name the upstream: "The upstream model" or "The upstream model at <url>". */
+  readonly #shownName: string;
+  /** The request URL as debug lines show it (without user info). */
+  readonly #shownUrl: string;
   readonly #headers: Readonly<Record<string, string>>;
   readonly #timeoutMs: number;
   readonly #debug: UpstreamDebug | undefined;
@@ -84,6 +127,15 @@ export class UpstreamTransport {
     this.#debug = options.debug;
     this.#answerKind = options.answerKind;
     this.#baseUrlHint = options.baseUrlHint;
+    this.limits = {
+      maxAnswerBytes: options.limits?.maxAnswerBytes ?? DEFAULT_LIMITS.maxAnswerBytes,
+      maxSseEventBytes: options.limits?.maxSseEventBytes ?? DEFAULT_LIMITS.maxSseEventBytes,
+      maxToolCallsPerAnswer: options.limits?.maxToolCallsPerAnswer ?? DEFAULT_LIMITS.maxToolCallsPerAnswer,
+    };
+    this.#shownUrl = shownUrl(this.url);
+    this.#shownName = options.showAddress
+      ? `The upstream model at ${shownUrl(this.baseUrl)}`
+      : "The upstream model";
     const https = this.url.startsWith("https:");
     const agentOptions = { keepAlive: true, timeout: IDLE_SOCKET_MS, scheduling: "lifo" as const };
     this.#agent = https ? new HttpsAgent(agentOptions) : new HttpAgent(agentOptions);
@@ -105,7 +157,7 @@ export class UpstreamTransport {
       const text = await this.readText(response, signal).catch(() => "");
       throw new AgentError(
         "upstream_error",
-        `The upstream model at ${this.baseUrl} answered ${response.status}: ${upstreamMessage(text)}. ${
+        `${this.#shownName} answered ${response.status}: ${upstreamMessage(text)}. ${
           response.status >= 500
             ? "It is the upstream's failure; send the request again later."
             : "Check the request (model name, parameters) and agent.upstream (apiKey)."
@@ -128,19 +180,29 @@ export class UpstreamTransport {
     const number = ++this.#requests;
     this.#tracePayload(number, body);
     const started = Date.now();
-    const payload = Buffer.from(JSON.stringify(body));
+    let payload: Buffer;
+    try {
+      payload = Buffer.from(JSON.stringify(body));
+    } catch (error) {
+      // A value nested past the stack's depth (a tool call's arguments, most likely).
+      throw new AgentError(
+        "invalid_request",
+        `The conversation cannot be sent upstream: ${(error as Error).message}. A tool call's arguments or a tool's schema nest too deeply; send them flatter.`,
+        { cause: error },
+      );
+    }
     let response: UpstreamResponse;
     try {
       response = await this.#send(payload, signal, headers);
     } catch (error) {
       this.#debug?.transport &&
-        this.#debug.line("transport", `upstream #${number} POST ${this.url} failed: ${String(error)}`);
+        this.#debug.line("transport", `upstream #${number} POST ${this.#shownUrl} failed: ${String(error)}`);
       throw this.#sendFailure(error, signal);
     }
     if (this.#debug?.transport) {
       this.#debug.line(
         "transport",
-        `upstream #${number} POST ${this.url} -> ${response.status} ${response.headers.get("content-type") ?? ""} in ${Date.now() - started} ms`,
+        `upstream #${number} POST ${this.#shownUrl} -> ${response.status} ${response.headers.get("content-type") ?? ""} in ${Date.now() - started} ms`,
       );
     }
     return response;
@@ -187,7 +249,7 @@ export class UpstreamTransport {
         answered = true;
         message.on("end", done);
         message.on("close", done);
-        resolve(responseOf(message));
+        resolve(responseOf(message, this.limits.maxAnswerBytes));
       });
       request.end(payload);
     });
@@ -202,10 +264,11 @@ export class UpstreamTransport {
       }
       return text;
     } catch (error) {
+      if (AgentError.is(error)) throw error;
       if (signal.aborted) throw new AgentError("aborted", "The request was cancelled.", { cause: error });
       throw new AgentError(
         "upstream_unavailable",
-        `The upstream model at ${this.baseUrl} broke off its answer (${String(error)}). Send the request again.`,
+        `${this.#shownName} broke off its answer (${String(error)}). Send the request again.`,
         { cause: error },
       );
     }
@@ -217,7 +280,7 @@ export class UpstreamTransport {
     if (signal.aborted) return new AgentError("aborted", "The request was cancelled.", { cause: error });
     return new AgentError(
       "upstream_unavailable",
-      `The upstream model at ${this.baseUrl} broke off its stream (${String(error)}). Send the request again.`,
+      `${this.#shownName} broke off its stream (${String(error)}). Send the request again.`,
       { cause: error },
     );
   }
@@ -226,7 +289,7 @@ export class UpstreamTransport {
   malformed(what: string): AgentError {
     return new AgentError(
       "upstream_malformed",
-      `The upstream model at ${this.baseUrl} sent ${what}, not ${this.#answerKind}. ${this.#baseUrlHint}`,
+      `${this.#shownName} sent ${what}, not ${this.#answerKind}. ${this.#baseUrlHint}`,
     );
   }
 
@@ -251,14 +314,14 @@ export class UpstreamTransport {
     if (error instanceof TimeoutError) {
       return new AgentError(
         "upstream_unavailable",
-        `The upstream model at ${this.baseUrl} did not answer within ${this.#timeoutMs} ms. Send the request again, or raise agent.upstream.timeoutMs.`,
+        `${this.#shownName} did not answer within ${this.#timeoutMs} ms. Send the request again, or raise agent.upstream.timeoutMs.`,
         { cause: error },
       );
     }
     const code = (error as NodeJS.ErrnoException).code;
     return new AgentError(
       "upstream_unavailable",
-      `The upstream model at ${this.baseUrl} could not be reached (${code ?? (error as Error).message ?? String(error)}). Check agent.upstream.baseUrl and that the server is up, then send the request again.`,
+      `${this.#shownName} could not be reached (${code ?? (error as Error).message ?? String(error)}). Check agent.upstream.baseUrl and that the server is up, then send the request again.`,
       { cause: error },
     );
   }
