@@ -2,8 +2,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { conversationHash } from "../src/conversation-key.js";
-import { jsonDepth } from "../src/limits.js";
 import { MessagesUpstream, type ModelRequest, OpenAiUpstream } from "../src/index.js";
+import { jsonDepth } from "../src/limits.js";
 import { readSseEvents } from "../src/sse.js";
 import { failure } from "./support.js";
 

@@ -1,4 +1,5 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: hints show ${ENV} references as users write them
+import { type AgentLimits, DEFAULT_LIMITS } from "@codecell/agent";
 import { z } from "zod";
 import type { ConfigProblem } from "./config-problem.js";
 
@@ -19,9 +20,13 @@ export type AgentSettings = {
     headers: Record<string, string>;
     /** `max_tokens` of a request to a Messages upstream that sets none (that API requires one). */
     maxTokens: number;
+    /** Name the upstream's address in the errors clients get (off: only operators see it). */
+    showAddressInErrors: boolean;
   };
   maxModelTurns: number;
   transcriptTtlSeconds: number;
+  /** What one request and one upstream answer may make the endpoint hold or do. */
+  limits: AgentLimits;
 };
 
 export const DEFAULT_AGENT_TIMEOUT_MS = 120_000;
@@ -39,7 +44,34 @@ export const agentConfigSchema = () =>
       timeoutMs: z.number().int().min(100).max(3_600_000).optional(),
       headers: z.record(z.string(), z.string()).optional(),
       maxTokens: z.number().int().min(1).max(1_000_000).optional(),
+      showAddressInErrors: z.boolean().optional(),
     }),
+    limits: z
+      .strictObject({
+        maxAnswerBytes: z
+          .number()
+          .int()
+          .min(1024)
+          .max(1024 * 1024 * 1024)
+          .optional(),
+        maxSseEventBytes: z
+          .number()
+          .int()
+          .min(1024)
+          .max(1024 * 1024 * 1024)
+          .optional(),
+        maxToolCallsPerAnswer: z.number().int().min(1).max(10_000).optional(),
+        maxCellsPerRequest: z.number().int().min(1).max(100_000).optional(),
+        maxClientTools: z.number().int().min(0).max(100_000).optional(),
+        maxBodyBytes: z
+          .number()
+          .int()
+          .min(1024)
+          .max(1024 * 1024 * 1024)
+          .optional(),
+        maxJsonDepth: z.number().int().min(2).max(10_000).optional(),
+      })
+      .optional(),
     maxModelTurns: z.number().int().min(1).max(1000).optional(),
     transcriptTtlSeconds: z
       .number()
@@ -62,6 +94,17 @@ export const AGENT_FIELD_HINTS: Record<string, string> = {
   "agent.upstream.timeoutMs": `milliseconds (100 to 3600000, default ${DEFAULT_AGENT_TIMEOUT_MS}) one upstream request may take`,
   "agent.upstream.headers": "an object of header names to string values sent with every upstream request",
   "agent.upstream.maxTokens": `max_tokens (1 to 1000000, default ${DEFAULT_UPSTREAM_MAX_TOKENS}) sent to a Messages upstream when a request sets none`,
+  "agent.upstream.showAddressInErrors":
+    "true to name the upstream's address in the errors clients get (default false: only the debug lines show it)",
+  "agent.limits":
+    "an object of bounds on one request and one upstream answer: maxAnswerBytes, maxSseEventBytes, maxToolCallsPerAnswer, maxCellsPerRequest, maxClientTools, maxBodyBytes, maxJsonDepth",
+  "agent.limits.maxAnswerBytes": `bytes of one upstream answer, streamed or not (1024 to 1 GiB, default ${DEFAULT_LIMITS.maxAnswerBytes})`,
+  "agent.limits.maxSseEventBytes": `bytes of one line or event of an upstream event stream (1024 to 1 GiB, default ${DEFAULT_LIMITS.maxSseEventBytes})`,
+  "agent.limits.maxToolCallsPerAnswer": `tool calls in one upstream answer (1 to 10000, default ${DEFAULT_LIMITS.maxToolCallsPerAnswer})`,
+  "agent.limits.maxCellsPerRequest": `cells (exec calls) the model may run for one request (1 to 100000, default ${DEFAULT_LIMITS.maxCellsPerRequest})`,
+  "agent.limits.maxClientTools": `tools one request may offer (0 to 100000, default ${DEFAULT_LIMITS.maxClientTools})`,
+  "agent.limits.maxBodyBytes": `bytes of one request body (1024 to 1 GiB, default ${DEFAULT_LIMITS.maxBodyBytes})`,
+  "agent.limits.maxJsonDepth": `nesting of arrays and objects in a request body (2 to 10000, default ${DEFAULT_LIMITS.maxJsonDepth})`,
   "agent.maxModelTurns": `upstream model calls one client request may make (1 to 1000, default ${DEFAULT_MAX_MODEL_TURNS})`,
   "agent.transcriptTtlSeconds": `seconds a conversation's hidden transcript is kept after its last answer (default ${DEFAULT_TRANSCRIPT_TTL_SECONDS})`,
 };
@@ -74,6 +117,20 @@ export function resolveAgentSettings(
 ): AgentSettings | null {
   if (!raw) return null;
   const { upstream } = raw;
+  let baseUrl: URL | null = null;
+  try {
+    baseUrl = new URL(upstream.baseUrl);
+  } catch {
+    // The schema checked it is a URL; nothing more to say here.
+  }
+  if (baseUrl && (baseUrl.username || baseUrl.password)) {
+    // Said without the URL itself: the message must not print the secret it is about.
+    problems.push({
+      file,
+      path: "agent.upstream.baseUrl",
+      message: `holds a user name or password (before the @ of ${baseUrl.protocol}//…@${baseUrl.host}). Credentials in a URL end up in logs and error messages: take them out of the URL and put the key in agent.upstream.apiKey (sent as the API's key header), or another header in agent.upstream.headers, e.g. { "authorization": "Basic \${UPSTREAM_BASIC_AUTH}" }.`,
+    });
+  }
   if (upstream.apiKey === "") {
     problems.push({
       file,
@@ -91,8 +148,10 @@ export function resolveAgentSettings(
       timeoutMs: upstream.timeoutMs ?? DEFAULT_AGENT_TIMEOUT_MS,
       headers: upstream.headers ?? {},
       maxTokens: upstream.maxTokens ?? DEFAULT_UPSTREAM_MAX_TOKENS,
+      showAddressInErrors: upstream.showAddressInErrors ?? false,
     },
     maxModelTurns: raw.maxModelTurns ?? DEFAULT_MAX_MODEL_TURNS,
     transcriptTtlSeconds: raw.transcriptTtlSeconds ?? DEFAULT_TRANSCRIPT_TTL_SECONDS,
+    limits: { ...DEFAULT_LIMITS, ...raw.limits },
   };
 }

@@ -24,6 +24,11 @@ export type TelemetrySettings = {
   metricsProtocol: OtlpProtocol;
   metricsIntervalMs: number;
   sampler: { kind: "always_on" | "always_off" | "ratio"; ratio: number; parentBased: boolean };
+  /**
+   * A client's `traceparent` sampled flag decides for its request's trace (parent-based sampling).
+   * False: the gateway's own sampler decides for requests of clients too (they still join the trace).
+   */
+  honorClientSampling: boolean;
   /** Nested inputs (redacted as in the trajectory) and the cell's code on spans. */
   recordInputs: boolean;
   /** Nested results and exec values on spans. */
@@ -43,6 +48,7 @@ export const telemetrySchema = () =>
     serviceName: z.string().min(1).max(200).optional(),
     resourceAttributes: z.record(z.string(), z.string()).optional(),
     sampleRatio: z.number().min(0).max(1).optional(),
+    honorClientSampling: z.boolean().optional(),
     metricsIntervalSeconds: z.number().min(1).max(3600).optional(),
     recordInputs: z.boolean().optional(),
     recordOutputs: z.boolean().optional(),
@@ -59,6 +65,8 @@ export const TELEMETRY_FIELD_HINTS: Record<string, string> = {
   "telemetry.metricsEndpoint": 'the full URL metrics go to, e.g. "http://127.0.0.1:4318/v1/metrics"',
   "telemetry.protocol": '"http/protobuf" (default) or "http/json"',
   "telemetry.sampleRatio": "a number from 0 to 1: the share of traces kept (parent-based)",
+  "telemetry.honorClientSampling":
+    "true (default) to let a client's traceparent sampled flag decide for its request; false to apply the gateway's own sampler (sampleRatio) to every request",
   "telemetry.metricsIntervalSeconds": "seconds between OTLP metric exports (1 to 3600, default 60)",
 };
 
@@ -170,6 +178,7 @@ export function resolveTelemetry(
           ? intervalFromEnv
           : DEFAULT_METRICS_INTERVAL_MS,
     sampler: samplerOf(block, env, file, problems),
+    honorClientSampling: block?.honorClientSampling ?? true,
     recordInputs: block?.recordInputs ?? false,
     recordOutputs: block?.recordOutputs ?? false,
   };

@@ -3,11 +3,15 @@ import {
   AgentError,
   AgentLoop,
   ChatCompletionsFront,
+  checkClientTools,
+  DEFAULT_LIMITS,
+  jsonDepth,
   MessagesFront,
   MessagesUpstream,
   messagesErrorBody,
   OpenAiUpstream,
   openAiErrorBody,
+  type RequestLimits,
   type ResponseSink,
   snapshotStoreConversations,
 } from "@codecell/agent";
@@ -28,7 +32,6 @@ export const MESSAGES_PATH = "/v1/messages";
 /** `GET /v1/codecell/threads/<thread>/trajectory`: a thread's exec and wait calls with their nested calls. */
 const TRAJECTORY_PATH = /^\/v1\/codecell\/threads\/([^/]+)\/trajectory$/;
 
-const MAX_BODY_BYTES = 8 * 1024 * 1024;
 const CONVERSATION_HEADER = "codecell-session";
 const MAX_CONVERSATION_LENGTH = 200;
 
@@ -58,24 +61,68 @@ function sinkFor(res: ServerResponse): ResponseSink {
       res.flushHeaders();
     },
     write: (text) => void res.write(text),
+    drained: () => drained(res),
     end: () => void res.end(),
   };
 }
 
-async function readJson(req: IncomingMessage): Promise<unknown> {
+/**
+ * Resolves once the client has taken what was written to it: at once when its buffer is below the
+ * high-water mark, else at its next 'drain', or when the response closes (the client went away).
+ */
+function drained(res: ServerResponse): Promise<void> {
+  if (!res.writableNeedDrain || res.destroyed || res.writableEnded) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off("drain", done);
+      res.off("close", done);
+      resolve();
+    };
+    res.on("drain", done);
+    res.on("close", done);
+  });
+}
+
+/**
+ * The request body as JSON, within the limits: its bytes (the rest is not read), its nesting (scanned
+ * before parsing, so nothing deeper reaches code that recurses) and the number of its tools.
+ */
+async function readJson(req: IncomingMessage, limits: RequestLimits): Promise<unknown> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES) {
-      throw new AgentError("invalid_request", `The request body is over ${MAX_BODY_BYTES} bytes.`);
+    if (size > limits.maxBodyBytes) {
+      throw new AgentError(
+        "invalid_request",
+        `The request body is over ${limits.maxBodyBytes} bytes (agent.limits.maxBodyBytes). Send a shorter conversation, or fewer or smaller tools.`,
+      );
     }
     chunks.push(chunk as Buffer);
   }
+  const text = Buffer.concat(chunks).toString("utf8");
+  if (jsonDepth(text, limits.maxJsonDepth) > limits.maxJsonDepth) {
+    throw new AgentError(
+      "invalid_request",
+      `The request body nests arrays and objects more than ${limits.maxJsonDepth} levels deep (agent.limits.maxJsonDepth). Send flatter values.`,
+    );
+  }
+  let body: unknown;
   try {
-    return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    body = JSON.parse(text);
   } catch (error) {
     throw new AgentError("invalid_request", `The request body is not JSON: ${(error as Error).message}.`);
+  }
+  checkClientTools(body, limits);
+  return body;
+}
+
+/** A path segment decoded, or null when its percent-encoding is broken. */
+function decodedSegment(segment: string): string | null {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return null;
   }
 }
 
@@ -104,6 +151,8 @@ export function createAgentRoutes(
       ...(settings.upstream.apiKey ? { apiKey: settings.upstream.apiKey } : {}),
       headers: settings.upstream.headers,
       timeoutMs: settings.upstream.timeoutMs,
+      limits: settings.limits,
+      showAddress: settings.upstream.showAddressInErrors,
       debug: {
         payload: switches.payload,
         transport: switches.transport,
@@ -122,6 +171,7 @@ export function createAgentRoutes(
       upstream: countedUpstream(upstream, () => gateway.metrics),
       conversations: snapshotStoreConversations(gateway.store),
       maxModelTurns: settings.maxModelTurns,
+      maxCellsPerRequest: settings.limits.maxCellsPerRequest,
       transcriptTtlSeconds: settings.transcriptTtlSeconds,
       hostTools: (_principal, sessionId) => {
         const { allow, deny } = gateway.policy();
@@ -206,7 +256,21 @@ export function createAgentRoutes(
       }
       // The principal's own thread only: another principal's id reads as an empty trajectory. Entries
       // are this replica's (the trajectory is kept in the process that ran the calls).
-      sendJson(res, 200, agent.loop.trajectory(auth.principal, decodeURIComponent(trajectory[1]!)));
+      const threadId = decodedSegment(trajectory[1]!);
+      if (threadId === null) {
+        sendJson(
+          res,
+          400,
+          errorBody(
+            new AgentError(
+              "invalid_request",
+              "The thread id in the path has broken percent-encoding. Send the codecell-thread header's value, percent-encoded.",
+            ),
+          ),
+        );
+        return;
+      }
+      sendJson(res, 200, agent.loop.trajectory(auth.principal, threadId));
       return;
     }
     if (req.method !== "POST") {
@@ -223,7 +287,8 @@ export function createAgentRoutes(
     const agent = frontFor();
     const chat = agent ? (pathname === MESSAGES_PATH ? agent.messages : agent.front) : null;
     const record = new AgentRequestRecord(pathname === MESSAGES_PATH ? "messages" : "chat_completions", res);
-    const answer = () => answerTurn(req, res, auth, pathname, chat, errorBody, record);
+    const limits = gateway.config.agent?.limits ?? DEFAULT_LIMITS;
+    const answer = () => answerTurn(req, res, auth, pathname, chat, errorBody, record, limits);
     // Traced, the request is a server span in the client's trace (its traceparent header): the model
     // calls, the hidden cells' exec and wait and their nested calls are spans under it.
     const answered = async (span: ServerSpan | null) => {
@@ -247,6 +312,7 @@ async function answerTurn(
   chat: ChatCompletionsFront | MessagesFront | null,
   errorBody: (error: AgentError, status?: number) => unknown,
   record: AgentRequestRecord,
+  limits: RequestLimits,
 ): Promise<void> {
   if (!chat) {
     sendJson(
@@ -274,7 +340,7 @@ async function answerTurn(
   }
   let body: unknown;
   try {
-    body = await readJson(req);
+    body = await readJson(req, limits);
   } catch (error) {
     record.refused(error);
     sendJson(res, 400, errorBody(error as AgentError));

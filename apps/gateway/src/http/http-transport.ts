@@ -301,7 +301,14 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
   const bound = options.bound ?? (await listenHttp(options.port, options.host));
   const server: HttpServer = bound.server;
   server.on("request", (req, res) => {
-    const url = new URL(req.url ?? "/", "http://localhost");
+    let url: URL;
+    try {
+      url = new URL(req.url ?? "/", "http://localhost");
+    } catch {
+      // A target no URL parser takes (such as "//[" ): the client's mistake, said as such.
+      json(res, 400, { error: "The request's path is not a valid URL path." });
+      return;
+    }
     const route = async () => {
       // Before the Host check: a probe sends the pod's address, and the answer reveals only ready or not.
       if (options.readiness?.route(req, res, url.pathname)) return;

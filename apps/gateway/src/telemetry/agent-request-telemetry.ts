@@ -70,6 +70,7 @@ export class AgentRequestRecord {
         inner.startStream(headers);
       },
       write: (text) => inner.write(text),
+      ...(inner.drained ? { drained: () => inner.drained?.() ?? Promise.resolve() } : {}),
       end: () => inner.end(),
       thread: (threadId) => {
         this.#thread = threadId;

@@ -74,7 +74,11 @@ export async function startTelemetry(
         : settings.sampler.kind === "always_off"
           ? new base.AlwaysOffSampler()
           : new base.TraceIdRatioBasedSampler(settings.sampler.ratio);
-    const sampler = settings.sampler.parentBased ? new base.ParentBasedSampler({ root }) : root;
+    // A remote parent is a client's traceparent: its sampled flag decides only when the config trusts it.
+    const remote = settings.honorClientSampling
+      ? {}
+      : { remoteParentSampled: root, remoteParentNotSampled: root };
+    const sampler = settings.sampler.parentBased ? new base.ParentBasedSampler({ root, ...remote }) : root;
     const scheduledDelayMillis = positiveNumber(env.OTEL_BSP_SCHEDULE_DELAY);
     const maxExportBatchSize = positiveNumber(env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE);
     const maxQueueSize = positiveNumber(env.OTEL_BSP_MAX_QUEUE_SIZE);

@@ -33,10 +33,15 @@ export type RequestTracer = <T>(
   handle: (span: ServerSpan) => Promise<T>,
 ) => Promise<T>;
 
+/**
+ * The trace context a client sent: `traceparent` and `tracestate` only. Its `baggage` is not taken:
+ * what the context holds goes on with every outgoing request (the upstream model, downstream servers),
+ * and a client's baggage is not this gateway's to pass on.
+ */
 function stringCarrier(source: Record<string, unknown> | undefined): Record<string, string> {
   const carrier: Record<string, string> = {};
   if (!source) return carrier;
-  for (const key of ["traceparent", "tracestate", "baggage"]) {
+  for (const key of ["traceparent", "tracestate"]) {
     const value = source[key];
     if (typeof value === "string") carrier[key] = value;
     else if (Array.isArray(value) && typeof value[0] === "string") carrier[key] = value[0];
