@@ -50,21 +50,27 @@ export async function* readSseEvents(
     let start = 0;
     if (afterCr && value[0] === LF) start = 1;
     afterCr = false;
-    for (let at = start; at < value.length; at++) {
+    // The next line end, found by the native search: each byte is searched once.
+    let lf = value.indexOf(LF, start);
+    let cr = value.indexOf(CR, start);
+    while (lf >= 0 || cr >= 0) {
+      const at = lf < 0 ? cr : cr < 0 ? lf : Math.min(lf, cr);
       const byte = value[at];
-      if (byte !== LF && byte !== CR) continue;
       // A line end: the bytes before it finish the line (a multi-byte character never holds CR or LF).
       pieces.push(decoder.decode(value.subarray(start, at), { stream: true }));
       lineBytes += at - start;
       if (lineBytes > maxEventBytes) throw tooLong();
       const event = endLine();
       if (event !== null) yield event;
+      let end = at;
       if (byte === CR) {
         if (at + 1 < value.length) {
-          if (value[at + 1] === LF) at++;
+          if (value[at + 1] === LF) end = at + 1;
         } else afterCr = true;
       }
-      start = at + 1;
+      start = end + 1;
+      if (lf >= 0 && lf < start) lf = value.indexOf(LF, start);
+      if (cr >= 0 && cr < start) cr = value.indexOf(CR, start);
     }
     if (start < value.length) {
       lineBytes += value.length - start;
