@@ -4,7 +4,8 @@
 // the gateway's event-loop delay as a client sees it) and the gateway's RSS is sampled; a control (a
 // polite streamed answer) runs the same way. Run `pnpm --filter @codecell/gateway bench:agent-hostile`
 // after a build; BENCH_CLI=<other build>/dist/cli.js measures another build (it must accept the config,
-// which sets no limits). BENCH_HOSTILE_ROUNDS sets the rounds per attack (default 2). Prints a table and
+// which sets no limits). BENCH_HOSTILE_ROUNDS sets the rounds per attack (default 2); BENCH_ATTACKS=a,b
+// runs only the attacks whose names hold one of those words (beside the control). Prints a table and
 // writes bench-results/agent-hostile.json.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
@@ -186,12 +187,16 @@ const ATTACKS = {
       void flood(res, chunk({ content: "w".repeat(16 * 1024) }), 256 * MIB);
     };
     const body = JSON.stringify(turn({ stream: true }));
+    upstream.flooded = 0;
     const socket = connect(Number(port), "127.0.0.1");
     await new Promise((resolve) => socket.once("connect", resolve));
     socket.write(
       `POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\nauthorization: Bearer ${TOKEN}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
     );
     socket.pause();
+    for (let round = 0; round < 600 && upstream.flooded === 0; round++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
     // Until the upstream's writes stop moving (the buffers between are full) or it has sent it all.
     let last = -1;
     for (let round = 0; round < 40 && upstream.flooded !== last && upstream.flooded < 256 * MIB; round++) {
@@ -219,7 +224,10 @@ async function measured(run) {
       parentPort.postMessage("ready");
       while (probing) {
         const started = performance.now();
-        await fetch(workerData).then((response) => response.arrayBuffer());
+        // A gateway that does not answer within 30 s counts as 30 s (and the phase goes on).
+        await fetch(workerData, { signal: AbortSignal.timeout(30000) })
+          .then((response) => response.arrayBuffer())
+          .catch(() => {});
         latencies.push(performance.now() - started);
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
@@ -260,9 +268,14 @@ async function measured(run) {
   };
 }
 
+/** BENCH_ATTACKS: a comma-separated list of words; only attacks whose names hold one of them run. */
+const only = (process.env.BENCH_ATTACKS ?? "").split(",").filter(Boolean);
+const chosen = Object.entries(ATTACKS).filter(
+  ([name]) => only.length === 0 || name.startsWith("control") || only.some((word) => name.includes(word)),
+);
 const rows = [];
 try {
-  for (const [name, run] of Object.entries(ATTACKS)) {
+  for (const [name, run] of chosen) {
     rows.push({ attack: name, ...(await measured(run)) });
     console.error(`${name}: ${rows.at(-1).outcome}`);
   }

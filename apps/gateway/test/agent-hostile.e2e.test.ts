@@ -104,10 +104,14 @@ describe("the agent endpoint against a hostile upstream and hostile clients", ()
   beforeAll(async () => {
     upstream = new HostileUpstream();
     [upstreamUrl, collector] = await Promise.all([upstream.start(), OtlpReceiver.start()]);
-    const config = (limits: Record<string, unknown>, telemetry?: Record<string, unknown>) =>
+    const config = (
+      limits: Record<string, unknown>,
+      telemetry?: Record<string, unknown>,
+      codeMode: Record<string, unknown> = {},
+    ) =>
       makeSetup(
         baseConfig({
-          tools: { codeMode: { enabled: true, timeoutMs: 3000 } },
+          tools: { codeMode: { enabled: true, timeoutMs: 3000, ...codeMode } },
           mcpServers: {},
           http: { tokens: [{ name: "client", token: TOKEN }] },
           agent: { upstream: { baseUrl: upstreamUrl, apiKey: "upstream-key", timeoutMs: 60_000 }, limits },
@@ -119,6 +123,7 @@ describe("the agent endpoint against a hostile upstream and hostile clients", ()
         config(
           { maxAnswerBytes: 4 * MIB, maxSseEventBytes: MIB, maxCellsPerRequest: 3 },
           { endpoint: collector.url, sampleRatio: 0, honorClientSampling: false },
+          { maxSnapshotBytes: MIB },
         ),
       ),
       startHttpGateway(config({ maxAnswerBytes: 1024 * MIB })),
@@ -245,6 +250,19 @@ describe("the agent endpoint against a hostile upstream and hostile clients", ()
         (message) => message.role === "tool",
       );
       expect(results).toHaveLength(2);
+    });
+
+    it("an answer larger than a conversation record holds: a 502 naming the store's limit, not a 400", async () => {
+      upstream.handler = (_req, res) =>
+        res
+          .writeHead(200, { "content-type": "application/json" })
+          .end(completion({ content: "a".repeat(2 * MIB) }));
+      await refusal(
+        await post(gateway, turn()),
+        502,
+        "upstream_malformed",
+        "tools.codeMode.maxSnapshotBytes",
+      );
     });
 
     it("an upstream error does not show the upstream's address to the client", async () => {

@@ -549,6 +549,18 @@ class Turn {
         `The upstream model called ${unknown.map((call) => `"${call.name}"`).join(", ")}, but it was offered only exec and wait. Send the request again; if it keeps happening, the model does not follow its tool list.`,
       );
     }
+    // An answer the conversation record could never hold is the upstream's failure, not the client's.
+    const answerBytes = reply.toolCalls.reduce(
+      (sum, call) => sum + Buffer.byteLength(call.arguments),
+      Buffer.byteLength(reply.content ?? ""),
+    );
+    const storeBytes = options.engine.config.maxSnapshotBytes;
+    if (answerBytes > storeBytes) {
+      throw new AgentError(
+        "upstream_malformed",
+        `The upstream model's answer was refused: its text and tool-call arguments come to ${answerBytes} bytes, more than a conversation's hidden transcript may hold (${storeBytes}, tools.codeMode.maxSnapshotBytes). Send the request again; if it keeps happening, ask the model for a shorter answer (max_tokens) or raise tools.codeMode.maxSnapshotBytes.`,
+      );
+    }
     // Checked before any of this answer's cells runs: a request lasts at most so many cell timeouts.
     const cells = reply.toolCalls.filter((call) => call.name === EXEC).length;
     if (this.#cells + cells > options.maxCellsPerRequest) {
