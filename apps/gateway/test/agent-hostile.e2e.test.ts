@@ -311,6 +311,28 @@ describe("the agent endpoint against a hostile upstream and hostile clients", ()
       expect(upstream.requests).toHaveLength(0);
     });
 
+    it("on /v1/messages, the same caps answer in the Messages API's error shape", async () => {
+      const tools = Array.from({ length: 129 }, (_, index) => ({
+        name: `t${index}`,
+        input_schema: { type: "object" },
+      }));
+      const response = await fetch(`${gateway.url}v1/messages`, {
+        method: "POST",
+        headers: { "x-api-key": TOKEN, "content-type": "application/json" },
+        body: JSON.stringify({
+          model: "m",
+          max_tokens: 10,
+          messages: [{ role: "user", content: "go" }],
+          tools,
+        }),
+      });
+      expect(response.status).toBe(400);
+      const body = (await response.json()) as { type: string; error: { type: string; message: string } };
+      expect(body.type).toBe("error");
+      expect(body.error.type).toBe("invalid_request_error");
+      expect(body.error.message).toContain("maxClientTools");
+    });
+
     it("a body nested 200,000 deep: a 400 naming the depth cap", async () => {
       const body = `{"model":"m","messages":[{"role":"user","content":"go"}],"tools":[],"x":${"[".repeat(200_000)}${"]".repeat(200_000)}}`;
       await refusal(await post(gateway, body), 400, "invalid_request", "maxJsonDepth");
