@@ -6,7 +6,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { readTurboSummary, stepFailedLine, summarize, turboSummariesSince } from "./test-summary.mjs";
+import { readTurboSummary, stepFailedLines, summarize, turboSummariesSince } from "./test-summary.mjs";
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const { packageManager } = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
@@ -88,7 +88,7 @@ function mustRunBeforeTests(step, args) {
   const status = run(args);
   if (status !== 0) {
     console.error(`codecell: "${args.join(" ")}" failed with exit code ${status}`);
-    console.log(`\n${stepFailedLine(step, status)}`);
+    console.log(`\n${stepFailedLines(step, status).join("\n")}`);
     process.exit(status);
   }
 }
@@ -125,7 +125,7 @@ if (command === "test") {
     console.log("\nfailed:");
     for (const failure of result.failures) console.log(`  ${failure}`);
   }
-  console.log(`\n${result.line}`);
+  console.log(result.detail ? `\n${result.detail}\n${result.line}` : `\n${result.line}`);
   process.exit(status !== 0 ? status : result.failed > 0 ? 1 : 0);
 } else if (command === "start") {
   mustRun(pnpm("install", "--frozen-lockfile"));

@@ -1,7 +1,9 @@
 // The closing line of `npm test`: one sum over every package's vitest JSON report and turbo's record of
 // each package's test task. A failure counts wherever it shows up (a failed test, a test file or suite that
 // failed outside any test, a package whose test task failed without a report saying why), so the line never
-// says "0 failed" about a run that exits non-zero.
+// says "0 failed" about a run that exits non-zero. The line has exactly the README's form,
+// `tests: N passed, N failed, N skipped`, so a tool that reads the plain `N passed, N failed` of any test
+// runner reads it too; what kind of failures they were goes on the line before it.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -38,7 +40,8 @@ function firstLine(text) {
  * Sums packages into the closing line.
  * packages: [{ name, report (parsed JSON or null), exitCode (number, or null when turbo did not run it) }]
  * runExitCode: the exit code of the whole test command.
- * Returns { passed, failed, skipped, failures: string[], line }.
+ * Returns { passed, failed, skipped, failures: string[], detail, line }: `line` is the closing line,
+ * `detail` (null on a clean run) says what failed, for the line before it.
  */
 export function summarize(packages, runExitCode) {
   let passed = 0;
@@ -83,18 +86,25 @@ export function summarize(packages, runExitCode) {
   if (failedFiles) parts.push(plural(failedFiles, "file"));
   if (failedPackages) parts.push(plural(failedPackages, "package"));
   if (other) parts.push("run");
-  const detail = failed > 0 ? ` (${parts.join(", ")})` : "";
-  const line = `tests: ${passed} passed, ${failed} failed${detail}, ${skipped} skipped`;
-  return { passed, failed, skipped, failures, line };
+  const detail = failed > 0 ? `failures: ${parts.join(", ")}` : null;
+  return { passed, failed, skipped, failures, detail, line: closingLine(passed, failed, skipped) };
+}
+
+/** The README's closing line, and nothing else on it. */
+export function closingLine(passed, failed, skipped) {
+  return `tests: ${passed} passed, ${failed} failed, ${skipped} skipped`;
 }
 
 function plural(count, noun) {
   return `${count} ${noun}${count === 1 ? "" : "s"}`;
 }
 
-/** The closing line when a step before the tests (install, lint, typecheck, build) failed. */
-export function stepFailedLine(step, exitCode) {
-  return `tests: 0 passed, 1 failed (${step} exited with code ${exitCode}; no test ran), 0 skipped`;
+/**
+ * The last two lines when a step before the tests (install, lint, typecheck, build) failed: what failed,
+ * then the closing line.
+ */
+export function stepFailedLines(step, exitCode) {
+  return [`failures: ${step} exited with code ${exitCode}; no test ran`, closingLine(0, 1, 0)];
 }
 
 /**
