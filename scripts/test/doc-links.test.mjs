@@ -162,3 +162,62 @@ describe("links in the documentation", () => {
     },
   );
 });
+
+/**
+ * Each registry route to a codecell package in `text`: `npx -y @codecell/gateway`, `npm install
+ * @codecell/engine` and the like, with the paragraph (blank-line separated, a code block with the prose
+ * right before it) it stands in.
+ */
+export function registryRoutes(text) {
+  const routes = [];
+  const paragraphs = text.split(/\n\s*\n/);
+  paragraphs.forEach((paragraph, index) => {
+    const context = paragraph.trimStart().startsWith("```")
+      ? `${paragraphs[index - 1] ?? ""}\n${paragraph}`
+      : paragraph;
+    for (const match of paragraph.matchAll(
+      /(?:npx(?: -y| --yes)?|npm (?:install|i|add)|pnpm (?:add|dlx)|yarn (?:add|dlx)) @codecell\/[\w-]+/g,
+    )) {
+      routes.push({ route: match[0], context });
+    }
+  });
+  return routes;
+}
+
+/** A route that only works once the packages are on the registry must say so where it stands. */
+const SAYS_UNPUBLISHED = /once (?:the packages are |they are |it is )?published|not on the npm registry/i;
+
+describe("install routes in the documentation", () => {
+  it("finds registry routes and the paragraph around them", () => {
+    const text =
+      "Run it:\n\n`npx -y @codecell/gateway serve`\n\nOnce published, `npm install @codecell/engine`.\n";
+    const routes = registryRoutes(text);
+    expect(routes.map((found) => found.route)).toEqual([
+      "npx -y @codecell/gateway",
+      "npm install @codecell/engine",
+    ]);
+    expect(routes.map((found) => SAYS_UNPUBLISHED.test(found.context))).toEqual([false, true]);
+  });
+
+  // Nothing is published on npm yet: a page may show a registry route only where it says it works once
+  // the packages are published, next to the route that works today (a clone, or packed tarballs).
+  it.each(documents().map((file) => [relative(root, file), file]))(
+    "%s: shows a registry install only as what works once published",
+    (_name, file) => {
+      const unmarked = registryRoutes(readFileSync(file, "utf8"))
+        .filter((found) => !SAYS_UNPUBLISHED.test(found.context))
+        .map((found) => found.route);
+      expect(unmarked).toEqual([]);
+    },
+  );
+
+  it("the root README runs pnpm only as the pinned one through npx, never a global pnpm", () => {
+    const readme = readFileSync(join(root, "README.md"), "utf8");
+    const inlineCode = [...readme.matchAll(/`([^`\n]+)`/g)].map((match) => match[1]);
+    const fenced = [...readme.matchAll(/```(?:sh|bash)\n([\s\S]*?)```/g)].flatMap((match) =>
+      match[1].split("\n"),
+    );
+    const global = [...inlineCode, ...fenced].filter((command) => /^\s*pnpm\s/.test(command));
+    expect(global).toEqual([]);
+  });
+});
