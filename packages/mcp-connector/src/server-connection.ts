@@ -14,6 +14,7 @@ import type { McpLogMessage } from "./connector.js";
 import { guardedFetch } from "./guarded-fetch.js";
 import { guardStdioTransport } from "./guarded-read-buffer.js";
 import { trackSpawnedProcess } from "./spawned-processes.js";
+import { stderrReason } from "./stderr-reason.js";
 import { type McpRequestTarget, withTraceHeaders } from "./tracing.js";
 
 export type ConnectionSettings = {
@@ -29,6 +30,8 @@ export type ConnectionState = "idle" | "connecting" | "ready" | "disconnected" |
 
 // Pagination is followed, but a server that hands out cursors forever must not hang the host.
 const MAX_PAGES = 100;
+/** How long a failed start waits for a dying stdio server's stderr to end, to report its last words. */
+const STDERR_END_WAIT_MS = 3_000;
 
 /**
  * One downstream server: its client and transport, what it listed, the tail of its stderr, and the
@@ -45,6 +48,8 @@ export class ServerConnection {
   transportKind: "stdio" | "streamable-http" | "sse" | undefined;
   lastError: string | undefined;
   private stderrTail = "";
+  /** Resolves when the stdio server's stderr has ended (the process is gone and said all it will). */
+  private stderrEnded: Promise<void> = Promise.resolve();
   /** Hears the server's log messages (`notifications/message`). */
   onLog: ((message: McpLogMessage) => void) | undefined;
   private transport: Transport | undefined;
@@ -132,10 +137,13 @@ export class ServerConnection {
     await Promise.all([client?.close().catch(() => undefined), transport?.close().catch(() => undefined)]);
   }
 
-  /** A `nested_tool_failed` error about this server, with its stderr tail when it has one. */
+  /**
+   * A `nested_tool_failed` error about this server: one line, with the line of its stderr that says why
+   * when it wrote one, and the whole stderr tail in `details.stderr`.
+   */
   failure(reason: string, details: Record<string, string> = {}): CodeModeError {
     const tail = this.stderr;
-    const message = tail ? `${reason}. Server stderr (last lines): ${tail}` : reason;
+    const message = tail ? `${reason} (stderr: ${stderrReason(tail)})` : reason;
     return new CodeModeError("nested_tool_failed", message, {
       server: this.id,
       ...details,
@@ -218,10 +226,20 @@ export class ServerConnection {
       this.failures = 0;
       this.lastError = undefined;
     } catch (error) {
-      // A process that dies on start writes its last words just before exiting: let them arrive.
-      if (this.transportKind === "stdio") await new Promise((resolve) => setTimeout(resolve, 50));
+      // A process that dies on start writes its last words just before exiting: let them arrive, up to
+      // the end of its stderr (bounded, for a process that is still being stopped).
+      if (this.transportKind === "stdio") {
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([
+          this.stderrEnded,
+          new Promise((resolve) => {
+            timer = setTimeout(resolve, STDERR_END_WAIT_MS);
+          }),
+        ]);
+        clearTimeout(timer);
+      }
       const reason = describeError(error);
-      this.lastError = this.stderr ? `${reason} (stderr: ${this.stderr})` : reason;
+      this.lastError = this.stderr ? `${reason} (stderr: ${stderrReason(this.stderr)})` : reason;
       const client = this.client;
       this.client = undefined;
       if (!this.isClosed) {
@@ -250,6 +268,13 @@ export class ServerConnection {
       });
       guardStdioTransport(transport);
       trackSpawnedProcess(transport);
+      const stderr = transport.stderr;
+      this.stderrEnded = stderr
+        ? new Promise((resolve) => {
+            stderr.once("end", resolve);
+            stderr.once("close", resolve);
+          })
+        : Promise.resolve();
       transport.stderr?.on("data", (chunk: Buffer) => {
         this.stderrTail = (this.stderrTail + chunk.toString("utf8")).slice(-this.settings.stderrTailChars);
       });
