@@ -52,6 +52,11 @@ export type GatewayOptions = {
    * exits, runs it on its own thread.
    */
   sandboxThread?: "worker" | "in-thread";
+  /**
+   * Log a warning for each MCP server that failed to start. Default true; `check` reports them as its
+   * own problems instead, so each is said once.
+   */
+  warnFailedServers?: boolean;
 };
 
 export type { ToolCallRequest } from "./sessions/session-host.js";
@@ -230,7 +235,8 @@ export class Gateway implements SessionHost {
       }
       if (options.connectMcp !== false) {
         await connector.start(options.mcpWaitMs !== undefined ? { waitMs: options.mcpWaitMs } : {});
-        for (const diagnostic of connector.diagnostics) log(`warning: ${diagnostic.message}`);
+        if (options.warnFailedServers !== false)
+          for (const diagnostic of connector.diagnostics) log(`warning: ${diagnostic.message}`);
       }
     } catch (error) {
       // Undoing a start that failed: its error is what is thrown, and a part that cannot be stopped

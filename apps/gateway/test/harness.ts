@@ -236,12 +236,14 @@ export async function callCodeMode(client: Client, tool: "exec" | "wait", args: 
 export function runCli(
   args: string[],
   /** nodeArgs: options for node itself, before the CLI's file. */
-  options: { input?: string; env?: NodeJS.ProcessEnv; nodeArgs?: string[] } = {},
+  /** cwd: the folder the command runs in (default: the test's). */
+  options: { input?: string; env?: NodeJS.ProcessEnv; nodeArgs?: string[]; cwd?: string } = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [...(options.nodeArgs ?? []), CLI, ...args], {
       stdio: ["pipe", "pipe", "pipe"],
       env: { ...process.env, ...options.env },
+      ...(options.cwd ? { cwd: options.cwd } : {}),
     });
     let stdout = "";
     let stderr = "";

@@ -49,12 +49,26 @@ describe("codecell serve --http with bearer tokens", () => {
             { name: "bob", token: BOB },
           ],
         },
+        // Never called here: it only puts the agent routes on the start-up banner.
+        agent: { upstream: { baseUrl: "http://127.0.0.1:9/v1", apiKey: "sk-never-called-0123456789" } },
       }),
     );
     gateway = await startHttpGateway(setup.configPath, { env: { ALICE_TOKEN: ALICE } });
   });
   afterAll(async () => {
     expect(await gateway?.stop()).toBe(0);
+  });
+
+  it("prints client setups that send the bearer header, the agent routes, and never a token", () => {
+    const output = gateway.output();
+    expect(output).toContain(
+      `claude mcp add --transport http codecell ${gateway.mcpUrl} --header "Authorization: Bearer <your token>"`,
+    );
+    expect(output).toContain(`"headers":{"Authorization":"Bearer <your token>"}`);
+    expect(output).toMatch(new RegExp(`OpenAI Chat Completions +POST ${gateway.url}v1/chat/completions`));
+    expect(output).toMatch(new RegExp(`Anthropic Messages +POST ${gateway.url}v1/messages`));
+    expect(output).not.toContain(ALICE);
+    expect(output).not.toContain(BOB);
   });
 
   it("answers 401 with WWW-Authenticate without a token or with a wrong one", async () => {

@@ -32,7 +32,9 @@ describe("codecell serve --http", () => {
 
   it("prints how to connect clients", () => {
     const output = gateway.output();
-    expect(output).toContain(`claude mcp add --transport http codecell ${gateway.mcpUrl}`);
+    expect(output).toContain(`claude mcp add --transport http codecell ${gateway.mcpUrl}\n`);
+    // No tokens, no agent section: no header to send, no agent routes to name.
+    expect(output).not.toMatch(/Authorization|Agent endpoint/);
     expect(output).toMatch(/Cursor/);
     expect(output).toMatch(/Claude Desktop/);
     expect(output).toMatch(/MCP Inspector/);

@@ -14,6 +14,7 @@ import { GATEWAY_VERSION } from "../version.js";
 import { connectBanner } from "./banner.js";
 import { codeCacheStore, saveCodeCache } from "./cli-host.js";
 import { EXIT } from "./exit-codes.js";
+import { nothingToCall } from "./nothing-to-call.js";
 
 const CLI_PATH = fileURLToPath(import.meta.url);
 const MAX_AUTO_WAITS = 100;
@@ -132,12 +133,14 @@ async function startGateway(
   connectMcp = true,
   mcpWaitMs?: number,
   sandboxThread?: "worker" | "in-thread",
+  warnFailedServers = true,
 ): Promise<Gateway> {
   try {
     return await Gateway.start(config, {
       connectMcp,
       ...(mcpWaitMs !== undefined ? { mcpWaitMs } : {}),
       ...(sandboxThread ? { sandboxThread } : {}),
+      warnFailedServers,
     });
   } catch (error) {
     if (CodeModeError.is(error) && error.code === "invalid_config") fail(EXIT.config, error.message);
@@ -281,7 +284,14 @@ async function serve(args: string[]): Promise<number | undefined> {
   });
   setTimeout(saveCodeCaches, SAVE_CODE_CACHE_AFTER_MS).unref();
   process.stdout.write(
-    `${connectBanner({ url: http.url, mcpUrl: http.mcpUrl, configFile: config.file, cliPath: CLI_PATH })}\n`,
+    `${connectBanner({
+      url: http.url,
+      mcpUrl: http.mcpUrl,
+      configFile: config.file,
+      cliPath: CLI_PATH,
+      tokens: config.http.tokens.length > 0,
+      agentRoutes: http.agentRoutes,
+    })}\n`,
   );
   return undefined;
 }
@@ -341,6 +351,11 @@ async function exec(args: string[]): Promise<number> {
   // One cell, then exit: by default on this thread (no worker thread to boot, no second V8 heap). Its
   // tool calls still run while the cell waits on them; only the cell's own computing holds this thread.
   const gateway = await startGateway(config, true, undefined, sandbox);
+  const empty = nothingToCall(gateway, true);
+  if (empty) {
+    await gateway.close();
+    fail(EXIT.config, empty);
+  }
   gateway.engine.warmUp();
   try {
     const session = gateway.openSession(`exec-${process.pid}-${Date.now()}`, NO_APPROVAL_CLIENT);
@@ -392,7 +407,8 @@ async function catalog(args: string[]): Promise<number> {
 async function check(args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: OPTIONS.check });
   const config = loadConfigOrExit(values.config);
-  const gateway = await startGateway(config, values.connect);
+  // A server that fails to start is one of check's problems below, not also a start-up warning.
+  const gateway = await startGateway(config, values.connect, undefined, undefined, false);
   try {
     const problems = values.connect
       ? gateway.connector.diagnostics.map((d) => `${config.file}: mcpServers.${d.server}: ${d.message}`)
@@ -401,6 +417,15 @@ async function check(args: string[]): Promise<number> {
     if (problems.length) {
       const summary = `${problems.length} MCP server${problems.length === 1 ? "" : "s"} failed to start.`;
       log("error", summary, {}, `codecell: ${summary}`);
+      return EXIT.config;
+    }
+    const empty = nothingToCall(gateway, values.connect);
+    // With an agent section, the agent's own tools join the catalog of each of its requests: only MCP
+    // clients are left with nothing, which is worth a warning, not a refusal.
+    if (empty && config.agent) {
+      operatorLine(`warning: ${empty} Agent requests still work: their own tools join the catalog.`);
+    } else if (empty) {
+      log("error", empty, {}, empty);
       return EXIT.config;
     }
     const tools = gateway.catalog();

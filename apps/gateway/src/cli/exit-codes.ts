@@ -5,7 +5,7 @@ export const EXIT = {
   internal: 1,
   /** Wrong command line: unknown command or flag, missing argument. */
   usage: 2,
-  /** The config file has problems (`check` lists them all). */
+  /** The config file has problems (`check` lists them all), or leaves a cell nothing to call. */
   config: 3,
   /** `exec`: the cell ran and its result is `failed`. */
   execFailed: 4,

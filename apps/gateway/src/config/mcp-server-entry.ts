@@ -15,6 +15,51 @@ import { zodProblems } from "./zod-problems.js";
 
 const SERVER_KIND_KEYS = ["command", "package", "url"];
 
+/** A command or argument written as a path from a folder: `./x`, `../x` (or with `\` on Windows). */
+function isRelativePath(value: string): boolean {
+  return /^\.\.?[\\/]/.test(value);
+}
+
+/**
+ * The command and args with every `./` and `../` path made absolute against `from`: the entry's `cwd`
+ * when it has one, else the config file's folder (so a `cwd` keeps meaning what it did). The program and
+ * the script it runs (the command and the first argument, when written as such paths) must exist: a
+ * server that cannot start is one line naming the file at load time, not a crash on spawn. Later
+ * arguments may name files a server creates.
+ */
+function resolvePaths(
+  command: string | undefined,
+  args: string[],
+  from: { dir: string; is: string },
+  file: string,
+  base: string[],
+  problems: ConfigProblem[],
+): { command: string | undefined; args: string[] } | null {
+  const where = `(a path that starts with ./ or ../ is relative to ${from.is}, ${from.dir})`;
+  const absoluteCommand =
+    command !== undefined && isRelativePath(command) ? resolve(from.dir, command) : command;
+  if (absoluteCommand !== command && absoluteCommand !== undefined && !existsSync(absoluteCommand)) {
+    problems.push({
+      file,
+      path: [...base, "command"].join("."),
+      message: `no such program ${absoluteCommand} ${where}. Fix the path or create the file.`,
+    });
+    return null;
+  }
+  const resolved = args.map((arg) => (isRelativePath(arg) ? resolve(from.dir, arg) : arg));
+  // A `package` entry's script is its bin (checked where it is found); its args are the bin's own.
+  const script = command === undefined ? undefined : resolved[0];
+  if (script !== undefined && script !== args[0] && !existsSync(script)) {
+    problems.push({
+      file,
+      path: [...base, "args", "0"].join("."),
+      message: `no such file ${script} ${where}. Fix the path or create the file.`,
+    });
+    return null;
+  }
+  return { command: absoluteCommand, args: resolved };
+}
+
 /** The bin file of an installed package: the one it has, or the one named with `"bin"`. */
 function packageBin(name: string, bin: string | undefined, configDir: string): string {
   let manifestPath: string;
@@ -107,7 +152,16 @@ export function resolveMcpServer(
   }
   if ("url" in value) return value as McpServerConfig;
   const env = value.env as Record<string, string> | undefined;
-  const args = (value.args as string[] | undefined) ?? [];
+  const paths = resolvePaths(
+    "command" in value ? String(value.command) : undefined,
+    (value.args as string[] | undefined) ?? [],
+    cwd ? { dir: cwd, is: "the entry's cwd" } : { dir: configDir, is: "the config file's folder" },
+    file,
+    base,
+    problems,
+  );
+  if (!paths) return null;
+  const args = paths.args;
   const deadline =
     typeof value.connectTimeoutMs === "number" ? { connectTimeoutMs: value.connectTimeoutMs } : {};
   if ("package" in value) {
@@ -126,7 +180,7 @@ export function resolveMcpServer(
     }
   }
   return {
-    command: String(value.command),
+    command: String(paths.command),
     args,
     ...(env ? { env } : {}),
     ...(cwd ? { cwd } : {}),

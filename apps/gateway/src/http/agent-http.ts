@@ -29,6 +29,11 @@ export const AGENT_PATH_PREFIX = "/v1/";
 export const CHAT_COMPLETIONS_PATH = "/v1/chat/completions";
 /** The Anthropic Messages API, code mode in front of the same upstream. */
 export const MESSAGES_PATH = "/v1/messages";
+/** The routes that put code mode in front of the upstream model, by the API each speaks (the banner lists them). */
+export const AGENT_ROUTES = [
+  { api: "OpenAI Chat Completions", path: CHAT_COMPLETIONS_PATH },
+  { api: "Anthropic Messages", path: MESSAGES_PATH },
+] as const;
 /** `GET /v1/codecell/threads/<thread>/trajectory`: a thread's exec and wait calls with their nested calls. */
 const TRAJECTORY_PATH = /^\/v1\/codecell\/threads\/([^/]+)\/trajectory$/;
 

@@ -7,7 +7,7 @@ import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import { DEFAULT_HTTP_SETTINGS, type HttpSettings } from "../config/load-config.js";
 import { traceSse, traceTransport } from "../debug-switches.js";
 import type { Gateway } from "../gateway.js";
-import { AGENT_PATH_PREFIX, createAgentRoutes, MESSAGES_PATH } from "./agent-http.js";
+import { AGENT_PATH_PREFIX, AGENT_ROUTES, createAgentRoutes, MESSAGES_PATH } from "./agent-http.js";
 import { BoundedEventStore } from "./event-store.js";
 import { HostCheck, isLoopbackHost } from "./host-check.js";
 import { BearerTokens, bearerChallenge } from "./http-auth.js";
@@ -40,7 +40,14 @@ export type HttpServeOptions = {
   /** Answers `/readyz` and refuses new sessions while draining (see readiness.ts). */
   readiness?: Readiness;
 };
-export type RunningHttpServer = { url: string; mcpUrl: string; port: number; close(): Promise<void> };
+export type RunningHttpServer = {
+  url: string;
+  mcpUrl: string;
+  /** The agent endpoint's routes with their full URLs; empty without an `agent` section. */
+  agentRoutes: { api: string; url: string }[];
+  port: number;
+  close(): Promise<void>;
+};
 
 function json(
   res: ServerResponse,
@@ -388,6 +395,9 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
   return {
     url: `${base}/`,
     mcpUrl: `${base}/mcp`,
+    agentRoutes: gateway.config.agent
+      ? AGENT_ROUTES.map(({ api, path }) => ({ api, url: `${base}${path}` }))
+      : [],
     port,
     async close() {
       clearInterval(sweeper);
