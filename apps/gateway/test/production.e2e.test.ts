@@ -120,6 +120,7 @@ return "done";`,
 
   it("sends rate-limited progress with nested calls and the downstream server's own progress", async () => {
     const updates: Array<{ progress: number; message?: string }> = [];
+    const started = Date.now();
     const result = await session.client.callTool(
       {
         name: "exec",
@@ -130,10 +131,12 @@ return "done";`,
       undefined,
       { onprogress: (update) => updates.push(update), timeout: 60_000 },
     );
+    const tookMs = Date.now() - started;
     expect((result.structuredContent as { status: string }).status).toBe("completed");
     expect(updates.length).toBeGreaterThanOrEqual(3);
-    // Rate-limited: a 2 s cell with a heartbeat and four downstream steps stays well under one per 250 ms.
-    expect(updates.length).toBeLessThanOrEqual(2000 / 250 + 4);
+    // Rate-limited to one update per 250 ms of the call (a loaded machine stretches the call, and the
+    // limit with it), plus the four downstream steps: a 2 s cell sends about a dozen, never hundreds.
+    expect(updates.length).toBeLessThanOrEqual(Math.ceil(tookMs / 250) + 4);
     const progress = updates.map((update) => update.progress);
     expect(progress).toEqual([...progress].sort((a, b) => a - b));
     const messages = updates.map((update) => update.message ?? "").join("\n");

@@ -20,28 +20,37 @@ const tools: HostTool[] = [
   clientTool("select_file"),
   clientTool("open_file"),
   {
-    name: "slow_echo",
-    description: "Echo after a delay.",
-    parameters: { type: "object", properties: { ms: { type: "number" } } },
+    name: "held_echo",
+    description: "Echo its input once the test lets it finish.",
+    parameters: { type: "object", properties: { value: { type: "string" } } },
     source: "core",
     owner: "host",
   },
 ];
 
-/** Hands client tools out (the way an agent endpoint does) and runs the one host tool. */
+/**
+ * Hands client tools out (the way an agent endpoint does) and runs the one host tool, which answers only
+ * when the test calls `release()`: whether it is still running at a given moment is up to the test, not
+ * to a timer racing the engine.
+ */
 function handingExecutor() {
   const handedOut: NestedToolCall[] = [];
+  let release: () => void = () => {};
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
   return {
     handedOut,
+    release: () => release(),
     executor: {
-      callTool(call: NestedToolCall) {
+      async callTool(call: NestedToolCall) {
         if (call.tool.source === "client") {
           call.handOut();
           handedOut.push(call);
           return new Promise(() => {});
         }
-        const { ms } = call.input as { ms: number };
-        return new Promise((resolve) => setTimeout(() => resolve({ slept: ms }), ms));
+        await released;
+        return { echoed: (call.input as { value: string }).value };
       },
     },
   };
@@ -50,9 +59,9 @@ function handingExecutor() {
 function setup(timeoutMs = 5_000) {
   const engine = createCodeModeEngine({ config: { enabled: true, timeoutMs } });
   engines.push(engine);
-  const { executor, handedOut } = handingExecutor();
+  const { executor, handedOut, release } = handingExecutor();
   const run = engine.prepareRun({ tools, context: context(), executor });
-  return { engine, run, handedOut };
+  return { engine, run, handedOut, release };
 }
 
 describe("handing a nested call out of the host", () => {
@@ -116,20 +125,25 @@ describe("handing a nested call out of the host", () => {
   });
 
   it("keeps a host call that runs beside a handed-out one running while suspended", async () => {
-    const { engine, run, handedOut } = setup();
+    const { engine, run, handedOut, release } = setup();
     const first = await run.exec(
       {
-        code: `const [slept, picked] = await Promise.all([tools.slow_echo({ ms: 150 }), tools.select_file({})]); return { slept, picked };`,
+        code: `const [held, picked] = await Promise.all([tools.held_echo({ value: "h" }), tools.select_file({})]); return { held, picked };`,
       },
       { toolCallId: "exec-3" },
     );
     if (first.status !== "waiting") throw new Error("not waiting");
-    expect(first.pendingToolCalls).toHaveLength(2);
+    expect(first.pendingToolCalls?.map((call) => call.toolId).sort()).toEqual([
+      "client:app:select_file",
+      "core:host:held_echo",
+    ]);
+    // The host call is still running here, suspended or not: the run does not cancel it.
     expect(engine.callsInFlight().calls).toBe(1);
+    release();
     await engine.settleHandedOutCall(first.runId, handedOut[0]!.callId, { ok: true, value: "z" });
     let result = await run.wait({ runId: first.runId }, { toolCallId: "wait-3" });
-    while (result.status === "waiting")
-      result = await run.wait({ runId: result.runId }, { toolCallId: "wait-4" });
-    expect(result).toMatchObject({ status: "completed", value: { slept: { slept: 150 }, picked: "z" } });
+    for (let round = 0; round < 20 && result.status === "waiting"; round++)
+      result = await run.wait({ runId: result.runId }, { toolCallId: `wait-4-${round}` });
+    expect(result).toMatchObject({ status: "completed", value: { held: { echoed: "h" }, picked: "z" } });
   });
 });

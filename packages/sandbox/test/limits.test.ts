@@ -1,7 +1,6 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { monitorEventLoopDelay } from "node:perf_hooks";
 import { afterAll, describe, expect, it } from "vitest";
 import { createSandboxPool } from "../src/index.js";
 import { limits, runToEnd, surface, THREAD_MODES } from "./helpers.js";
@@ -14,7 +13,9 @@ describe.each(THREAD_MODES)("thread: %s", (thread) => {
   // holds there instead.
   const workerOnly = thread === "worker" ? it : it.skip;
   if (thread === "in-thread")
-    console.info("limits.test.ts: 2 worker-termination cases skipped in-thread (see in-thread.test.ts)");
+    console.info(
+      "limits.test.ts: 2 worker-termination cases and the host-loop case skipped in-thread (its spin holds the host's loop by design; see in-thread.test.ts)",
+    );
   afterAll(() => pool.close());
 
   const soon = () => Date.now() + 300;
@@ -69,15 +70,15 @@ describe.each(THREAD_MODES)("thread: %s", (thread) => {
       }
     });
 
-    it("keeps the host event loop responsive while a guest spins", async () => {
-      const histogram = monitorEventLoopDelay({ resolution: 5 });
-      histogram.enable();
+    workerOnly("keeps the host event loop responsive while a guest spins", async () => {
+      let ticks = 0;
+      const timer = setInterval(() => ticks++, 2);
       const { event } = await runToEnd(pool, "while (true) {}", { deadlineAt: Date.now() + 600 });
-      histogram.disable();
+      clearInterval(timer);
       expect(event).toMatchObject({ type: "failed", code: "timeout" });
-      // Kept as a time bound, since the host loop's delay is the behaviour under test. Loose: the spin
-      // happens on a worker thread, so the host loop only sees scheduling noise, never the 600 ms spin.
-      expect(histogram.max / 1e6).toBeLessThan(100);
+      // The host's timer kept running through the 600 ms spin, which happens on a worker thread; a spin
+      // on the host's own thread would hold its loop until the deadline, leaving it a tick at most.
+      expect(ticks).toBeGreaterThanOrEqual(5);
     });
 
     workerOnly(
@@ -110,14 +111,12 @@ describe.each(THREAD_MODES)("thread: %s", (thread) => {
             onRequest: (request) => requests.push(request.requestId),
           });
           expect(await run.next()).toMatchObject({ type: "idle" });
-          const started = Date.now();
           run.setDeadline(Date.now() + 200);
           run.settle(requests[0] as string, { ok: true, value: null });
           const event = await run.next();
           expect(event).toMatchObject({ type: "failed", code: "timeout" });
-          // Kept as a time bound: ending the run near its deadline is the behaviour under test (the sort alone
-          // runs for seconds past it). Generous for a loaded machine: deadline 200 ms plus 50 ms of grace.
-          expect(Date.now() - started).toBeLessThan(3_000);
+          // The watchdog ended it at its deadline by replacing the worker: a sort left to finish would
+          // have reached the interrupt afterwards, failing with the same code on the same worker.
           expect(lonely.stats().workersReplaced).toBe(before + 1);
           // The run that shared the worker fails; the replacement worker serves new runs.
           expect(await bystander.next()).toMatchObject({ type: "failed", code: "internal_error" });
@@ -132,6 +131,8 @@ describe.each(THREAD_MODES)("thread: %s", (thread) => {
           await lonely.close();
         }
       },
+      // Building the 3e6-element array alone takes seconds on a loaded machine.
+      60_000,
     );
   });
 
