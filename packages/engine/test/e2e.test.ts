@@ -96,10 +96,28 @@ it("with code mode disabled, the model sees the small tool set unchanged", async
   await engine.close();
 });
 
+/** Holds every slow_echo call until the test releases them: the test, not a timer, decides it is slow. */
+class HeldSlowExecutor extends TestExecutor {
+  #release: () => void = () => {};
+  readonly #released = new Promise<void>((resolve) => {
+    this.#release = resolve;
+  });
+
+  release(): void {
+    this.#release();
+  }
+
+  override async callTool(call: Parameters<TestExecutor["callTool"]>[0]): Promise<unknown> {
+    if (call.tool.name === "slow_echo") await this.#released;
+    return super.callTool(call);
+  }
+}
+
 it("with code mode enabled, runs the end-to-end plan across all four sources", async () => {
-  // The first cell must finish well inside the deadline even on a loaded machine; the slow tool must not.
-  const engine = createCodeModeEngine({ config: { enabled: true, timeoutMs: 1500 } });
-  const executor = new TestExecutor();
+  // A deadline the first cell meets even on a loaded machine; the second cell's slow call is held until
+  // the model's wait, so that exec reaches its deadline with the call pending whatever the load.
+  const engine = createCodeModeEngine({ config: { enabled: true, timeoutMs: 6_000 } });
+  const executor = new HeldSlowExecutor();
   const model = new ScriptedModel([
     () => ({
       tool: "exec",
@@ -125,14 +143,17 @@ it("with code mode enabled, runs the end-to-end plan across all four sources", a
       input: {
         code: `
           text("started");
-          const slow = await tools.slow_echo({ ms: 2500, value: "late value" });
+          const slow = await tools.slow_echo({ ms: 1, value: "late value" });
           const graph = await MCP.memory.readGraph({});
           text("after restore: " + slow);
           return { slow, grace: graph.content[0].text.includes("Grace") };
         `,
       },
     }),
-    (previous) => ({ tool: "wait", input: { runId: waitingRunId(previous) } }),
+    (previous) => {
+      executor.release();
+      return { tool: "wait", input: { runId: waitingRunId(previous) } };
+    },
     (previous) =>
       previous?.status === "waiting" ? { tool: "wait", input: { runId: previous.runId } } : null,
   ]);
@@ -200,7 +221,7 @@ it("with code mode enabled, runs the end-to-end plan across all four sources", a
   expect(await (await engine.store).stats()).toMatchObject({ live: 0 });
   expect(engine.stats).toMatchObject({ execCount: 2 });
   await engine.close();
-});
+}, 60_000);
 
 it("timeout, abort and expiry clean up the runtime state", async () => {
   const engine = createCodeModeEngine({ config: { enabled: true, timeoutMs: 300, snapshotTtlSeconds: 2 } });
