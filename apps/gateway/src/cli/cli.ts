@@ -38,7 +38,8 @@ Commands:
 
 Options: --help (also after a command), --version
 Without --config the embedded default is used (demo workspace, notes plugin, memory MCP server).
-Exit codes: 0 ok, 1 internal error, 2 usage error, 3 invalid config, 4 exec failed, 5 exec still waiting,
+Exit codes: 0 ok, 1 internal error, 2 usage error, 3 invalid config (or one that leaves a cell nothing
+to call), 4 exec failed, 5 exec still waiting,
 6 serve --http could not bind its port (in use or not permitted).`,
   serve: `Usage: codecell serve [--config <file>] [--http <port>] [--host 127.0.0.1] [--session <id>] [--log-format human|json]
 
