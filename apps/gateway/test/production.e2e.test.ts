@@ -95,6 +95,11 @@ return "done";`,
   });
 
   it("a cancelled loop of write_file stops writing", async () => {
+    const abortedExecs = async () =>
+      (await trajectoryOf(session)).entries.filter(
+        (entry) => entry.kind === "control" && entry.tool === "exec" && entry.status === "failed",
+      ).length;
+    const abortedBefore = await abortedExecs();
     const controller = new AbortController();
     const call = session.client.callTool(
       {
@@ -111,7 +116,8 @@ return "done";`,
     await until(() => count() >= 20, "the loop to write files");
     controller.abort();
     await expect(call).rejects.toThrow();
-    await sleep(500);
+    // Once the gateway has ended the run (its exec recorded as failed), nothing more is written.
+    await until(async () => (await abortedExecs()) > abortedBefore, "the gateway to end the cancelled run");
     const afterCancel = count();
     await sleep(1500);
     expect(count()).toBe(afterCancel);
