@@ -1,4 +1,4 @@
-import { buildToolCatalog, type ToolCatalog } from "@codecell/catalog";
+import { buildToolCatalog, type ToolCatalog, toolsAllowedBy } from "@codecell/catalog";
 import { CodeModeError, type HostTool, type JsonValue } from "@codecell/contract";
 import {
   type CodeModeEngine,
@@ -318,10 +318,12 @@ export class Gateway implements SessionHost {
     });
   }
 
-  /** Effective tools: the host tools that policy lets through. */
+  /**
+   * Effective tools: the host tools that policy lets through, before code mode (whose catalog leaves out
+   * its control tools; with code mode off every allowed tool reaches the client, whatever its name).
+   */
   effectiveTools(): HostTool[] {
-    const catalog = this.catalog();
-    return [...catalog.entries.map((entry) => entry.tool), ...catalog.directOnly];
+    return toolsAllowedBy(this.hostTools(), this.policy());
   }
 
   /**

@@ -8,6 +8,7 @@ import {
   type ToolCatalogEntry,
   type ToolSource,
 } from "@codecell/contract";
+import { isControlTool } from "./control-tools.js";
 import { compilePolicy } from "./policy.js";
 import { resolveTool } from "./resolve-tool.js";
 import { convenienceNamesFor } from "./safe-names.js";
@@ -19,9 +20,9 @@ const controlNames: ReadonlySet<string> = new Set(CODE_MODE_CONTROL_TOOL_NAMES);
 
 /**
  * Builds a run's catalog from the host's effective tools. Policy comes first, so a denied tool exists in
- * no view and under no id; then code mode's own control tools are dropped, known by identity
- * (`markCodeModeControlTool`), never by name: the host's shell `exec`, a downstream server's own `exec`
- * or a plugin's `wait` are ordinary tools. `directOnly` tools are set aside.
+ * no view and under no id; then code mode's own control tools are dropped (`isControlTool`: marked ones,
+ * and the spec's control names but `exec`, so the host's shell `exec` stays an ordinary tool).
+ * `directOnly` tools are set aside.
  * The result does not depend on the input order.
  */
 export function buildToolCatalog(tools: readonly HostTool[], options: ToolCatalogOptions = {}): ToolCatalog {
@@ -50,6 +51,7 @@ export function buildToolCatalog(tools: readonly HostTool[], options: ToolCatalo
       directOnly.push(tool);
       return;
     }
+    if (isControlTool(tool)) return;
     const previous = seen.get(id);
     if (previous !== undefined) {
       throw new CodeModeError(

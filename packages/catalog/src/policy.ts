@@ -1,4 +1,5 @@
-import { CodeModeError } from "@codecell/contract";
+import { CodeModeError, type ToolSource } from "@codecell/contract";
+import { toolId } from "./tool-id.js";
 
 /** Allow and deny lists over catalog ids or tool names; `*` matches any run of characters. */
 export type ToolPolicy = { allow?: readonly string[] | undefined; deny?: readonly string[] | undefined };
@@ -45,4 +46,16 @@ function globToRegExp(pattern: string): RegExp {
     .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, "\\$&"))
     .join(".*");
   return new RegExp(`^${body}$`, "s");
+}
+
+/**
+ * The tools a policy lets through, in their order, untouched: what a run shows the model when code mode
+ * is off. The same rules as the catalog's (ids `<source>:<owner>:<name>` or names, deny wins).
+ */
+export function toolsAllowedBy<T extends { source: ToolSource; owner: string; name: string }>(
+  tools: readonly T[],
+  policy: ToolPolicy,
+): T[] {
+  const allowed = compilePolicy(policy);
+  return tools.filter((tool) => allowed(toolId(tool.source, tool.owner, tool.name), tool.name));
 }

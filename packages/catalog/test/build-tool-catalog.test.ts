@@ -6,6 +6,8 @@ import {
 } from "@codecell/contract";
 import { describe, expect, it } from "vitest";
 import { buildToolCatalog } from "../src/build-tool-catalog.js";
+import { toolsAllowedBy } from "../src/policy.js";
+import { toolId } from "../src/tool-id.js";
 import { expectCodeModeError, hostTool } from "./support/tools.js";
 
 const mixed: HostTool[] = [
@@ -77,21 +79,34 @@ describe("ids and order", () => {
 
 describe("control tools", () => {
   // Spec: "The catalog omits code mode's control tools: exec, wait, tool_search_code, tool_search,
-  // tool_describe, tool_call." They are omitted by identity (the mark the host or engine puts on its own
-  // control tool objects), so a tool that merely shares a name stays a tool.
+  // tool_describe, tool_call." By name for every one but exec (the host's shell exec is catalogued, "like
+  // any other tool"); the code-mode exec is known by its mark. MCP tools live under MCP.<server>, where
+  // a server's own wait is that server's tool.
+  const namedControls = CODE_MODE_CONTROL_TOOL_NAMES.filter((name) => name !== "exec");
+  it.each(
+    (["core", "plugin", "client"] as const).flatMap((source) => namedControls.map((name) => [source, name])),
+  )("leaves out an unmarked %s tool named %s, from every view and id", (source, name) => {
+    const catalog = buildToolCatalog([
+      hostTool(source as "core", "owner", name as string),
+      hostTool("core", "host", "read_file"),
+    ]);
+    expect(catalog.entries.map((entry) => entry.id)).toEqual(["core:host:read_file"]);
+    expect(catalog.guestEntries.map((entry) => entry.name)).toEqual(["read_file"]);
+    expect(catalog.convenienceNames.map((entry) => entry.name)).toEqual(["read_file"]);
+    expect(catalog.search(name as string).map((entry) => entry.id)).not.toContain(`${source}:owner:${name}`);
+    expect(() => catalog.resolve(`${source}:owner:${name}`)).toThrow();
+    expect(() => catalog.resolve(name as string)).toThrow();
+  });
+
   it.each([
     ["core", "exec"],
     ["plugin", "exec"],
-    ["mcp", "exec"],
     ["client", "exec"],
-    ["core", "wait"],
-    ["plugin", "wait"],
+    ["mcp", "exec"],
     ["mcp", "wait"],
-    ["plugin", "tool_search"],
-    ["core", "tool_search_code"],
-    ["plugin", "tool_describe"],
+    ["mcp", "tool_search"],
     ["mcp", "tool_call"],
-  ] as const)("an unmarked %s tool named %s is catalogued like any tool", (source, name) => {
+  ] as const)("catalogues an unmarked %s tool named %s like any tool", (source, name) => {
     const catalog = buildToolCatalog([hostTool(source, "owner", name)]);
     expect(catalog.entries.map((entry) => entry.id)).toEqual([`${source}:owner:${name}`]);
   });
@@ -103,13 +118,13 @@ describe("control tools", () => {
     expect(() => catalog.resolve(`core:host:${name}`)).toThrow();
   });
 
-  it("knows a control tool by identity: a spread copy keeps the mark, JSON loses it", () => {
-    const control = markCodeModeControlTool(hostTool("core", "host", "tool_search"));
+  it("knows the code-mode exec by its mark: a spread copy keeps it, JSON loses it", () => {
+    const control = markCodeModeControlTool(hostTool("core", "host", "exec"));
     expect(isCodeModeControlTool({ ...control })).toBe(true);
     expect(buildToolCatalog([{ ...control }]).entries).toEqual([]);
     const fromData = JSON.parse(JSON.stringify(control)) as HostTool;
     expect(isCodeModeControlTool(fromData)).toBe(false);
-    expect(buildToolCatalog([fromData]).entries.map((entry) => entry.id)).toEqual(["core:host:tool_search"]);
+    expect(buildToolCatalog([fromData]).entries.map((entry) => entry.id)).toEqual(["core:host:exec"]);
   });
 
   it("keeps the host shell exec callable by id, hidden from nothing but the model", () => {
@@ -211,6 +226,21 @@ describe("policy", () => {
     ["a non-string pattern", { deny: [3] }, 'policy "deny[0]"'],
   ])("rejects %s", (_case, policy, fragment) => {
     expectCodeModeError(() => buildToolCatalog(tools, policy as never), "invalid_config", fragment);
+  });
+
+  // What a run with code mode off shows the model: the same rules, every other tool untouched.
+  it("toolsAllowedBy keeps, in their order, exactly the tools the catalog's policy admits", () => {
+    const policies = [{}, { allow: [] }, { deny: ["core:*"] }, { allow: ["mcp:github:*", "exec"] }];
+    for (const policy of policies) {
+      const admitted = toolsAllowedBy(tools, policy);
+      expect(admitted.every((tool) => tools.includes(tool))).toBe(true);
+      expect(admitted.map((tool) => toolId(tool.source, tool.owner, tool.name)).sort()).toEqual(
+        buildToolCatalog(tools, policy)
+          .entries.map((entry) => entry.id)
+          .sort(),
+      );
+    }
+    expect(toolsAllowedBy(tools, { allow: [] })).toEqual([]);
   });
 });
 

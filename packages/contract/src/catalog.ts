@@ -34,10 +34,10 @@ export type HostTool = {
 };
 
 /**
- * The model-facing names of code mode's own controls. Names say what the model surface may not
- * duplicate (a `directOnly` tool cannot take one); they do not decide what the catalog holds: a
- * downstream server's own `exec` or a plugin's `wait` is an ordinary tool. Control tools are known by
- * identity, see `markCodeModeControlTool`.
+ * The model-facing names of code mode's own controls, as the spec lists them. The model surface may not
+ * duplicate one (a `directOnly` tool cannot take one), and the catalog leaves out core, plugin and
+ * client tools with any of them but `exec`, the host's shell tool's name too (`isControlTool` of
+ * `@codecell/catalog`); the code-mode exec itself is known by identity, see `markCodeModeControlTool`.
  */
 export const CODE_MODE_CONTROL_TOOL_NAMES = [
   "exec",

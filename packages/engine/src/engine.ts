@@ -1,4 +1,4 @@
-import { buildToolCatalog } from "@codecell/catalog";
+import { buildToolCatalog, toolsAllowedBy } from "@codecell/catalog";
 import {
   type JsonValue,
   type ResolvedCodeModeConfig,
@@ -133,17 +133,21 @@ export class CodeModeEngine {
   /** Decides code mode for one agent run (the spec's activation order) and returns its surface. */
   prepareRun(options: PrepareRunOptions): PreparedRun {
     this.stats.runsPrepared++;
+    // What passes through is what policy leaves, never more: a host that shows modelTools as they come
+    // must not expose a denied tool, nor any tool on a run that disabled them.
     const passthrough = (
       reason: "disabled" | "no_tools",
-      tools: readonly PrepareRunOptions["tools"][number][] = options.tools,
+      tools: readonly PrepareRunOptions["tools"][number][],
     ): PreparedRun => {
       this.#debug?.(`activation: ${reason}; ${tools.length} tools passed through unchanged`);
       return inactiveRun(reason, tools.map(toModelTool));
     };
-    if (!this.config.enabled) return passthrough("disabled");
-    const noTools =
-      options.disableTools === true || options.tools.length === 0 || options.allow?.length === 0;
-    if (noTools) return passthrough("no_tools");
+    if (options.disableTools === true) {
+      return passthrough(this.config.enabled ? "no_tools" : "disabled", []);
+    }
+    const allowed = toolsAllowedBy(options.tools, { allow: options.allow, deny: options.deny });
+    if (!this.config.enabled) return passthrough("disabled", allowed);
+    if (allowed.length === 0) return passthrough("no_tools", []);
 
     // Policy first: the catalog holds only what allow/deny leave.
     const catalog = buildToolCatalog([...options.tools], {

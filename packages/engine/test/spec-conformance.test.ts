@@ -237,41 +237,52 @@ describe('spec "Configuration": languages', () => {
 
 describe('spec "Tool catalog": the catalog omits code mode\'s control tools, nothing else', () => {
   // Spec, section "Tool catalog": "The catalog omits code-mode control tools: exec, wait,
-  // tool_search_code, tool_search, tool_describe, tool_call. This prevents recursion." They are known by
-  // identity (markCodeModeControlTool): tools that only share a name are other tools.
+  // tool_search_code, tool_search, tool_describe, tool_call. This prevents recursion." Section "Tool
+  // names and collisions": the host's shell exec is hidden from the model "and catalogued like any other
+  // tool". So every name but exec is left out by name (unmarked host, plugin and client tools too); the
+  // code-mode exec by its mark.
   const namesakes = [
     { name: "wait", description: "The plugin's own wait.", parameters: {}, source: "plugin", owner: "timer" },
-    {
-      name: "tool_search",
-      description: "The plugin's search.",
-      parameters: {},
-      source: "plugin",
-      owner: "timer",
-    },
+    { name: "tool_search", description: "A search.", parameters: {}, source: "plugin", owner: "timer" },
+    { name: "tool_search_code", description: "A search.", parameters: {}, source: "core", owner: "host2" },
+    { name: "tool_describe", description: "A describe.", parameters: {}, source: "client", owner: "app" },
+    { name: "tool_call", description: "A call.", parameters: {}, source: "core", owner: "host2" },
+    { name: "ping", description: "Answers pong.", parameters: {}, source: "plugin", owner: "timer" },
   ] as const;
 
-  it("catalogues a plugin's wait and tool_search, and guest code calls them", async () => {
+  it("leaves every control name but exec out of ALL_TOOLS, tools.* and tools.call, and keeps the shell exec", async () => {
     const engine = newEngine();
     const { exec, executor } = setup(engine, { tools: [...hostTools, ...namesakes] });
     const original = executor.callTool.bind(executor);
     executor.callTool = async (call) => (call.tool.owner === "timer" ? { ran: call.toolId } : original(call));
     const result = await exec(`
+      const refused = [];
+      for (const id of ["plugin:timer:wait", "plugin:timer:tool_search", "core:host2:tool_search_code",
+          "client:app:tool_describe", "core:host2:tool_call", "tool_search", "wait"]) {
+        try { await tools.call(id, {}); } catch (error) { refused.push(error.code); }
+      }
       return {
-        ids: ALL_TOOLS.filter((t) => t.sourceName === "timer").map((t) => t.id),
-        waited: await tools.call("plugin:timer:wait", {}),
-        searched: await tools.tool_search({}),
-        hostControls: ALL_TOOLS.filter((t) => t.id === "core:host:wait" || t.id === "core:host:tool_search").length,
+        names: ALL_TOOLS.map((t) => t.name).filter((n) => n === "exec" || n === "wait" || n.startsWith("tool_")),
+        shortcuts: ["wait", "tool_search", "tool_search_code", "tool_describe", "tool_call"].filter((n) => n in tools),
+        searched: (await tools.search("tool search describe call wait", { limit: 50 })).map((t) => t.name),
+        refused,
+        shell: await tools.call("core:host:exec", { command: "ls" }),
+        ping: await tools.ping({}),
       };`);
-    expect(result).toMatchObject({
-      status: "completed",
-      value: {
-        ids: ["plugin:timer:tool_search", "plugin:timer:wait"],
-        waited: { ran: "plugin:timer:wait" },
-        searched: { ran: "plugin:timer:tool_search" },
-        // The host's own (marked) control tools stay out.
-        hostControls: 0,
-      },
-    });
+    const value = completedValue<{
+      names: string[];
+      shortcuts: string[];
+      searched: string[];
+      refused: string[];
+      shell: unknown;
+      ping: unknown;
+    }>(result);
+    expect(value.names).toEqual(["exec"]);
+    expect(value.shortcuts).toEqual([]);
+    expect(value.searched.filter((name) => name === "wait" || name.startsWith("tool_"))).toEqual([]);
+    expect(value.refused).toEqual(Array(7).fill("invalid_input"));
+    expect(value.shell).toEqual({ stdout: "ran ls", exitCode: 0 });
+    expect(value.ping).toEqual({ ran: "plugin:timer:ping" });
   });
 
   it("never catalogues the engine's own exec and wait, even when a host feeds them back in as tools", () => {
@@ -299,6 +310,45 @@ describe('spec "Tool catalog": the catalog omits code mode\'s control tools, not
     const { run } = setup(engine, { tools });
     expect(run.active).toBe(false);
     expect(run.modelTools.map((tool) => tool.name)).toEqual(tools.map((tool) => tool.name));
+  });
+});
+
+describe('spec "Activation": policy applies before code mode, also to what passes through', () => {
+  // Spec, "Activation": "Apply allow and deny policies. If tools.codeMode.enabled is false, continue with
+  // normal tool exposure." And "Validation checklist": "denied tools do not appear"; raw runs, disableTools
+  // and empty allow lists keep code mode out. A host that shows modelTools as they come exposes exactly
+  // what policy left, whichever way the run is inactive.
+  const all = hostTools.map((tool) => tool.name);
+  const policies = [
+    ["deny by id", { deny: ["core:host:admin_delete_everything"] }, all.filter((n) => n !== "admin_delete_everything")],
+    ["deny by glob", { deny: ["core:*"] }, ["notes_list", "notes_add", "select_file"]],
+    ["an allow list", { allow: ["read_file", "plugin:notes:*"] }, ["read_file", "notes_list", "notes_add"]],
+    [
+      "allow and deny",
+      { allow: ["*"], deny: ["select_file", "message"] },
+      all.filter((n) => n !== "select_file" && n !== "message"),
+    ],
+  ] as const;
+
+  it.each(policies)("code mode off, %s: modelTools hold exactly the allowed tools", (_case, policy, names) => {
+    const engine = createCodeModeEngine({ config: false });
+    engines.push(engine);
+    const { run } = setup(engine, policy);
+    expect(run.active).toBe(false);
+    expect(run.modelTools.map((tool) => tool.name)).toEqual(names);
+  });
+
+  it.each([
+    ["disableTools, code mode on", { enabled: true }, { disableTools: true }],
+    ["disableTools, code mode off", false, { disableTools: true }],
+    ["an empty allow list, code mode on", { enabled: true }, { allow: [] }],
+    ["an empty allow list, code mode off", false, { allow: [] }],
+  ] as const)("%s: no tool reaches the model", (_case, config, overrides) => {
+    const engine = createCodeModeEngine({ config });
+    engines.push(engine);
+    const { run } = setup(engine, overrides);
+    expect(run.active).toBe(false);
+    expect(run.modelTools).toEqual([]);
   });
 });
 
