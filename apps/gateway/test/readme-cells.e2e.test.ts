@@ -90,16 +90,23 @@ describe("README code blocks", () => {
   });
 });
 
-describe("README cells run against the embedded default config", () => {
+describe("README cells run against the embedded default config, and pass its strict type check", () => {
   let gateway: Gateway;
   beforeAll(async () => {
     const loaded = loadGatewayConfig(DEFAULT_CONFIG_FILE);
     if (!loaded.config) throw new Error(JSON.stringify(loaded.problems));
     // The cells' deadline is the default's own; the machine running the suite may be busy, so a cold
-    // first cell is given the contract's largest deadline instead of failing on load.
+    // first cell is given the contract's largest deadline instead of failing on load. Type check
+    // "strict" only refuses a cell (it never changes one that passes), so a documented cell that
+    // completes here completes with it off too, and one whose reads the declarations do not allow fails.
     gateway = await Gateway.start({
       ...loaded.config,
-      codeMode: { ...loaded.config.codeMode, timeoutMs: 60_000 },
+      codeMode: {
+        ...loaded.config.codeMode,
+        timeoutMs: 60_000,
+        typecheck: "strict",
+        typecheckTimeoutMs: 60_000,
+      },
     });
   });
   afterAll(async () => {

@@ -320,7 +320,11 @@ describe('spec "Activation": policy applies before code mode, also to what passe
   // what policy left, whichever way the run is inactive.
   const all = hostTools.map((tool) => tool.name);
   const policies = [
-    ["deny by id", { deny: ["core:host:admin_delete_everything"] }, all.filter((n) => n !== "admin_delete_everything")],
+    [
+      "deny by id",
+      { deny: ["core:host:admin_delete_everything"] },
+      all.filter((n) => n !== "admin_delete_everything"),
+    ],
     ["deny by glob", { deny: ["core:*"] }, ["notes_list", "notes_add", "select_file"]],
     ["an allow list", { allow: ["read_file", "plugin:notes:*"] }, ["read_file", "notes_list", "notes_add"]],
     [
@@ -330,13 +334,16 @@ describe('spec "Activation": policy applies before code mode, also to what passe
     ],
   ] as const;
 
-  it.each(policies)("code mode off, %s: modelTools hold exactly the allowed tools", (_case, policy, names) => {
-    const engine = createCodeModeEngine({ config: false });
-    engines.push(engine);
-    const { run } = setup(engine, policy);
-    expect(run.active).toBe(false);
-    expect(run.modelTools.map((tool) => tool.name)).toEqual(names);
-  });
+  it.each(policies)(
+    "code mode off, %s: modelTools hold exactly the allowed tools",
+    (_case, policy, names) => {
+      const engine = createCodeModeEngine({ config: false });
+      engines.push(engine);
+      const { run } = setup(engine, policy);
+      expect(run.active).toBe(false);
+      expect(run.modelTools.map((tool) => tool.name)).toEqual(names);
+    },
+  );
 
   it.each([
     ["disableTools, code mode on", { enabled: true }, { disableTools: true }],

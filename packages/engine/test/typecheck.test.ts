@@ -64,7 +64,7 @@ const notes = await Notes.list("home");
 await namespaces.Notes.add("typed", "work");
 const count = await Notes.nested.count();
 text(\`\${entities.length} entities, \${index.length > 0}\`);
-json({ schema: described.inputSchema, echoed });
+json({ schema: described.parameters, echoed });
 console.info(notes.length, count.length);
 return { names: entities.map((entity) => entity.name), hits: hits.length };`;
 
@@ -132,6 +132,75 @@ describe("typecheck strict", () => {
     expect(description(engines.warn)).not.toMatch(/type-checked/);
     expect(description(engines.off)).not.toMatch(/type-checked/);
   });
+});
+
+// Cells as models write them from the exec description and the READMEs: each uses what the runtime
+// really returns, so "strict" must run it; each wrong twin reads what the runtime does not return, so
+// "strict" must refuse it before anything runs.
+const asModelsWrite: Array<[string, string, string, RegExp]> = [
+  [
+    "tools.describe's parameters",
+    `const d = await tools.describe("read_file");
+return { required: d.parameters.required, props: Object.keys(d.parameters.properties), id: d.id, out: d.outputSchema };`,
+    `const d = await tools.describe("read_file");
+return d.inputSchema.required;`,
+    /'inputSchema' does not exist/,
+  ],
+  [
+    "API.search's call and signature",
+    `const hits = await API.search("create entities", { limit: 3 });
+return hits.map((hit) => [hit.call, hit.signature, hit.description, hit.server, hit.tool]).concat([[hits[0].call]]);`,
+    `const hits = await API.search("create entities");
+return hits[0].id;`,
+    /'id' does not exist/,
+  ],
+  [
+    "the search shapes models bring from other APIs",
+    `const a = await tools.search({ query: "read", limit: 2 });
+const b = await tools.search("read", 2);
+const c = await API.search({ query: "entities" });
+const d = await API.search("entities", 1);
+return [a[0].id, b[0].sourceName, c[0].call, d.length];`,
+    `const a = await tools.search({ q: "read" });
+return a;`,
+    /'q' does not exist|No overload/,
+  ],
+  [
+    "ALL_TOOLS entries",
+    `return ALL_TOOLS.filter((t) => t.source === "core").map((t) => [t.id, t.name, t.description, t.sourceName, t.label]);`,
+    `return ALL_TOOLS.map((t) => t.parameters);`,
+    /'parameters' does not exist/,
+  ],
+  [
+    "API.list files",
+    `const files = await API.list("mcp");
+return files.map((f) => \`\${f.path} \${f.bytes} \${f.description}\`);`,
+    `const files = await API.list("mcp");
+return files.map((f) => f.content);`,
+    /'content' does not exist/,
+  ],
+];
+
+describe("typecheck strict: cells as models write them", () => {
+  it.each(asModelsWrite)("runs a cell that reads %s", async (_what, right) => {
+    const { run } = setup(engines.strict);
+    const result = await run.exec({ code: right }, { toolCallId: "m-right" });
+    expect(result, JSON.stringify(result.status === "failed" ? result : result.status)).toMatchObject({
+      status: "completed",
+    });
+    expect(result).not.toHaveProperty("diagnostics");
+  });
+
+  it.each(asModelsWrite)(
+    "refuses the wrong twin of %s before it runs",
+    async (_what, _right, wrong, message) => {
+      const { run, executor } = setup(engines.strict);
+      const result = await run.exec({ code: wrong }, { toolCallId: "m-wrong" });
+      expect(result).toMatchObject({ status: "failed", code: "invalid_input" });
+      expect(result.diagnostics?.map((d) => d.message).join("\n")).toMatch(message);
+      expect(executor.calls).toEqual([]);
+    },
+  );
 });
 
 describe("typecheck warn", () => {

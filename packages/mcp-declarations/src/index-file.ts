@@ -6,7 +6,8 @@ export const INDEX_PATH = "mcp/index.d.ts";
 type SharedType = { name: string; doc?: string; body: string; uses: string[] };
 
 // The shapes every server shares: MCP's CallToolResult and the resource and prompt results, trimmed to
-// what guest code reads. Servers may send more; the index signatures say so. `mcp/index.d.ts` declares
+// what guest code reads. Servers may send more (MCP's \`annotations\`, \`_meta\`, \`icons\`, ...) and the guest
+// gets it as sent; the index signatures say so. `mcp/index.d.ts` declares
 // them all with their docs; each server file and each `$api(tool)` text declares, inside its namespace,
 // the ones it uses, so that every file type-checks on its own.
 const SHARED_TYPES: SharedType[] = [
@@ -33,15 +34,29 @@ const SHARED_TYPES: SharedType[] = [
   {
     name: "McpContent",
     body: `
-  | { type: "text"; text: string }
-  | { type: "image" | "audio"; data: string; mimeType: string }
-  | { type: "resource_link"; uri: string; name: string; description?: string; mimeType?: string }
-  | { type: "resource"; resource: McpResourceContent }`,
-    uses: ["McpResourceContent"],
+  | { type: "text"; text: string; annotations?: McpAnnotations; [key: string]: unknown }
+  | { type: "image" | "audio"; data: string; mimeType: string; annotations?: McpAnnotations; [key: string]: unknown }
+  | {
+      type: "resource_link";
+      uri: string;
+      name: string;
+      description?: string;
+      mimeType?: string;
+      annotations?: McpAnnotations;
+      [key: string]: unknown;
+    }
+  | { type: "resource"; resource: McpResourceContent; annotations?: McpAnnotations; [key: string]: unknown }`,
+    uses: ["McpResourceContent", "McpAnnotations"],
+  },
+  {
+    name: "McpAnnotations",
+    doc: "Hints a server may attach to content: who it is for, how important it is.",
+    body: '{ audience?: Array<"user" | "assistant">; priority?: number; lastModified?: string }',
+    uses: [],
   },
   {
     name: "McpResourceContent",
-    body: "{ uri: string; mimeType?: string; text?: string; blob?: string }",
+    body: "{ uri: string; mimeType?: string; text?: string; blob?: string; [key: string]: unknown }",
     uses: [],
   },
   {
@@ -53,12 +68,30 @@ const SHARED_TYPES: SharedType[] = [
   {
     name: "McpResourceList",
     body: `{
-  resources: Array<{ uri: string; name: string; title?: string; description?: string; mimeType?: string }>;
-  resourceTemplates: Array<{ uriTemplate: string; name: string; title?: string; description?: string }>;
+  resources: Array<{
+    uri: string;
+    name: string;
+    title?: string;
+    description?: string;
+    mimeType?: string;
+    [key: string]: unknown;
+  }>;
+  resourceTemplates: Array<{
+    uriTemplate: string;
+    name: string;
+    title?: string;
+    description?: string;
+    mimeType?: string;
+    [key: string]: unknown;
+  }>;
 }`,
     uses: [],
   },
-  { name: "McpResourceContents", body: "{ contents: McpResourceContent[] }", uses: ["McpResourceContent"] },
+  {
+    name: "McpResourceContents",
+    body: "{ contents: McpResourceContent[]; [key: string]: unknown }",
+    uses: ["McpResourceContent"],
+  },
   {
     name: "McpPromptList",
     body: `{
@@ -66,7 +99,8 @@ const SHARED_TYPES: SharedType[] = [
     name: string;
     title?: string;
     description?: string;
-    arguments?: Array<{ name: string; description?: string; required?: boolean }>;
+    arguments?: Array<{ name: string; description?: string; required?: boolean; [key: string]: unknown }>;
+    [key: string]: unknown;
   }>;
 }`,
     uses: [],
@@ -75,7 +109,8 @@ const SHARED_TYPES: SharedType[] = [
     name: "McpPromptResult",
     body: `{
   description?: string;
-  messages: Array<{ role: "user" | "assistant"; content: McpContent }>;
+  messages: Array<{ role: "user" | "assistant"; content: McpContent; [key: string]: unknown }>;
+  [key: string]: unknown;
 }`,
     uses: ["McpContent"],
   },

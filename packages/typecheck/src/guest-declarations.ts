@@ -40,16 +40,32 @@ const FIXED_GLOBALS = `interface CodecellToolEntry {
   label?: string;
   description: string;
   source: "core" | "plugin" | "mcp" | "client";
-  sourceName?: string;
+  sourceName: string;
 }
+/** What tools.describe answers: the entry with its input schema (JSON Schema) as \`parameters\`. */
 interface CodecellDescribedTool extends CodecellToolEntry {
-  inputSchema: any;
+  parameters: any;
   outputSchema?: any;
+}
+/** One API.search answer: how a cell calls the MCP tool, and its signature on one line. */
+interface CodecellMcpSearchHit {
+  /** The call expression, such as \`MCP.memory.createEntities\`. */
+  call: string;
+  signature: string;
+  description: string;
+  /** The server's and the tool's own MCP names. */
+  server: string;
+  tool: string;
 }
 /** Only \`limit\` is read; other options are ignored, as the guest ignores them. */
 interface CodecellSearchOptions {
   limit?: number;
   [option: string]: unknown;
+}
+/** The search as one object: search({ query, limit }). */
+interface CodecellSearchQuery {
+  query: string;
+  limit?: number;
 }
 interface CodecellApiFile {
   path: string;
@@ -63,8 +79,9 @@ declare const API: {
   list(prefix?: string): Promise<CodecellApiFile[]>;
   /** One declaration file's text. */
   read(path: string): Promise<string>;
-  /** Ranks the MCP tools. */
-  search(query: string, options?: CodecellSearchOptions): Promise<CodecellToolEntry[]>;
+  /** Ranks the MCP tools: each answer says how a cell calls one. */
+  search(query: string, options?: CodecellSearchOptions | number): Promise<CodecellMcpSearchHit[]>;
+  search(query: CodecellSearchQuery): Promise<CodecellMcpSearchHit[]>;
 };
 /** Adds a text output item. */
 declare function text(value: unknown): void;
@@ -163,8 +180,9 @@ function catalogDeclarations(input: GuestDeclarationInput): string {
 
   const members = [
     "  /** Ranks the catalog (MCP tools are under MCP and API.search). */",
-    "  search(query: string, options?: CodecellSearchOptions): Promise<CodecellToolEntry[]>;",
-    "  /** A tool's entry with its input schema. */",
+    "  search(query: string, options?: CodecellSearchOptions | number): Promise<CodecellToolEntry[]>;",
+    "  search(query: CodecellSearchQuery): Promise<CodecellToolEntry[]>;",
+    "  /** A tool's entry with its input schema as `parameters`. */",
     "  describe(idOrName: string): Promise<CodecellDescribedTool>;",
     "  /** Runs a tool by id or unique name. */",
     "  call<K extends string>(idOrName: K, ...input: CodecellArgsOf<K>): Promise<CodecellResultOf<K>>;",
