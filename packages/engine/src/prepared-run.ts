@@ -24,6 +24,7 @@ import { InflightCalls } from "./inflight-calls.js";
 import { EXEC_TOOL_NAME, WAIT_TOOL_NAME } from "./model-surface.js";
 import { dispatchHostRequest, type SegmentRequests } from "./nested-call-dispatch.js";
 import { type RequestScope, requestParent } from "./nested-calls.js";
+import { restoreLimitError } from "./restore-limits.js";
 import { ResultShapes } from "./result-shapes.js";
 import { failedResult, failureResult } from "./run-results.js";
 import { openSegment, segmentSink } from "./run-segment.js";
@@ -425,6 +426,14 @@ export class ActiveRun implements PreparedRun {
     const store = await engine.store;
     const hostState = (claim.hostState ?? { runKey: claim.runId, yieldRequestIds: [] }) as RunHostState;
     const runKey = hostState.runKey;
+    const overLimit = restoreLimitError(claim.snapshot.byteLength, hostState.memoryLimitBytes, engine.config);
+    if (overLimit) {
+      engine.inflight.get(runKey)?.abortAll(overLimit.message);
+      engine.inflight.delete(runKey);
+      // Failed, so deleted, as every failed run is; a finish that fails is left to the claim lease.
+      await store.finish(claim, "failed").catch(() => {});
+      return failureResult(overLimit, telemetry, startedAt);
+    }
     let inflight = engine.inflight.get(runKey);
     if (!inflight) {
       inflight = new InflightCalls(this.options.context.sessionId, engine.config.maxPendingToolCalls);

@@ -10,7 +10,11 @@ import { startSpan, type TracedSpan } from "./tracing.js";
 import type { ControlCall } from "./types.js";
 
 /** Engine-owned JSON kept with a suspended run in the store. */
-export type RunHostState = { runKey: string; yieldRequestIds: string[] };
+/**
+ * The engine's own part of a stored run. `memoryLimitBytes` is the limit its VM ran under, so a wait under
+ * a tighter config refuses it (restore-limits.ts); absent in runs stored before it was recorded.
+ */
+export type RunHostState = { runKey: string; yieldRequestIds: string[]; memoryLimitBytes?: number };
 
 export async function settleSegment(
   engine: EngineShared,
@@ -82,7 +86,11 @@ export async function settleSegment(
   const yieldRequestIds = yields.map((request) => request.requestId);
   // The guest's own words for the pause; bounded, since guest code chooses them.
   const yieldReason = yields.map((request) => request.reason).find((reason) => reason !== undefined);
-  const hostState: RunHostState = { runKey: state.runKey, yieldRequestIds };
+  const hostState: RunHostState = {
+    runKey: state.runKey,
+    yieldRequestIds,
+    memoryLimitBytes: engine.config.memoryLimitBytes,
+  };
   telemetry.durationMs = Date.now() - state.startedAt;
   const payload = {
     snapshot: end.snapshot,
