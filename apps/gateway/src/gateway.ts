@@ -3,7 +3,9 @@ import { CodeModeError, type HostTool, type JsonValue } from "@codecell/contract
 import {
   type CodeModeEngine,
   createCodeModeEngine,
+  EXEC_TOOL_NAME,
   type EngineObserver,
+  type ExecHookMetadata,
   type McpServerRequest,
   type PreparedRun,
   type RunContext,
@@ -30,6 +32,7 @@ import { type ApprovalClient, requireApproval } from "./mcp/approvals.js";
 import { CoreToolCallContext, NestedCallRequest, PluginToolCallContext } from "./mcp/nested-call-request.js";
 import { compilePatterns } from "./mcp/tool-patterns.js";
 import { type LoadedPlugin, loadPlugin } from "./plugins/load-plugins.js";
+import type { BeforeToolCallEvent } from "./plugins/plugin-shape.js";
 import { LOCAL_PRINCIPAL, ownerContext, type RunOwner } from "./sessions/run-owner.js";
 import { GatewaySession } from "./sessions/session.js";
 import type { SessionHost, ToolCallRequest } from "./sessions/session-host.js";
@@ -469,46 +472,85 @@ export class Gateway implements SessionHost {
   }
 
   /** Runs every plugin's `before_tool_call` hook; returns the input to run with, or throws a block. */
-  async #beforeToolCall(request: ToolCallRequest): Promise<JsonValue> {
-    let input = request.input;
+  #beforeToolCall(request: ToolCallRequest): Promise<JsonValue> {
+    return this.#runBeforeHooks(
+      {
+        toolId: request.toolId,
+        toolName: request.tool.name,
+        source: request.tool.source,
+        owner: request.tool.owner,
+        input: request.input,
+        via: request.via ?? "direct",
+        sessionId: request.sessionId,
+        run: request.run ?? {
+          ...ownerContext({ principal: LOCAL_PRINCIPAL, conversation: request.sessionId }),
+        },
+      },
+      "nested_tool_failed",
+      request.note,
+    );
+  }
+
+  /**
+   * The plugins' `before_tool_call` hooks on the model's own code-mode exec call (spec: outer exec hook
+   * events carry `toolKind: "code_mode_exec"` and `toolInputKind`): the exec input to run, or a throw
+   * (`invalid_input`, with the plugin's reason) that fails the exec before anything runs.
+   */
+  async beforeExec(
+    input: unknown,
+    metadata: ExecHookMetadata,
+    sessionId: string,
+    run: BeforeToolCallEvent["run"],
+  ): Promise<unknown> {
+    if (!this.#hasBeforeToolCallHooks()) return input;
+    return this.#runBeforeHooks(
+      {
+        toolId: EXEC_TOOL_NAME,
+        toolName: EXEC_TOOL_NAME,
+        source: "code_mode",
+        owner: "codecell",
+        // What the client sent, as JSON arrived: its exec input is JSON already.
+        input: (input ?? null) as JsonValue,
+        via: "direct",
+        ...metadata,
+        sessionId,
+        run,
+      },
+      "invalid_input",
+    );
+  }
+
+  async #runBeforeHooks(
+    event: BeforeToolCallEvent,
+    blockCode: "nested_tool_failed" | "invalid_input",
+    note?: (text: string) => void,
+  ): Promise<JsonValue> {
+    let input = event.input;
     for (const loaded of this.plugins) {
       const hook = loaded.plugin.hooks?.before_tool_call;
       if (!hook) continue;
       const pluginId = loaded.plugin.id;
       let decision: unknown;
       try {
-        decision = await hook.call(loaded.plugin.hooks, {
-          toolId: request.toolId,
-          toolName: request.tool.name,
-          source: request.tool.source,
-          owner: request.tool.owner,
-          input: structuredClone(input),
-          via: request.via ?? "direct",
-          sessionId: request.sessionId,
-          run: request.run ?? {
-            ...ownerContext({ principal: LOCAL_PRINCIPAL, conversation: request.sessionId }),
-          },
-        });
+        decision = await hook.call(loaded.plugin.hooks, { ...event, input: structuredClone(input) });
       } catch (error) {
         // Fail closed: a hook that breaks cannot wave a call through.
-        request.note?.(`blocked: the before_tool_call hook of plugin "${pluginId}" failed`);
+        note?.(`blocked: the before_tool_call hook of plugin "${pluginId}" failed`);
         throw new CodeModeError(
-          "nested_tool_failed",
-          `The before_tool_call hook of plugin "${pluginId}" failed (${(error as Error).message}), so ${request.toolId} was not called.`,
+          blockCode,
+          `The before_tool_call hook of plugin "${pluginId}" failed (${(error as Error).message}), so ${event.toolId} was not called.`,
         );
       }
       if (decision === undefined || decision === null) continue;
       const answer = decision as { block?: unknown; reason?: unknown; input?: unknown };
       if (answer.block === true) {
         const reason = typeof answer.reason === "string" && answer.reason ? answer.reason : "no reason given";
-        request.note?.(
-          `blocked by the before_tool_call hook of plugin "${pluginId}": ${reason.slice(0, 300)}`,
-        );
-        throw new CodeModeError("nested_tool_failed", `Blocked by plugin "${pluginId}": ${reason}`);
+        note?.(`blocked by the before_tool_call hook of plugin "${pluginId}": ${reason.slice(0, 300)}`);
+        throw new CodeModeError(blockCode, `Blocked by plugin "${pluginId}": ${reason}`);
       }
       if ("input" in answer) {
         input = toJsonInput(answer.input, pluginId);
-        request.note?.(`input rewritten by the before_tool_call hook of plugin "${pluginId}"`);
+        note?.(`input rewritten by the before_tool_call hook of plugin "${pluginId}"`);
       }
     }
     return input;

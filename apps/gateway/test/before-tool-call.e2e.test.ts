@@ -7,6 +7,9 @@ import { APP_DIR, makeSetup } from "./harness.js";
 
 type SeenEvent = {
   toolId: string;
+  toolName: string;
+  toolKind?: string;
+  toolInputKind?: string;
   input: { path?: string };
   via: string;
   sessionId: string;
@@ -65,7 +68,7 @@ describe("plugins' before_tool_call hooks on nested calls", () => {
     );
 
     // The hook saw all three calls, with the input as the cell sent it, the session and the run.
-    const events = seen().filter((event) => event.sessionId === "hooks-1");
+    const events = seen().filter((event) => event.sessionId === "hooks-1" && event.toolKind === undefined);
     expect(events.map((event) => [event.toolId, event.input.path, event.via])).toEqual([
       ["core:codecell:read_file", "alias.md", "tools.call"],
       ["core:codecell:write_file", "forbidden.txt", "tools.call"],
@@ -99,6 +102,50 @@ describe("plugins' before_tool_call hooks on nested calls", () => {
       ["core:codecell:write_file", "completed", ["approved by the user"]],
     ]);
     expect(new Set(nested.map((entry) => entry.codeModeRunId))).toEqual(runIds);
+    session.end();
+  });
+
+  // Spec, "exec": "Outer code-mode exec hook events include toolKind: "code_mode_exec" and include
+  // toolInputKind ... so policies can distinguish code-mode cells from shell-style exec calls that share
+  // the same tool name."
+  it("sees the model's own exec calls, marked code_mode_exec with their language, besides the nested calls", async () => {
+    const session = gateway.openSession("hooks-2", approvals);
+    const plain = await session.exec({ code: 'return (await tools.read_file({ path: "README.md" })).path;' });
+    const typed = await session.exec({ code: "const n: number = 2;\nreturn n;", language: "typescript" });
+    expect(plain).toMatchObject({ status: "completed", value: "README.md" });
+    expect(typed).toMatchObject({ status: "completed", value: 2 });
+    const events = seen().filter((event) => event.sessionId === "hooks-2");
+    expect(events.map((event) => [event.toolName, event.toolKind, event.toolInputKind])).toEqual([
+      ["exec", "code_mode_exec", "javascript"],
+      ["read_file", undefined, undefined],
+      ["exec", "code_mode_exec", "typescript"],
+    ]);
+    expect(events[0]).toMatchObject({
+      toolId: "exec",
+      source: "code_mode",
+      via: "direct",
+      input: { code: expect.stringContaining("tools.read_file") },
+      run: { sessionId: "local/hooks-2" },
+    });
+    session.end();
+  });
+
+  it("blocks an exec before anything runs, with the plugin's reason, and runs a rewritten one", async () => {
+    const session = gateway.openSession("hooks-3", approvals);
+    const blocked = await session.exec({
+      code: '// BLOCK_ME\nawait tools.write_file({ path: "never.txt", content: "x" }); return 1;',
+    });
+    expect(blocked).toMatchObject({ status: "failed", code: "invalid_input" });
+    expect((blocked as { error: string }).error).toContain(
+      'Blocked by plugin "guard": cells that say BLOCK_ME are not allowed',
+    );
+    expect(blocked.telemetry.nested.calls).toBe(0);
+    const rewritten = await session.exec({ code: "// REWRITE_ME\nreturn 1;" });
+    expect(rewritten).toMatchObject({ status: "completed", value: "rewritten" });
+    // Nothing of the blocked cell ran: its write never reached the hook.
+    expect(seen().filter((event) => event.sessionId === "hooks-3" && event.toolKind === undefined)).toEqual(
+      [],
+    );
     session.end();
   });
 });

@@ -171,7 +171,8 @@ export class ActiveRun implements PreparedRun {
     const span = controlSpan(engine, this.options.context, EXEC_TOOL_NAME, call, runId, input);
     let result: CodeModeResult;
     try {
-      const request = parseExecInput(input, engine.config.languages, engine.config.maxCodeBytes);
+      const hooked = call.beforeExec ? await call.beforeExec(input, hookMetadataOf(input)) : input;
+      const request = parseExecInput(hooked, engine.config.languages, engine.config.maxCodeBytes);
       result = await this.#runExec(
         request.code,
         request.language,

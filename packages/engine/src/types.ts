@@ -130,6 +130,13 @@ export type ControlCall = {
   signal?: AbortSignal;
   /** Hears the call's progress while it runs (see `RunProgress`). */
   onProgress?: (event: RunProgress) => void;
+  /**
+   * The host's hooks on an exec call itself (the model's outer call, not the cell's nested calls): given
+   * the model's input and its hook metadata (`toolKind: "code_mode_exec"`, `toolInputKind`), returns the
+   * input to run (the same, or a trusted rewrite), or throws to block it: the exec then fails with the
+   * error's code (a `CodeModeError`) and message, and nothing runs. Ignored by wait.
+   */
+  beforeExec?: (input: unknown, metadata: ExecHookMetadata) => unknown;
 };
 
 /** Metadata a host's hooks see for an outer exec call, so policy can tell it from a shell exec. */

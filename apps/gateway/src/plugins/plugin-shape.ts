@@ -24,8 +24,11 @@ export type GatewayPluginTool = {
 
 /**
  * What a `before_tool_call` hook sees: every tool call the gateway runs, nested in a cell or direct,
- * after policy and before approval. `run` is the run context (`codeModeRunId` and `parentToolCallId`
- * are there for nested calls: the runId the model was given and the exec/wait call the call ran under).
+ * after policy and before approval, and the model's own code-mode `exec` calls. `run` is the run
+ * context (`codeModeRunId` and `parentToolCallId` are there for nested calls: the runId the model was
+ * given and the exec/wait call the call ran under). A code-mode exec has `toolKind: "code_mode_exec"`
+ * (and `toolInputKind` when the language is known), `toolId`/`toolName` `"exec"`, `source`
+ * `"code_mode"`: a policy tells it from the shell tool `core:codecell:exec` by `toolKind`, not by name.
  */
 export type BeforeToolCallEvent = {
   toolId: string;
@@ -34,6 +37,8 @@ export type BeforeToolCallEvent = {
   owner: string;
   input: JsonValue;
   via: "tools.call" | "mcp" | "namespace" | "direct";
+  toolKind?: "code_mode_exec";
+  toolInputKind?: "javascript" | "typescript";
   /** The MCP session the call came through. */
   sessionId: string;
   run: {

@@ -1,5 +1,11 @@
 import type { HostTool, JsonValue } from "@codecell/contract";
-import type { PreparedRun, RunContext, ToolProgress, TrajectoryExport } from "@codecell/engine";
+import type {
+  ExecHookMetadata,
+  PreparedRun,
+  RunContext,
+  ToolProgress,
+  TrajectoryExport,
+} from "@codecell/engine";
 import type { ApprovalClient } from "../mcp/approvals.js";
 import type { BeforeToolCallEvent } from "../plugins/plugin-shape.js";
 
@@ -42,6 +48,13 @@ export interface SessionHost {
   ): { run: PreparedRun; tools: readonly HostTool[] };
   /** Runs one tool from any source, after policy and approval. */
   runTool(request: ToolCallRequest): Promise<unknown>;
+  /** The plugins' hooks on the model's own exec call: the input to run, or a throw that blocks it. */
+  beforeExec(
+    input: unknown,
+    metadata: ExecHookMetadata,
+    sessionId: string,
+    run: BeforeToolCallEvent["run"],
+  ): Promise<unknown>;
   /** One run owner's trajectory (its `RunContext.sessionId`): exec and wait calls with their nested calls. */
   exportTrajectory(ownerSessionId: string): TrajectoryExport;
   /** The session has ended: the host forgets it. */

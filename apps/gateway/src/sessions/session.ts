@@ -78,7 +78,13 @@ export class GatewaySession {
   }
 
   async exec(input: unknown, options: ControlOptions = {}): Promise<CodeModeResult> {
-    const result = await this.#control(options, (call) => this.run.exec(input, call));
+    const result = await this.#control(options, (call) =>
+      this.run.exec(input, {
+        ...call,
+        beforeExec: (execInput, metadata) =>
+          this.#host.beforeExec(execInput, metadata, this.sessionId, ownerContext(this.owner)),
+      }),
+    );
     if (result.status === "waiting") this.#waiting.add(result.runId);
     return result;
   }
