@@ -21,6 +21,9 @@ export type DebugSwitches = {
   sse: "events" | "peek" | null;
 };
 
+/** The tag of `CODECELL_DEBUG_CODE_MODE`'s lines (the engine's and the nested calls'). */
+export const CODE_MODE_DEBUG_TAG = "code-mode";
+
 /** Longest line a switch writes; a longer message is cut with its full length named. */
 const MAX_LINE_CHARS = 2000;
 /** Longest string kept inside a redacted snapshot. */

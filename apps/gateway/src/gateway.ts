@@ -3,6 +3,7 @@ import { CodeModeError, type HostTool, type JsonValue } from "@codecell/contract
 import {
   type CodeModeEngine,
   createCodeModeEngine,
+  type DebugFields,
   EXEC_TOOL_NAME,
   type EngineObserver,
   type ExecHookMetadata,
@@ -26,7 +27,7 @@ import {
 import type { Meter } from "@opentelemetry/api";
 import type { GatewayConfig } from "./config/load-config.js";
 import { type CoreTool, createCoreTools, SHELL_TOOL_ID } from "./core-tools/core-tools.js";
-import { debugLine, debugSwitches } from "./debug-switches.js";
+import { CODE_MODE_DEBUG_TAG, debugLine, debugSwitches } from "./debug-switches.js";
 import { log, logFormat, operatorLine } from "./logger.js";
 import { type ApprovalClient, requireApproval } from "./mcp/approvals.js";
 import { CoreToolCallContext, NestedCallRequest, PluginToolCallContext } from "./mcp/nested-call-request.js";
@@ -169,8 +170,23 @@ export class Gateway implements SessionHost {
             },
           }
         : {}),
+      // The engine's lines (activation, one per exec and wait) carry the switch's tag and, in JSON, what
+      // they are about: the run id, the session, the control call.
       ...(debugSwitches().codeMode
-        ? { debug: (line: string) => log("debug", line, {}, `[codecell] ${line}`) }
+        ? {
+            debug: (line: string, fields?: DebugFields) =>
+              log(
+                "debug",
+                line,
+                {
+                  tag: CODE_MODE_DEBUG_TAG,
+                  runId: fields?.runId,
+                  session: fields?.sessionId,
+                  toolCallId: fields?.toolCallId,
+                },
+                `[codecell] ${line}`,
+              ),
+          }
         : {}),
       observer: this.#observer,
     });
@@ -392,7 +408,7 @@ export class Gateway implements SessionHost {
       callTool: (call) =>
         this.#traced(
           call.toolId,
-          call.parent.codeModeRunId,
+          { runId: call.parent.codeModeRunId, session: call.context.sessionId },
           new NestedCallRequest(call, sessionId, approvals),
         ),
       mcpRequest: (request) => this.#mcpRequest(request),
@@ -400,27 +416,30 @@ export class Gateway implements SessionHost {
   }
 
   /** `CODECELL_DEBUG_CODE_MODE=1`: one stderr line per nested call, with its outcome and time. */
-  async #traced(toolId: string, runId: string, request: ToolCallRequest): Promise<unknown> {
+  async #traced(
+    toolId: string,
+    about: { runId: string; session: string },
+    request: ToolCallRequest,
+  ): Promise<unknown> {
     if (!debugSwitches().codeMode) return this.runTool(request);
     const started = Date.now();
+    const { runId } = about;
     try {
       const value = await this.runTool(request);
       debugLine(
-        "code-mode",
+        CODE_MODE_DEBUG_TAG,
         `nested call ${toolId} (run ${runId}): ok in ${Date.now() - started} ms`,
         undefined,
-        {
-          runId,
-        },
+        about,
       );
       return value;
     } catch (error) {
       const code = (error as { code?: unknown }).code;
       debugLine(
-        "code-mode",
+        CODE_MODE_DEBUG_TAG,
         `nested call ${toolId} (run ${runId}): failed${typeof code === "string" ? ` (${code})` : ""} in ${Date.now() - started} ms`,
         undefined,
-        { runId },
+        about,
       );
       throw error;
     }

@@ -34,11 +34,11 @@ const OFF = {
   CODECELL_DEBUG_SSE: "",
 };
 
-async function stdioWith(env: Record<string, string>) {
+async function stdioWith(env: Record<string, string>, extraArgs: string[] = []) {
   const setup = makeSetup(baseConfig({ mcpServers: {} }));
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [CLI, "serve", "--config", setup.configPath],
+    args: [CLI, "serve", "--config", setup.configPath, ...extraArgs],
     env: { ...(process.env as Record<string, string>), ...OFF, ...env },
     stderr: "pipe",
   });
@@ -71,6 +71,52 @@ describe("debug switches over codecell serve (stdio)", () => {
           /^\[codecell:code-mode\] nested call plugin:notes:notes_list \(run \S+\): ok in \d+ ms$/,
         ),
       ]);
+    } finally {
+      await gateway.close();
+    }
+  });
+
+  // docs/operating.md: with --log-format json each line carries "runId, session, traceId where there is
+  // one; debug-switch lines keep their switch as tag". Read from the real stderr of a gateway process.
+  it("--log-format json: every exec and wait line, the switches' per-call lines included, has its runId, session and tag", async () => {
+    const gateway = await stdioWith(
+      { CODECELL_DEBUG_CODE_MODE: "1", CODECELL_DEBUG_MODEL_PAYLOAD: "full-redacted" },
+      ["--log-format", "json"],
+    );
+    try {
+      await gateway.client.listTools();
+      const first = await callCodeMode(gateway.client, "exec", {
+        code: 'await tools.call("plugin:notes:notes_list", {}); await yield_control("pause"); await tools.notes_list({}); return 1;',
+      });
+      expect(first.status).toBe("waiting");
+      const runId = (first as { runId: string }).runId;
+      const done = await callCodeMode(gateway.client, "wait", { runId });
+      expect(done).toMatchObject({ status: "completed", value: 1 });
+      await until(() => /"message":"wait completed"/.test(gateway.stderr()), "the wait record");
+      await until(() => /"message":"wait [^"]*: completed/.test(gateway.stderr()), "the wait debug line");
+      const records = gateway
+        .stderr()
+        .split("\n")
+        .filter((line) => line.trim() !== "")
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+      const about = (record: Record<string, unknown>) => String(record.message);
+      const perCall = records.filter((record) =>
+        /^(exec|wait)\b|^nested call |^session \S+ (exec|wait) result/.test(about(record)),
+      );
+      // The engine's exec and wait lines, the two nested calls, the payload lines, the per-call records.
+      expect(perCall.filter((record) => record.tag === "code-mode").length).toBeGreaterThanOrEqual(4);
+      expect(perCall.filter((record) => record.tag === "payload")).toHaveLength(2);
+      expect(perCall.filter((record) => record.tag === undefined).map(about)).toEqual([
+        "exec waiting",
+        "wait completed",
+      ]);
+      for (const record of perCall) {
+        expect(record, JSON.stringify(record)).toMatchObject({ runId, session: expect.any(String) });
+      }
+      // Every switch line keeps its switch.
+      for (const record of records.filter((record) => record.level === "debug")) {
+        expect(record.tag, JSON.stringify(record)).toEqual(expect.any(String));
+      }
     } finally {
       await gateway.close();
     }

@@ -63,8 +63,8 @@ export function finishControl(
   const { control, tool, toolCallId, span, startedAt, knownRunId } = ended;
   engine.countResult(result);
   const code = result.status === "failed" ? (result.code ?? "guest_error") : undefined;
+  const runId = result.status === "waiting" ? result.runId : knownRunId;
   if (engine.observer?.controlEnded !== undefined) {
-    const runId = result.status === "waiting" ? result.runId : knownRunId;
     observe(engine, "controlEnded", {
       tool,
       status: result.status,
@@ -110,6 +110,7 @@ export function finishControl(
   );
   engine.debug?.(
     `${tool} ${toolCallId}: ${result.status}${result.status === "failed" ? ` (${result.code ?? "guest error"}: ${result.error.slice(0, 200)})` : ""}; nested calls ${result.telemetry.nested.calls}, searches ${result.telemetry.nested.searches}, describes ${result.telemetry.nested.describes}`,
+    { ...(runId !== undefined ? { runId } : {}), sessionId, toolCallId },
   );
   return result;
 }

@@ -6,7 +6,7 @@ import type { EngineTypecheck } from "./cell-typecheck.js";
 import type { InflightCalls } from "./inflight-calls.js";
 import type { TracingOptions } from "./tracing.js";
 import type { TrajectoryRecorder } from "./trajectory.js";
-import type { EngineObserver, EngineStats } from "./types.js";
+import type { DebugFields, EngineObserver, EngineStats } from "./types.js";
 
 /** The engine state a prepared run uses: config, counters, store, pool, trajectory and in-flight calls. */
 export type EngineShared = {
@@ -16,7 +16,7 @@ export type EngineShared = {
   readonly pool: SandboxPool;
   readonly trajectory: TrajectoryRecorder;
   readonly redactInput: (toolId: string, input: JsonValue) => JsonValue;
-  readonly debug: ((line: string) => void) | null;
+  readonly debug: ((line: string, fields?: DebugFields) => void) | null;
   readonly inflight: Map<string, InflightCalls>;
   readonly observer: EngineObserver | null;
   readonly tracing: TracingOptions;

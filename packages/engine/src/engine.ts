@@ -19,6 +19,7 @@ import type { TracingOptions } from "./tracing.js";
 import { TrajectoryRecorder } from "./trajectory.js";
 import type {
   CodeModeEngineOptions,
+  DebugFields,
   EngineObserver,
   EngineStats,
   ModelTool,
@@ -33,7 +34,9 @@ function isResolvedConfig(value: unknown): value is ResolvedCodeModeConfig {
   );
 }
 
-function debugSink(option: CodeModeEngineOptions["debug"]): ((line: string) => void) | null {
+function debugSink(
+  option: CodeModeEngineOptions["debug"],
+): ((line: string, fields?: DebugFields) => void) | null {
   if (option) return option;
   if (process.env.CODECELL_DEBUG_CODE_MODE === "1") {
     return (line) => process.stderr.write(`[codecell] ${line}\n`);
@@ -51,7 +54,7 @@ export class CodeModeEngine {
   readonly store: Promise<SnapshotStore>;
   readonly #trajectory: TrajectoryRecorder;
   readonly #redactInput: (toolId: string, input: JsonValue) => JsonValue;
-  readonly #debug: ((line: string) => void) | null;
+  readonly #debug: ((line: string, fields?: DebugFields) => void) | null;
   readonly #inflight = new Map<string, InflightCalls>();
   readonly #typecheck: EngineTypecheck;
   readonly #ownsPool: boolean;
@@ -87,7 +90,9 @@ export class CodeModeEngine {
           snapshotTtlSeconds: this.config.snapshotTtlSeconds,
           onEvent: (event) => {
             this.stats.snapshotEvents[event.event]++;
-            this.#debug?.(`snapshot ${event.event}${event.reason ? ` (${event.reason})` : ""}`);
+            this.#debug?.(`snapshot ${event.event}${event.reason ? ` (${event.reason})` : ""}`, {
+              runId: event.runId,
+            });
           },
         });
     this.#trajectory = new TrajectoryRecorder({
@@ -139,7 +144,9 @@ export class CodeModeEngine {
       reason: "disabled" | "no_tools",
       tools: readonly PrepareRunOptions["tools"][number][],
     ): PreparedRun => {
-      this.#debug?.(`activation: ${reason}; ${tools.length} tools passed through unchanged`);
+      this.#debug?.(`activation: ${reason}; ${tools.length} tools passed through unchanged`, {
+        sessionId: options.context.sessionId,
+      });
       return inactiveRun(reason, tools.map(toModelTool));
     };
     if (options.disableTools === true) {
@@ -184,6 +191,7 @@ export class CodeModeEngine {
     this.stats.activeRuns++;
     this.#debug?.(
       `activation: active; model sees ${modelTools.map((tool) => tool.name).join(", ")}; catalog ${catalog.entries.length} tools ${JSON.stringify(catalog.countsBySource)}; mcp servers ${declarations.servers.length}; namespaces ${namespaces.namespaces.map((ns) => ns.globalName).join(", ") || "none"}`,
+      { sessionId: options.context.sessionId },
     );
     return new ActiveRun(this.#shared(), options, catalog, declarations, namespaces, modelTools);
   }

@@ -24,6 +24,7 @@ export type {
   CodeModeEngineOptions,
   ControlCall,
   ControlCallEvent,
+  DebugFields,
   EngineObserver,
   EngineStats,
   ExecHookMetadata,

@@ -139,6 +139,12 @@ export type ControlCall = {
   beforeExec?: (input: unknown, metadata: ExecHookMetadata) => unknown;
 };
 
+/**
+ * What a debug line is about, where it is about one: the run id the model was given, the run context's
+ * session and the exec/wait call. A host's structured log puts them in fields of their own.
+ */
+export type DebugFields = { runId?: string; sessionId?: string; toolCallId?: string };
+
 /** Metadata a host's hooks see for an outer exec call, so policy can tell it from a shell exec. */
 export type ExecHookMetadata = {
   toolKind: "code_mode_exec";
@@ -180,8 +186,11 @@ export type CodeModeEngineOptions = {
   store?: SnapshotStore;
   /** Redacts a nested call's input before it is written to the trajectory or debug log. */
   redactInput?: (toolId: string, input: JsonValue) => JsonValue;
-  /** Debug lines (activation, surface, counts) go here; default stderr when CODECELL_DEBUG_CODE_MODE=1. */
-  debug?: (line: string) => void;
+  /**
+   * Debug lines (activation, surface, counts, one per exec and wait) go here, with what each is about
+   * (`fields`); default stderr when CODECELL_DEBUG_CODE_MODE=1.
+   */
+  debug?: (line: string, fields?: DebugFields) => void;
   /** Largest number of trajectory entries kept per session (oldest dropped first). Default 10,000. */
   maxTrajectoryEntries?: number;
   /**

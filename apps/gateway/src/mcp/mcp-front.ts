@@ -204,7 +204,9 @@ export function createSessionServer(
     const listed = listTools();
     if (debugSwitches().payload) {
       // The whole list, uncut: what the model is shown is the point of this switch.
-      debugLine("payload", `session ${sessionIdOf()} tools/list ${JSON.stringify(listed)}`, Infinity);
+      debugLine("payload", `session ${sessionIdOf()} tools/list ${JSON.stringify(listed)}`, Infinity, {
+        session: sessionIdOf(),
+      });
     }
     return listed;
   });
@@ -246,9 +248,15 @@ export function createSessionServer(
         )
       : await callTool(request, extra);
     if (debugSwitches().payload === "full-redacted") {
+      // The run the line is about: the one a waiting result names, or the one a wait asked for.
+      const runId =
+        (result.structuredContent as { runId?: unknown } | undefined)?.runId ??
+        (request.params.arguments as { runId?: unknown } | undefined)?.runId;
       debugLine(
         "payload",
         `session ${sessionIdOf()} ${request.params.name} result ${JSON.stringify(redact(result))}`,
+        undefined,
+        { session: sessionIdOf(), ...(typeof runId === "string" ? { runId } : {}) },
       );
     }
     return result;
