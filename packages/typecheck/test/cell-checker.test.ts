@@ -162,7 +162,7 @@ const correctCells: Array<[string, string, "javascript" | "typescript"]> = [
     "every guest global",
     `const hits = await tools.search("read a file", { limit: 3 });
 const described = await tools.describe(hits[0].id);
-const schema = described.inputSchema;
+const schema = described.parameters;
 const file = await tools.read_file({ path: "README.md" });
 const again = await tools.call("core:read_file", { path: "README.md", maxBytes: 10 });
 const listed = await tools.call("list_files");
@@ -177,7 +177,7 @@ await namespaces.Notes.add({ title: "t" });
 text(\`\${names.length} names, \${index.length} chars, \${header.length}\`);
 json({ schema, listed, bytes: again.bytes + byAlias.bytes, limit: Notes.limits.maxNotes });
 console.log("notes", notes.length);
-console.warn(mcpHits.map((hit) => hit.id));
+console.warn(mcpHits.map((hit) => hit.call));
 await yield_control("checkpoint");
 return { hits: hits.length, notes };`,
     "javascript",
