@@ -82,6 +82,14 @@ export interface SnapshotBackend {
   putHostRecord(key: string, valueJson: string, expiresAt: number): Promise<void>;
   getHostRecord(key: string, now: number): Promise<string | null>;
   deleteHostRecord(key: string): Promise<boolean>;
+  /**
+   * A lease under a host-record key, in one atomic step: written (value `holder`, until `expiresAt`)
+   * when there is no live record under the key or the live one holds `holder` (a renewal). True when
+   * the caller holds the lease now; false while another holder's lease lives.
+   */
+  leaseHostRecord(key: string, holder: string, expiresAt: number, now: number): Promise<boolean>;
+  /** Deletes the record under `key` only while it holds `holder`, in one atomic step; true when it did. */
+  releaseHostRecord(key: string, holder: string): Promise<boolean>;
 
   /** Releases resources. A non-durable backend returns the live runs it dropped. */
   close(): Promise<DroppedRun[]>;

@@ -229,6 +229,18 @@ export class MemorySnapshotBackend implements SnapshotBackend {
     return this.#hostRecords.delete(key);
   }
 
+  async leaseHostRecord(key: string, holder: string, expiresAt: number, now: number): Promise<boolean> {
+    const current = this.#hostRecords.get(key);
+    if (current && current.expiresAt > now && current.valueJson !== holder) return false;
+    this.#hostRecords.set(key, { valueJson: holder, expiresAt });
+    return true;
+  }
+
+  async releaseHostRecord(key: string, holder: string): Promise<boolean> {
+    if (this.#hostRecords.get(key)?.valueJson !== holder) return false;
+    return this.#hostRecords.delete(key);
+  }
+
   async close(): Promise<DroppedRun[]> {
     this.#hostRecords.clear();
     const dropped: DroppedRun[] = [];

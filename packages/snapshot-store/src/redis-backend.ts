@@ -502,6 +502,21 @@ export class RedisSnapshotBackend implements SnapshotBackend {
     );
   }
 
+  async leaseHostRecord(key: string, holder: string, expiresAt: number): Promise<boolean> {
+    // Redis expires the lease itself (every replica sees the same deadline); the script takes or renews it.
+    return this.#redis(
+      "leaseHostRecord",
+      async () => Number(await this.#client.ccLeaseHost(this.#hostRecordKey(key), holder, expiresAt)) === 1,
+    );
+  }
+
+  async releaseHostRecord(key: string, holder: string): Promise<boolean> {
+    return this.#redis(
+      "releaseHostRecord",
+      async () => Number(await this.#client.ccReleaseHost(this.#hostRecordKey(key), holder)) === 1,
+    );
+  }
+
   async close(): Promise<DroppedRun[]> {
     if (this.#closed) return [];
     this.#lease.stop();

@@ -25,7 +25,9 @@ type ScriptName =
   | "ccStats"
   | "ccOwnerState"
   | "ccRenew"
-  | "ccClose";
+  | "ccClose"
+  | "ccLeaseHost"
+  | "ccReleaseHost";
 
 export type ScriptClient = Redis & {
   [name in ScriptName]: (...args: Array<string | number | Buffer>) => Promise<unknown[]>;
@@ -153,4 +155,6 @@ export function defineScripts(client: ScriptClient): void {
   define("ccOwnerState", 0, scripts.OWNER_STATE);
   define("ccRenew", 0, scripts.RENEW);
   define("ccClose", 0, scripts.CLOSE);
+  define("ccLeaseHost", 1, scripts.LEASE_HOST);
+  define("ccReleaseHost", 1, scripts.RELEASE_HOST);
 }

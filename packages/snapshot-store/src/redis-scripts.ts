@@ -329,3 +329,18 @@ for _, runId in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
 end
 return {live, running, redis.call('ZCARD', KEYS[2]), bytes}
 `;
+
+// A host-record lease: taken when the key is absent (Redis dropped an expired one), renewed when the
+// caller holds it. KEYS[1] the record; ARGV holder, expiresAt (epoch ms).
+export const LEASE_HOST = `
+local current = redis.call('GET', KEYS[1])
+if current and current ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PXAT', ARGV[2])
+return 1
+`;
+
+// Ends a host-record lease only for its holder. KEYS[1] the record; ARGV holder.
+export const RELEASE_HOST = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`;

@@ -399,6 +399,30 @@ export class SnapshotStore {
     return this.backend.deleteHostRecord(hostRecordKey(key, "deleteHostRecord"));
   }
 
+  /**
+   * Takes or renews a lease under a host-record key (a conversation being answered, say): true when
+   * `holder` holds it now, false while another holder's lease lives. Atomic in every backend, so of
+   * two replicas sharing the store one wins; it ends after `ttlSeconds` unless renewed (a process that
+   * died holding it does not hold it forever). The lease is a host record of its own: it leaves any
+   * record under another key as it is.
+   */
+  async leaseHostRecord(key: HostRecordKey, holder: string, ttlSeconds: number): Promise<boolean> {
+    this.#ensureOpen("leaseHostRecord");
+    const where = "leaseHostRecord";
+    if (typeof holder !== "string" || holder.length === 0 || holder.length > 200) {
+      throw new CodeModeError("invalid_input", `${where}: holder must be a string of 1 to 200 characters`);
+    }
+    const ttl = checkTtlSeconds(ttlSeconds, where, "invalid_input");
+    const now = this.#clock();
+    return this.backend.leaseHostRecord(hostRecordKey(key, where), holder, now + ttl * 1000, now);
+  }
+
+  /** Ends a lease `holder` holds; true when it did (a lease that expired or passed to another is left). */
+  async releaseHostRecord(key: HostRecordKey, holder: string): Promise<boolean> {
+    this.#ensureOpen("releaseHostRecord");
+    return this.backend.releaseHostRecord(hostRecordKey(key, "releaseHostRecord"), holder);
+  }
+
   /** Stops the sweep timer and closes the backend. A memory backend drops every run (`deleted`, "shutdown"). */
   async close(): Promise<void> {
     if (this.#state === "closed") return;

@@ -128,6 +128,11 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
         "SELECT value_json FROM host_records WHERE key = ? AND expires_at > ?",
       ),
       deleteHostRecord: db.prepare("DELETE FROM host_records WHERE key = ?"),
+      // One statement: SQLite runs it atomically, so two processes on the file cannot both take a lease.
+      leaseHostRecord: db.prepare(
+        "INSERT INTO host_records (key, value_json, expires_at) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET value_json = excluded.value_json, expires_at = excluded.expires_at WHERE host_records.expires_at <= ? OR host_records.value_json = excluded.value_json",
+      ),
+      releaseHostRecord: db.prepare("DELETE FROM host_records WHERE key = ? AND value_json = ?"),
       purgeHostRecords: db.prepare("DELETE FROM host_records WHERE expires_at <= ?"),
       countLive: db.prepare<[], { n: number }>("SELECT count(*) AS n FROM runs WHERE live = 1"),
       runExists: db.prepare<[string], { one: number }>("SELECT 1 AS one FROM runs WHERE run_id = ?"),
@@ -512,6 +517,14 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
 
   async deleteHostRecord(key: string): Promise<boolean> {
     return this.#statements.deleteHostRecord.run(key).changes > 0;
+  }
+
+  async leaseHostRecord(key: string, holder: string, expiresAt: number, now: number): Promise<boolean> {
+    return this.#statements.leaseHostRecord.run(key, holder, expiresAt, now).changes > 0;
+  }
+
+  async releaseHostRecord(key: string, holder: string): Promise<boolean> {
+    return this.#statements.releaseHostRecord.run(key, holder).changes > 0;
   }
 
   async close(): Promise<DroppedRun[]> {

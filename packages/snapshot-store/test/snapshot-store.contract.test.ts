@@ -615,6 +615,40 @@ describe.each([
     expect((await thrown(() => store.getHostRecord({ ...key, owner: "" }))).code).toBe("invalid_input");
   });
 
+  it("gives a host-record lease to one holder at a time, until it is released or runs out", async () => {
+    // Redis expires leases on its own clock, so this store's clock is the real one.
+    const realClock = manualClock(Date.now());
+    const store = await open({ clock: realClock.now });
+    const record = { kind: "agent-conversation", owner: "alice", id: "c-1" };
+    const lease = { kind: "agent-conversation-lease", owner: "alice", id: "c-1" };
+    await store.putHostRecord(record, { turns: [1] }, 60);
+    // Of two holders asking at once, exactly one gets it; the record beside it stays.
+    const taken = await Promise.all([
+      store.leaseHostRecord(lease, "holder-a", 60),
+      store.leaseHostRecord(lease, "holder-b", 60),
+    ]);
+    expect(taken.sort()).toEqual([false, true]);
+    const holder = (await store.leaseHostRecord(lease, "holder-a", 60)) ? "holder-a" : "holder-b";
+    const other = holder === "holder-a" ? "holder-b" : "holder-a";
+    expect(await store.getHostRecord(record)).toEqual({ turns: [1] });
+    // Its holder renews it; another owner's key of the same id is a lease of its own.
+    expect(await store.leaseHostRecord(lease, holder, 60)).toBe(true);
+    expect(await store.leaseHostRecord(lease, other, 60)).toBe(false);
+    expect(await store.leaseHostRecord({ ...lease, owner: "bob" }, other, 60)).toBe(true);
+    // Only its holder releases it; then the other takes it.
+    expect(await store.releaseHostRecord(lease, other)).toBe(false);
+    expect(await store.releaseHostRecord(lease, holder)).toBe(true);
+    expect(await store.releaseHostRecord(lease, holder)).toBe(false);
+    expect(await store.leaseHostRecord(lease, other, 1)).toBe(true);
+    // A holder that never releases (its process died) holds it only until it runs out.
+    realClock.advance(1_100);
+    if (factory.name.includes("redis")) await new Promise((resolve) => setTimeout(resolve, 1_100));
+    expect(await store.leaseHostRecord(lease, holder, 60)).toBe(true);
+    expect(await store.getHostRecord(record)).toEqual({ turns: [1] });
+    expect((await thrown(() => store.leaseHostRecord(lease, "", 60))).code).toBe("invalid_input");
+    expect((await thrown(() => store.leaseHostRecord(lease, holder, 0))).code).toBe("invalid_input");
+  });
+
   it("refuses every operation after close", async () => {
     const store = await open();
     const { runId } = await store.suspend(suspendInput());
