@@ -6,7 +6,7 @@ import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/reso
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningRedis, redisSkipReason, startRedisServer } from "../../../scripts/redis-server.mjs";
 import { baseConfig, type HttpGateway, makeSetup, startHttpGateway } from "./harness.js";
-import { lastToolResult } from "./support/agent-endpoint.js";
+import { heldReply, lastToolResult, rejectionOf } from "./support/agent-endpoint.js";
 import { redisSnapshotStore } from "./support/replicas.js";
 
 const TOKEN = "agent-replica-token-0123456789";
@@ -56,6 +56,37 @@ describe.skipIf(redisSkipReason !== null)("agent endpoint replicas on one Redis"
 
   const clientOf = (replica: HttpGateway) =>
     new OpenAI({ baseURL: `${replica.url}v1`, apiKey: TOKEN, maxRetries: 0 });
+
+  it("refuses a request on one replica while the other answers the same conversation, and keeps its answer", async () => {
+    const [a, b] = replicas.map(clientOf) as [OpenAI, OpenAI];
+    upstream.bodies.length = 0;
+    const held = heldReply({ text: "Answered on A." });
+    upstream.script(
+      { toolCalls: [{ name: "exec", arguments: { code: 'text("ran on A"); return 1' } }] },
+      held.step,
+      { text: "Answered on B." },
+    );
+    const messages: ChatCompletionMessageParam[] = [{ role: "user", content: "busy across replicas" }];
+    const first = a.chat.completions.create({ model: "m", messages, tools: TOOLS });
+    await held.reached;
+    // The same visible messages on the other replica: the conversation is taken in the shared store.
+    const busy = await rejectionOf(
+      b.chat.completions.create({ model: "m", messages, tools: TOOLS }),
+      OpenAI.APIError,
+    );
+    expect(busy.status).toBe(409);
+    expect(upstream.bodies).toHaveLength(2);
+    held.release();
+    expect((await first).choices[0]?.message.content).toBe("Answered on A.");
+    const next = await b.chat.completions.create({
+      model: "m",
+      messages: [...messages, { role: "assistant", content: "Answered on A." }, { role: "user", content: "and?" }],
+      tools: TOOLS,
+    });
+    expect(next.choices[0]?.message.content).toBe("Answered on B.");
+    const roles = (upstream.bodies[2]!.messages as Array<{ role: string }>).map((message) => message.role);
+    expect(roles).toEqual(["user", "assistant", "tool", "assistant", "user"]);
+  });
 
   for (const stream of [false, true]) {
     it(`resumes a run on the other replica and keeps the transcript there (${stream ? "streaming" : "not streaming"})`, async () => {

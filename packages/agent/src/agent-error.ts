@@ -5,6 +5,8 @@
 export type AgentErrorKind =
   /** The client's request is wrong (fix it and send again). */
   | "invalid_request"
+  /** Nothing is served at the path (or the endpoint is off). */
+  | "not_found"
   /** Tool results for calls that are not pending, or a run already being resumed. */
   | "conflict"
   /** The upstream model answered with an error status. */
@@ -21,6 +23,7 @@ export type AgentErrorKind =
 
 const STATUS: Record<AgentErrorKind, number> = {
   invalid_request: 400,
+  not_found: 404,
   conflict: 409,
   upstream_error: 502,
   upstream_unavailable: 504,
@@ -35,16 +38,19 @@ export class AgentError extends Error {
   readonly status: number;
   /** The upstream's own status, for `upstream_error`. */
   readonly upstreamStatus: number | undefined;
+  /** Headers the client gets with the error: an upstream's `retry-after`, passed on. */
+  readonly headers: Readonly<Record<string, string>>;
 
   constructor(
     kind: AgentErrorKind,
     message: string,
-    options: { upstreamStatus?: number; cause?: unknown } = {},
+    options: { upstreamStatus?: number; cause?: unknown; headers?: Record<string, string> } = {},
   ) {
     super(message, options.cause !== undefined ? { cause: options.cause } : undefined);
     this.name = "AgentError";
     this.kind = kind;
     this.upstreamStatus = options.upstreamStatus;
+    this.headers = options.headers ?? {};
     // A client error of the upstream (its 4xx, such as an unknown model) is the client's to fix.
     this.status =
       kind === "upstream_error" && options.upstreamStatus !== undefined && options.upstreamStatus < 500

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import {
   CodeModeError,
+  type CodeModeOutput,
   type CodeModeResult,
   codeModeResultText,
   type HostTool,
@@ -18,6 +19,7 @@ import type { McpServerDescription } from "@codecell/mcp-declarations";
 import { AgentError } from "./agent-error.js";
 import { conversationHash } from "./conversation-key.js";
 import type { ConversationRecord, ConversationStore, HandedOutCall } from "./conversation-store.js";
+import type { FinishReason, WireApi } from "./finish-reasons.js";
 import { DEFAULT_LIMITS, upstreamLimitError } from "./limits.js";
 import { completeTraced } from "./model-call-span.js";
 import { flattenForeignToolHistory, matchToolResults } from "./pending-calls.js";
@@ -82,11 +84,20 @@ export type AgentTurnRequest = {
    * streamed model call reads no further upstream until then.
    */
   drained?: () => Promise<void>;
+  /**
+   * Told the conversation's thread once the request holds the conversation, before any model call:
+   * a streaming front sends it as a header before the first streamed byte.
+   */
+  onThread?: (threadId: string) => void;
+  /** The API the client speaks, for the words of the loop's errors. Default "chat-completions". */
+  api?: WireApi;
 };
 
 /** What the client gets: the answer, or its own tools to run (with `tool` messages in the next request). */
 export type AgentTurnResult = {
   kind: "answer" | "client_tools";
+  /** Why the answer ends: the last model call's reason for an answer, `tool_calls` for client tools. */
+  finishReason: FinishReason;
   content: string | null;
   /** The client tool calls (their ids are the ones the client answers), for `client_tools`. */
   toolCalls: TurnToolCall[];
@@ -101,6 +112,11 @@ type LoopSettings = Required<AgentLoopOptions>;
 
 const EXEC = "exec";
 const WAIT = "wait";
+/**
+ * How long a request's mark on its conversation lasts unless renewed (it is renewed every third of
+ * this while the request runs): a process that dies holding it locks the conversation this long at most.
+ */
+const TAKEN_SECONDS = 30;
 
 function newId(prefix: string): string {
   return `${prefix}${randomBytes(15).toString("base64url")}`;
@@ -168,50 +184,64 @@ export class AgentLoop {
 
   async drive(request: AgentTurnRequest): Promise<AgentTurnResult> {
     const { conversations } = this.#options;
-    const found = await this.#find(request);
-    let record = found?.record ?? null;
+    const { principal } = request;
+    const key = await this.#keyOf(request);
     // Taken for the length of this request: a second request on the same conversation meanwhile is
-    // refused rather than resuming the same run (nothing runs twice).
-    if (found && !(await conversations.delete(request.principal, found.key))) {
+    // refused rather than answered beside it (nothing runs twice, neither answer overwrites the
+    // other's). The record stays where it is; the mark is renewed while the request runs.
+    const holder = newId("req_");
+    if (!(await conversations.take(principal, key, holder, TAKEN_SECONDS))) {
       throw new AgentError(
         "conflict",
         "Another request of this conversation is being answered right now. Wait for its answer, then send the conversation again.",
       );
     }
-    const turn = new Turn(this.#options, request, record);
+    const renew = setInterval(
+      () => void conversations.take(principal, key, holder, TAKEN_SECONDS).catch(() => {}),
+      (TAKEN_SECONDS * 1000) / 3,
+    );
+    renew.unref();
     try {
-      return await turn.run();
-    } catch (error) {
-      // Nothing ran: the conversation is as it was before this request. Something ran: what it did is
-      // kept for a retry of the same request, which goes on from there instead of running it again.
-      // Both are best effort: the request's own error is what the client hears, and a store that fails
-      // here as well has no one else to tell.
-      if (!turn.cellRan && found && record)
-        await conversations.put(request.principal, found.key, record, turn.ttlOf(record)).catch(() => {});
-      else if (turn.cellRan) await turn.checkpoint().catch(() => {});
-      record = null;
-      throw error;
+      // Read under the mark: a request that held it a moment ago may have moved the conversation on.
+      const record = await this.#recordAt(request, key);
+      const turn = new Turn(this.#options, request, record, record ? key : null);
+      request.onThread?.(turn.threadId);
+      try {
+        return await turn.run();
+      } catch (error) {
+        // Something ran: what it did is kept for a retry of the same request, which goes on from there
+        // instead of running it again (best effort: the request's own error is what the client hears).
+        // Nothing ran: the record is as it was, untouched.
+        if (turn.cellRan) await turn.checkpoint().catch(() => {});
+        throw error;
+      }
+    } finally {
+      clearInterval(renew);
+      await conversations.release(principal, key, holder).catch(() => {});
     }
   }
 
-  /**
-   * The stored record this request continues: by the conversation header when sent, else by the hash
-   * of the visible messages (all of them, for a retry of a request that failed; or those up to the
-   * last assistant message, the endpoint's previous answer). A record whose covered messages the client
-   * changed is ignored (the conversation starts afresh).
-   */
-  async #find(request: AgentTurnRequest): Promise<{ key: string; record: ConversationRecord } | null> {
-    const { conversations } = this.#options;
-    const { messages, principal } = request;
-    const matches = (record: ConversationRecord | null): record is ConversationRecord =>
-      record !== null &&
+  /** The stored record under `key` when it covers the start of this request's messages, else null. */
+  async #recordAt(request: AgentTurnRequest, key: string): Promise<ConversationRecord | null> {
+    const { messages } = request;
+    const record = await this.#options.conversations.get(request.principal, key);
+    return record !== null &&
       record.visibleCount <= messages.length &&
-      conversationHash(messages.slice(0, record.visibleCount)) === record.visibleHash;
-    if (request.conversation !== undefined) {
-      const key = headerKey(request.conversation);
-      const record = await conversations.get(principal, key);
-      return matches(record) ? { key, record } : null;
-    }
+      conversationHash(messages.slice(0, record.visibleCount)) === record.visibleHash
+      ? record
+      : null;
+  }
+
+  /**
+   * The key of the conversation this request continues: the conversation header's when sent, else the
+   * key of a stored record found by the hash of the visible messages (all of them, for a retry of a
+   * request that failed; or those up to the last assistant message, the endpoint's previous answer),
+   * else the hash of all of them (a new conversation; the same request sent twice is the same one). A
+   * record whose covered messages the client changed is ignored (the conversation starts afresh).
+   */
+  async #keyOf(request: AgentTurnRequest): Promise<string> {
+    const { messages } = request;
+    if (request.conversation !== undefined) return headerKey(request.conversation);
     let lastAssistant = -1;
     for (let index = messages.length - 1; index >= 0; index--) {
       if (messages[index]!.role === "assistant") {
@@ -224,10 +254,10 @@ export class AgentLoop {
     );
     for (const count of counts) {
       const key = hashKey(messages.slice(0, count));
-      const record = await conversations.get(principal, key);
-      if (matches(record) && record.visibleCount === count) return { key, record };
+      const record = await this.#recordAt(request, key);
+      if (record?.visibleCount === count) return key;
     }
-    return null;
+    return hashKey(messages);
   }
 }
 
@@ -249,6 +279,12 @@ class Turn {
   model: string;
   /** A cell ran (or resumed) in this request: a failure keeps its result rather than forgetting it. */
   cellRan = false;
+  /** Why the last model call ended. */
+  finishReason: FinishReason = "stop";
+  /** The client's messages for the model once the calls of its last answer have their results. */
+  readonly deferred: TurnMessage[];
+  /** What a resumed run's cell wrote before it handed calls out: it leads the cell's next result. */
+  #earlierOutput: CodeModeOutput[];
   #modelTurns = 0;
   /** Cells the model asked for in this request so far. */
   #cells = 0;
@@ -260,10 +296,14 @@ class Turn {
     readonly options: LoopSettings,
     readonly request: AgentTurnRequest,
     readonly record: ConversationRecord | null,
+    /** Where `record` is stored: once the answer is stored under another key, it is removed. */
+    readonly recordKey: string | null,
   ) {
     this.threadId = record?.threadId ?? newId("thread_");
     this.upstream = record ? [...record.upstream] : [];
     this.unanswered = record ? [...record.unanswered] : [];
+    this.deferred = record?.deferred ? [...record.deferred] : [];
+    this.#earlierOutput = record?.pending?.output ?? [];
     this.model = request.model;
     this.#hostTools = options.hostTools(request.principal, this.#sessionId());
     this.#executor = new HandOutExecutor(this.#hostTools.executor, options.clientToolOwner);
@@ -334,6 +374,8 @@ class Turn {
     for (;;) {
       const handedOut = await this.#answerToolCalls();
       if (handedOut) return handedOut;
+      // Every call of the model's last answer has its result: the client's words may follow now.
+      this.upstream.push(...this.deferred.splice(0));
       const reply = await this.#callModel();
       if (reply.toolCalls.length === 0) return this.#finish();
     }
@@ -344,7 +386,12 @@ class Turn {
     pending: NonNullable<ConversationRecord["pending"]>,
     newMessages: readonly TurnMessage[],
   ): Promise<AgentTurnResult | null> {
-    const results = matchToolResults(pending.calls, newMessages);
+    // The results lead; what the client wrote after them (a Messages user turn of tool results and
+    // text) goes to the model once the calls of its last answer are all answered.
+    let leading = 0;
+    while (newMessages[leading]?.role === "tool") leading++;
+    const results = matchToolResults(pending.calls, newMessages, this.request.api);
+    this.deferred.push(...newMessages.slice(leading));
     const { engine } = this.options;
     this.cellRan = true;
     for (const call of pending.calls) {
@@ -402,15 +449,19 @@ class Turn {
     result: CodeModeResult,
     resumes: number,
   ): Promise<AgentTurnResult | null> {
+    // What the cell wrote before a hand-out is the model's as much as what it writes after.
+    const output = [...this.#earlierOutput, ...(result.output ?? [])];
+    this.#earlierOutput = [];
     if (result.status === "waiting") {
       const pendingIds = new Set((result.pendingToolCalls ?? []).map((pending) => pending.callId));
       const calls = (this.#executor.handedOut.get(result.runId) ?? []).filter((handed) =>
         pendingIds.has(handed.callId),
       );
       this.#executor.handedOut.delete(result.runId);
-      if (calls.length > 0) return this.#handOut(result.runId, calls, resumes);
+      if (calls.length > 0) return this.#handOut(result.runId, calls, resumes, output);
     }
-    this.upstream.push({ role: "tool", toolCallId: call.id, content: codeModeResultText(result) });
+    const shown = output.length ? { ...result, output } : result;
+    this.upstream.push({ role: "tool", toolCallId: call.id, content: codeModeResultText(shown) });
     this.unanswered.shift();
     return null;
   }
@@ -419,6 +470,7 @@ class Turn {
     runId: string,
     calls: Array<{ callId: string; name: string; arguments: string }>,
     resumes: number,
+    output: CodeModeOutput[],
   ): Promise<AgentTurnResult> {
     const visible: HandedOutCall[] = calls.map((call) => ({ ...call, visibleId: newId("call_") }));
     const toolCalls = visible.map((call) => ({
@@ -427,9 +479,13 @@ class Turn {
       arguments: call.arguments,
     }));
     const content = this.#content();
-    await this.#save({ role: "assistant", content, toolCalls }, { runId, calls: visible, resumes });
+    await this.#save(
+      { role: "assistant", content, toolCalls },
+      { runId, calls: visible, resumes, ...(output.length ? { output } : {}) },
+    );
     return {
       kind: "client_tools",
+      finishReason: "tool_calls",
       content,
       toolCalls,
       usage: this.usage,
@@ -443,6 +499,7 @@ class Turn {
     await this.#save({ role: "assistant", content });
     return {
       kind: "answer",
+      finishReason: this.finishReason,
       content,
       toolCalls: [],
       usage: this.usage,
@@ -465,11 +522,17 @@ class Turn {
       upstream: this.upstream,
       unanswered: this.unanswered,
       ...(pending ? { pending } : {}),
+      ...(this.deferred.length ? { deferred: this.deferred } : {}),
     };
     const key =
       this.request.conversation !== undefined ? headerKey(this.request.conversation) : hashKey(covered);
     try {
       await this.options.conversations.put(this.request.principal, key, record, this.ttlOf(record));
+      // The conversation moved on to the new key: the record it came from is superseded (best effort,
+      // it runs out with its TTL anyway).
+      if (this.recordKey !== null && this.recordKey !== key) {
+        await this.options.conversations.delete(this.request.principal, this.recordKey).catch(() => false);
+      }
     } catch (error) {
       if (CodeModeError.is(error) && error.code === "snapshot_limit_exceeded") {
         throw new AgentError(
@@ -491,6 +554,7 @@ class Turn {
       visibleHash: conversationHash(request.messages),
       upstream: this.upstream,
       unanswered: this.unanswered,
+      ...(this.deferred.length ? { deferred: this.deferred } : {}),
     };
     const key =
       request.conversation !== undefined ? headerKey(request.conversation) : hashKey(request.messages);
@@ -542,6 +606,7 @@ class Turn {
     );
     addUsage(this.usage, reply.usage);
     if (reply.model) this.model = reply.model;
+    this.finishReason = reply.finishReason;
     const unknown = reply.toolCalls.filter((call) => call.name !== EXEC && call.name !== WAIT);
     if (unknown.length > 0) {
       throw new AgentError(

@@ -222,28 +222,9 @@ export function fromMessagesUsage(usage: unknown): TurnUsage | null {
   return { promptTokens: input, completionTokens: output, totalTokens: input + output };
 }
 
-/** A Chat Completions finish reason as a Messages stop reason. */
-export function toStopReason(finishReason: string): string {
-  switch (finishReason) {
-    case "tool_calls":
-    case "function_call":
-    case "tool_use":
-      return "tool_use";
-    case "length":
-    case "max_tokens":
-      return "max_tokens";
-    case "stop_sequence":
-      return "stop_sequence";
-    case "refusal":
-    case "content_filter":
-      return "refusal";
-    default:
-      return "end_turn";
-  }
-}
-
 const ERROR_TYPES: Record<AgentErrorKind, string> = {
   invalid_request: "invalid_request_error",
+  not_found: "not_found_error",
   conflict: "invalid_request_error",
   upstream_error: "api_error",
   upstream_unavailable: "api_error",

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { AgentError, type AgentErrorKind } from "./agent-error.js";
 import type { AgentLoop, AgentTurnResult } from "./agent-loop.js";
 import { chatParamsForMessages, chatToolChoiceForMessages } from "./chat-to-messages.js";
+import { toWireFinish } from "./finish-reasons.js";
 import { completeTraced, forwardTraced, type RelayedAnswer } from "./model-call-span.js";
 import { contentText, fromOpenAiUsage, toOpenAiToolCall, toOpenAiUsage } from "./openai-messages.js";
 import { OpenAiUpstream } from "./openai-upstream.js";
@@ -63,6 +64,7 @@ const LOOP_FIELDS = new Set([
 
 const ERROR_TYPES: Record<AgentErrorKind, string> = {
   invalid_request: "invalid_request_error",
+  not_found: "invalid_request_error",
   conflict: "invalid_request_error",
   upstream_error: "upstream_error",
   upstream_unavailable: "upstream_error",
@@ -121,9 +123,15 @@ export class ChatCompletionsFront {
       const result = await this.#options.loop.drive({
         ...turn,
         ...drainedOf(sink),
+        api: "chat-completions",
         principal: context.principal,
         ...(context.conversation !== undefined ? { conversation: context.conversation } : {}),
         signal: context.signal,
+        // The thread is known before the first model call: its header goes out with the first chunk.
+        onThread: (threadId) => {
+          sink.thread?.(threadId);
+          chunks?.setHeaders({ "codecell-thread": threadId });
+        },
         ...(chunks
           ? {
               onTextDelta: (text: string) => {
@@ -134,7 +142,6 @@ export class ChatCompletionsFront {
           : {}),
       });
       const headers = { "codecell-thread": result.threadId };
-      sink.thread?.(result.threadId);
       const answer = answerOf(result);
       if (chunks) {
         streaming = true;
@@ -154,7 +161,7 @@ export class ChatCompletionsFront {
         sink.end();
         return;
       }
-      sink.json(failure.status, openAiErrorBody(failure));
+      sink.json(failure.status, openAiErrorBody(failure), { ...failure.headers });
     }
   }
 
@@ -230,7 +237,7 @@ export class ChatCompletionsFront {
     const answer: Answer = {
       content: reply.content,
       toolCalls: reply.toolCalls,
-      finishReason: reply.finishReason,
+      finishReason: toWireFinish("chat-completions", reply.finishReason),
       usage: reply.usage ?? { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
       model: reply.model || turn.model,
     };
@@ -401,7 +408,7 @@ function answerOf(result: AgentTurnResult): Answer {
   return {
     content: result.content,
     toolCalls: result.toolCalls,
-    finishReason: result.kind === "client_tools" ? "tool_calls" : "stop",
+    finishReason: toWireFinish("chat-completions", result.finishReason),
     usage: result.usage,
     model: result.model,
   };
@@ -436,6 +443,8 @@ class ChunkWriter {
   readonly #created = Math.floor(Date.now() / 1000);
   #started = false;
   #model: string;
+  /** Headers of the stream, known before its first byte (the thread's). */
+  #headers: Record<string, string> = {};
 
   constructor(
     readonly sink: ResponseSink,
@@ -460,10 +469,14 @@ class ChunkWriter {
     this.sink.write(`data: ${JSON.stringify(value)}\n\n`);
   }
 
+  setHeaders(headers: Record<string, string>): void {
+    Object.assign(this.#headers, headers);
+  }
+
   #start(headers?: Record<string, string>): void {
     if (this.#started) return;
     this.#started = true;
-    this.sink.startStream(headers);
+    this.sink.startStream({ ...this.#headers, ...headers });
     this.#chunk({ role: "assistant", content: "" }, null);
   }
 

@@ -1,4 +1,4 @@
-import type { JsonValue } from "@codecell/contract";
+import type { CodeModeOutput, JsonValue } from "@codecell/contract";
 import type { SnapshotStore } from "@codecell/snapshot-store";
 import type { TurnMessage, TurnToolCall } from "./turn.js";
 
@@ -28,19 +28,37 @@ export type ConversationRecord = {
   upstream: TurnMessage[];
   /** Tool calls of the last upstream assistant message that have no result yet (the first may be suspended). */
   unanswered: TurnToolCall[];
-  /** Present while client tool calls are out: the run waiting for their results. */
-  pending?: { runId: string; calls: HandedOutCall[]; resumes: number };
+  /**
+   * Present while client tool calls are out: the run waiting for their results, and what its cell
+   * wrote before it handed them out (the model reads it with the cell's result, after the resume).
+   */
+  pending?: { runId: string; calls: HandedOutCall[]; resumes: number; output?: CodeModeOutput[] };
+  /**
+   * The client's messages that came after its tool results while the run still waits on others (a
+   * Messages user turn of tool results and text): they go to the model once its calls are answered.
+   */
+  deferred?: TurnMessage[];
 };
 
 /** Where conversation records live. Scoped by principal: another principal's key finds nothing. */
 export interface ConversationStore {
   get(principal: string, key: string): Promise<ConversationRecord | null>;
   put(principal: string, key: string, record: ConversationRecord, ttlSeconds: number): Promise<void>;
-  /** True for the one caller that removed the record: get then delete takes a record exactly once. */
+  /** Removes a record (one the conversation has moved on from). */
   delete(principal: string, key: string): Promise<boolean>;
+  /**
+   * Marks the conversation under `key` taken by `holder` for `ttlSeconds`, or renews the mark for its
+   * holder; false while another holder has it. The record itself stays as it is. Atomic across every
+   * process that shares the store; a mark not renewed runs out (its process died).
+   */
+  take(principal: string, key: string, holder: string, ttlSeconds: number): Promise<boolean>;
+  /** Ends `holder`'s mark (a mark that ran out or passed to another holder is left alone). */
+  release(principal: string, key: string, holder: string): Promise<void>;
 }
 
 const KIND = "agent-conversation";
+/** The mark of a conversation being answered: a lease beside its record, under the same id. */
+const TAKEN_KIND = "agent-conversation-taken";
 
 /**
  * Conversation records as host records of the snapshot store the engine uses: memory, SQLite or Redis
@@ -61,6 +79,16 @@ export function snapshotStoreConversations(store: SnapshotStore | Promise<Snapsh
     },
     async delete(principal, key) {
       return (await opened).deleteHostRecord({ kind: KIND, owner: principal, id: key });
+    },
+    async take(principal, key, holder, ttlSeconds) {
+      return (await opened).leaseHostRecord(
+        { kind: TAKEN_KIND, owner: principal, id: key },
+        holder,
+        ttlSeconds,
+      );
+    },
+    async release(principal, key, holder) {
+      await (await opened).releaseHostRecord({ kind: TAKEN_KIND, owner: principal, id: key }, holder);
     },
   };
 }

@@ -6,12 +6,7 @@ export {
   type AgentTurnResult,
   type HostRunTools,
 } from "./agent-loop.js";
-export {
-  fromMessagesUsage,
-  messagesErrorBody,
-  toStopReason,
-  type UpstreamApi,
-} from "./anthropic-messages.js";
+export { fromMessagesUsage, messagesErrorBody, type UpstreamApi } from "./anthropic-messages.js";
 export {
   type ChatCompletionsContext,
   ChatCompletionsFront,
@@ -26,6 +21,13 @@ export {
   type HandedOutCall,
   snapshotStoreConversations,
 } from "./conversation-store.js";
+export {
+  FINISH_REASONS,
+  type FinishReason,
+  fromWireFinish,
+  toWireFinish,
+  type WireApi,
+} from "./finish-reasons.js";
 export {
   type AgentLimits,
   checkClientTools,

@@ -7,10 +7,10 @@ import {
   messagesErrorBody,
   toMessagesContent,
   toMessagesUsage,
-  toStopReason,
   type UpstreamApi,
 } from "./anthropic-messages.js";
 import { type ChatCompletionsContext, drainedOf, type ResponseSink } from "./chat-completions-front.js";
+import { toWireFinish } from "./finish-reasons.js";
 import { MessagesStreamWriter, messageId } from "./messages-stream.js";
 import { MessagesUpstream } from "./messages-upstream.js";
 import { completeTraced, forwardTraced, type RelayedAnswer } from "./model-call-span.js";
@@ -217,6 +217,12 @@ export class MessagesFront {
       const result = await loop.drive({
         ...onTextDelta,
         ...drainedOf(sink),
+        api: "messages",
+        // The thread is known before the first model call: its header goes out with the first event.
+        onThread: (threadId) => {
+          sink.thread?.(threadId);
+          writer?.setHeaders({ "codecell-thread": threadId });
+        },
         principal: context.principal,
         ...(context.conversation !== undefined ? { conversation: context.conversation } : {}),
         model,
@@ -228,12 +234,11 @@ export class MessagesFront {
       const answer: Answer = {
         content: result.content,
         toolCalls: result.toolCalls,
-        stopReason: result.kind === "client_tools" ? "tool_use" : "end_turn",
+        stopReason: toWireFinish("messages", result.finishReason),
         usage: result.usage,
         model: result.model,
       };
       const headers = { "codecell-thread": result.threadId };
-      sink.thread?.(result.threadId);
       if (writer) writer.finish(answer, headers);
       else sink.json(200, messageBody(answer), headers);
     } catch (error) {
@@ -243,7 +248,7 @@ export class MessagesFront {
       sink.failed?.(failure);
       if (context.signal.aborted) return;
       if (writer?.started) writer.fail(failure);
-      else sink.json(failure.status, messagesErrorBody(failure));
+      else sink.json(failure.status, messagesErrorBody(failure), { ...failure.headers });
     }
   }
 
@@ -272,7 +277,7 @@ export class MessagesFront {
     return {
       content: reply.content,
       toolCalls: reply.toolCalls,
-      stopReason: toStopReason(reply.finishReason),
+      stopReason: toWireFinish("messages", reply.finishReason),
       usage: reply.usage ?? { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
       model: reply.model || model,
     };

@@ -19,6 +19,8 @@ export class MessagesStreamWriter {
   #started = false;
   #textOpen = false;
   #index = 0;
+  /** Headers of the stream, known before its first byte (the thread's). */
+  #headers: Record<string, string> = {};
 
   constructor(
     readonly sink: ResponseSink,
@@ -33,10 +35,14 @@ export class MessagesStreamWriter {
     this.sink.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
   }
 
+  setHeaders(headers: Record<string, string>): void {
+    Object.assign(this.#headers, headers);
+  }
+
   #start(headers?: Record<string, string>, model = this.model): void {
     if (this.#started) return;
     this.#started = true;
-    this.sink.startStream(headers);
+    this.sink.startStream({ ...this.#headers, ...headers });
     this.#event("message_start", {
       message: {
         id: this.#id,

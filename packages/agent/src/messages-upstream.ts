@@ -1,8 +1,9 @@
 import { assertCodeModePayload } from "@codecell/engine";
 import { AgentError } from "./agent-error.js";
 import { fromMessagesUsage, toolUseInput } from "./anthropic-messages.js";
+import { fromWireFinish } from "./finish-reasons.js";
 import { checkToolCallCount, jsonDepth, MAX_ANSWER_DEPTH, type UpstreamLimits } from "./limits.js";
-import { checkedCalls } from "./openai-upstream.js";
+import { checkedCalls, wholeReply } from "./openai-upstream.js";
 import { readSseEvents } from "./sse.js";
 import type {
   ModelCallOptions,
@@ -159,21 +160,6 @@ export function toMessagesWire(messages: readonly TurnMessage[]): {
   return { system: system.join("\n\n"), messages: wire };
 }
 
-/** A Messages stop reason as the loop's (Chat Completions') finish reason. */
-export function toFinishReason(stopReason: unknown): string {
-  switch (stopReason) {
-    case "tool_use":
-      return "tool_calls";
-    case "max_tokens":
-    case "model_context_window_exceeded":
-      return "length";
-    case "refusal":
-      return "content_filter";
-    default:
-      return "stop";
-  }
-}
-
 /** The Messages API (Anthropic's, or a server that speaks it) as the loop's upstream (over UpstreamTransport). */
 export class MessagesUpstream implements ModelUpstream {
   readonly providerName = "anthropic";
@@ -244,7 +230,7 @@ export class MessagesUpstream implements ModelUpstream {
     }
     const response = await this.#transport.post(body, options.signal, options.headers);
     if (!stream || !(response.headers.get("content-type") ?? "").includes("text/event-stream")) {
-      return this.#parse(await this.#transport.readText(response, options.signal));
+      return wholeReply(this.#parse(await this.#transport.readText(response, options.signal)), options);
     }
     return this.#readStream(response, options);
   }
@@ -285,7 +271,7 @@ export class MessagesUpstream implements ModelUpstream {
     return {
       content: text_.length ? text_.join("") : null,
       toolCalls: checkedCalls(calls, this.#transport),
-      finishReason: toFinishReason(parsed.stop_reason),
+      finishReason: fromWireFinish("messages", parsed.stop_reason),
       usage: fromMessagesUsage(parsed.usage),
       model: typeof parsed.model === "string" ? parsed.model : "",
     };
@@ -358,7 +344,7 @@ export class MessagesUpstream implements ModelUpstream {
           case "message_delta": {
             const delta = (event.delta ?? {}) as Block;
             if (delta.stop_reason !== undefined && delta.stop_reason !== null) {
-              reply.finishReason = toFinishReason(delta.stop_reason);
+              reply.finishReason = fromWireFinish("messages", delta.stop_reason);
             }
             // The counts here are the totals so far; they replace message_start's.
             Object.assign(usage, event.usage);

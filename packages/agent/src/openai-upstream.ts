@@ -1,5 +1,6 @@
 import { assertCodeModePayload } from "@codecell/engine";
 import { AgentError } from "./agent-error.js";
+import { fromWireFinish } from "./finish-reasons.js";
 import {
   checkToolCallCount,
   jsonDepth,
@@ -89,7 +90,7 @@ export class OpenAiUpstream implements ModelUpstream {
     const response = await this.#transport.post(body, options.signal, options.headers);
     if (!stream || !(response.headers.get("content-type") ?? "").includes("text/event-stream")) {
       const text = await this.#transport.readText(response, options.signal);
-      return parseCompletion(text, this.#transport);
+      return wholeReply(parseCompletion(text, this.#transport), options);
     }
     return this.#readStream(response, options);
   }
@@ -161,7 +162,9 @@ export class OpenAiUpstream implements ModelUpstream {
             if (typeof fn.arguments === "string") call.arguments += fn.arguments;
           }
         }
-        if (typeof choice.finish_reason === "string") reply.finishReason = choice.finish_reason;
+        if (typeof choice.finish_reason === "string") {
+          reply.finishReason = fromWireFinish("chat-completions", choice.finish_reason);
+        }
       }
     } catch (error) {
       throw transport.streamFailure(error, options.signal);
@@ -169,6 +172,15 @@ export class OpenAiUpstream implements ModelUpstream {
     reply.toolCalls = checkedCalls(calls.filter(Boolean), transport);
     return reply;
   }
+}
+
+/**
+ * A reply that came whole: when the call asked for a stream (a server that ignores `stream: true`),
+ * its text is reported as one delta, so a streaming client still gets it.
+ */
+export function wholeReply(reply: ModelReply, options: ModelCallOptions): ModelReply {
+  if (reply.content) options.onTextDelta?.(reply.content);
+  return reply;
 }
 
 /** Tool calls as the loop takes them; one without an id or a name is a malformed answer. */
@@ -218,7 +230,7 @@ export function parseCompletion(
   return {
     content: typeof message.content === "string" ? message.content : null,
     toolCalls: checkedCalls(calls, upstream),
-    finishReason: typeof choice?.finish_reason === "string" ? choice.finish_reason : "stop",
+    finishReason: fromWireFinish("chat-completions", choice?.finish_reason),
     usage: fromOpenAiUsage(parsed.usage),
     model: typeof parsed.model === "string" ? parsed.model : "",
   };

@@ -1,26 +1,49 @@
 import { AgentError } from "./agent-error.js";
 import type { HandedOutCall } from "./conversation-store.js";
+import type { WireApi } from "./finish-reasons.js";
 import type { TurnMessage } from "./turn.js";
 
 type ToolMessage = Extract<TurnMessage, { role: "tool" }>;
 
+/** How each API's clients name tool calls and their results, for the errors below. */
+const WORDS: Record<WireApi, { calls: string; result: string; where: string }> = {
+  "chat-completions": {
+    calls: "tool calls",
+    result: 'a "tool" message',
+    where: "right after that assistant message, before anything else",
+  },
+  messages: {
+    calls: "tool_use blocks",
+    result: "a tool_result block",
+    where: "at the start of the user message that follows it, before any text",
+  },
+};
+
 /**
- * Matches the client's `tool` messages to the calls the endpoint handed out. Every pending call needs
- * its result, and only those: a result for anything else is refused (it would go nowhere), and so is
- * a new message before the results are in (the run waits for them).
+ * Matches the client's results (the tool messages leading `messages`) to the calls the endpoint
+ * handed out. Every pending call needs its result, and only those: a result for anything else is
+ * refused (it would go nowhere), and so is a result after the client's next words (the run waits for
+ * the results first). What follows the results is the caller's.
  */
 export function matchToolResults(
   pending: readonly HandedOutCall[],
   messages: readonly TurnMessage[],
+  api: WireApi = "chat-completions",
 ): Map<string, ToolMessage> {
+  const words = WORDS[api];
   const ids = new Set(pending.map((call) => call.visibleId));
   const results = new Map<string, ToolMessage>();
   const notPending: string[] = [];
+  let leading = true;
   for (const message of messages) {
     if (message.role !== "tool") {
+      leading = false;
+      continue;
+    }
+    if (!leading) {
       throw new AgentError(
         "invalid_request",
-        `The last answer asked for tool calls (${[...ids].join(", ")}); send one "tool" message with the result of each, right after that assistant message, before anything else.`,
+        `The last answer asked for ${words.calls} (${[...ids].join(", ")}); send ${words.result} with the result of each, ${words.where}.`,
       );
     }
     if (!ids.has(message.toolCallId) || results.has(message.toolCallId)) notPending.push(message.toolCallId);
@@ -36,7 +59,7 @@ export function matchToolResults(
   if (missing.length > 0) {
     throw new AgentError(
       "invalid_request",
-      `Results are missing for tool calls ${missing.map((call) => `${call.visibleId} (${call.name})`).join(", ")}: send a "tool" message for every tool call of the last answer.`,
+      `Results are missing for ${words.calls} ${missing.map((call) => `${call.visibleId} (${call.name})`).join(", ")}: send ${words.result} for every one of the last answer.`,
     );
   }
   return results;

@@ -1,6 +1,6 @@
 import type { ResponseSink } from "./chat-completions-front.js";
 import type { RelayedAnswer } from "./model-call-span.js";
-import type { UpstreamResponse } from "./upstream-transport.js";
+import { retryHeaders, type UpstreamResponse } from "./upstream-transport.js";
 
 /**
  * A passed-through answer written to the client as the upstream sent it: an event stream byte for
@@ -33,6 +33,7 @@ export async function relayResponse(
   } catch {
     parsed = notJson(text);
   }
-  sink.json(response.status, parsed);
+  // When to try again is the client's to know too (an upstream's 429 or 503).
+  sink.json(response.status, parsed, retryHeaders(response));
   return { ...describe(parsed), ...failed };
 }

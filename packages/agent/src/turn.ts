@@ -1,3 +1,5 @@
+import type { FinishReason } from "./finish-reasons.js";
+
 /**
  * The loop's own representation of a conversation, independent of any wire format: a front (OpenAI
  * Chat Completions today) translates its requests into it, and an upstream kind translates it into the
@@ -52,7 +54,8 @@ export type ModelRequest = {
 export type ModelReply = {
   content: string | null;
   toolCalls: TurnToolCall[];
-  finishReason: string;
+  /** Why the model stopped, read through the finish-reason table from the upstream's own word. */
+  finishReason: FinishReason;
   usage: TurnUsage | null;
   /** The model that answered, as the upstream names it. */
   model: string;

@@ -155,14 +155,11 @@ export class UpstreamTransport {
     if (response.status >= 400) {
       // The status is the failure; a body that breaks off only loses its message.
       const text = await this.readText(response, signal).catch(() => "");
+      const retryAfter = retryHeaders(response);
       throw new AgentError(
         "upstream_error",
-        `${this.#shownName} answered ${response.status}: ${upstreamMessage(text)}. ${
-          response.status >= 500
-            ? "It is the upstream's failure; send the request again later."
-            : "Check the request (model name, parameters) and agent.upstream (apiKey)."
-        }`,
-        { upstreamStatus: response.status },
+        `${this.#shownName} answered ${response.status}: ${upstreamMessage(text)}. ${whatToDo(response.status, retryAfter["retry-after"])}`,
+        { upstreamStatus: response.status, headers: retryAfter },
       );
     }
     return response;
@@ -340,6 +337,31 @@ export class UpstreamTransport {
     }
     debug.line("payload", `upstream #${number} body ${JSON.stringify(debug.redact(body))}`);
   }
+}
+
+/** The headers that tell a client when to try again, as the upstream sent them (for its 429 or 503). */
+export function retryHeaders(response: Pick<UpstreamResponse, "headers">): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const name of ["retry-after", "retry-after-ms"]) {
+    const value = response.headers.get(name);
+    if (value !== null) headers[name] = value;
+  }
+  return headers;
+}
+
+/** What the client can do about an upstream's error status: each status names its own cause. */
+function whatToDo(status: number, retryAfter: string | undefined): string {
+  if (status === 429) {
+    const when = retryAfter
+      ? `${/^\d+$/.test(retryAfter) ? `in ${retryAfter} seconds` : `after ${retryAfter}`} (its Retry-After)`
+      : "later";
+    return `The upstream is rate limiting requests; send the request again ${when}.`;
+  }
+  if (status >= 500) return "It is the upstream's failure; send the request again later.";
+  if (status === 401 || status === 403)
+    return "Check agent.upstream.apiKey (and headers) in the gateway config.";
+  if (status === 404) return "Check the model name and agent.upstream.baseUrl.";
+  return "Check the request's parameters.";
 }
 
 /** The message of an upstream's error body (either API's shape, or a bare message), bounded. */

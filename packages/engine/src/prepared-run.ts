@@ -447,6 +447,17 @@ export class ActiveRun implements PreparedRun {
     // Calls running in another process that shares the store (another gateway replica).
     const elsewhere: string[] = [];
     for (const pending of claim.pendingCalls) {
+      // A call handed out of the host was answered through the store: its entry stops `waiting`.
+      if (pending.outcome) {
+        engine.trajectory.settleHandedOut(
+          this.options.context.sessionId,
+          claim.runId,
+          pending.callId,
+          pending.outcome.ok
+            ? undefined
+            : { code: pending.outcome.error.code, error: pending.outcome.error.message },
+        );
+      }
       const outcome = pending.outcome ?? inflight.take(pending.callId);
       if (outcome) ready.push(pending.callId, outcome);
       else if (inflight.get(pending.callId)) continue;

@@ -185,6 +185,30 @@ export class TrajectoryRecorder {
     }
   }
 
+  /**
+   * Ends the `waiting` entry of a nested call that was handed out of the host (NestedToolCall.handOut)
+   * once the resumed run gets its outcome: it reads completed or failed, like any other call. Nothing
+   * happens when this process did not record the hand-out (another replica did) or it was pushed out.
+   */
+  settleHandedOut(
+    sessionId: string,
+    codeModeRunId: string,
+    requestId: string,
+    failure?: { code?: string; error: string },
+  ): void {
+    const log = this.#logs.get(sessionId);
+    if (!log) return;
+    const waiting = STATUSES.indexOf("waiting");
+    for (let entry = log.tail - 1; entry >= log.head; entry--) {
+      const slot = log.slot(entry);
+      const group = log.groups[slot]!;
+      if (group.kind !== "nested" || group.codeModeRunId !== codeModeRunId) continue;
+      if (log.statuses[slot] !== waiting || !log.toolCallId(slot).endsWith(`/${requestId}`)) continue;
+      this.end(new TrajectoryHandle(log, entry), failure ? "failed" : "completed", failure);
+      return;
+    }
+  }
+
   /** At most 20 notes of 500 characters per entry: hosts annotate decisions, not logs. */
   note(handle: TrajectoryHandle, text: string): void {
     const { log, entry } = handle;

@@ -17,11 +17,21 @@ import {
 } from "@codecell/agent";
 import { debugLine, debugSwitches, redact } from "../debug-switches.js";
 import type { Gateway } from "../gateway.js";
-import { NO_APPROVAL_CLIENT } from "../mcp/approvals.js";
+import { type ApprovalClient, NO_APPROVAL_CLIENT } from "../mcp/approvals.js";
 import { AgentRequestRecord, agentRequest, countedUpstream } from "../telemetry/agent-request-telemetry.js";
 import type { ServerSpan } from "../telemetry/request-tracing.js";
 import type { AuthOutcome } from "./http-auth.js";
 import { bearerChallenge } from "./http-auth.js";
+
+/**
+ * Nothing can ask an agent endpoint client's user for approval (its API has no such request): calls
+ * under tools.approval are refused, with a reason in the endpoint's own terms.
+ */
+const AGENT_APPROVALS: ApprovalClient = {
+  ...NO_APPROVAL_CLIENT,
+  cannotAsk:
+    "this agent endpoint request has no way to ask its user (the Chat Completions and Messages APIs have none). Call it through an MCP client that supports approvals, or take the tool out of tools.approval",
+};
 
 /** The agent endpoint's paths all start here (the HTTP transport routes the prefix to this module). */
 export const AGENT_PATH_PREFIX = "/v1/";
@@ -195,7 +205,7 @@ export function createAgentRoutes(
           deny,
           mcpServers: hostTools.mcpServers,
           // Nothing can ask this client for approvals: calls that need one are refused with a reason.
-          executor: gateway.executorFor(sessionId, NO_APPROVAL_CLIENT),
+          executor: gateway.executorFor(sessionId, AGENT_APPROVALS),
         };
       },
     });
@@ -237,7 +247,7 @@ export function createAgentRoutes(
         404,
         errorBody(
           new AgentError(
-            "invalid_request",
+            "not_found",
             `Nothing at ${pathname}. The agent endpoint serves POST ${CHAT_COMPLETIONS_PATH}, POST ${MESSAGES_PATH} and GET /v1/codecell/threads/<thread>/trajectory.`,
           ),
         ),
@@ -252,9 +262,10 @@ export function createAgentRoutes(
           agent ? 405 : 404,
           errorBody(
             new AgentError(
-              "invalid_request",
+              agent ? "invalid_request" : "not_found",
               "Only GET is served here, with an agent section in the config.",
             ),
+            agent ? 405 : 404,
           ),
         );
         return;
@@ -325,7 +336,7 @@ async function answerTurn(
       404,
       errorBody(
         new AgentError(
-          "invalid_request",
+          "not_found",
           `The agent endpoint is off: the config has no agent section. Add "agent": { "upstream": { "baseUrl": "https://.../v1", "apiKey": "\${OPENAI_API_KEY}" } } to serve ${pathname}.`,
         ),
       ),

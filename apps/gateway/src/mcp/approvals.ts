@@ -4,6 +4,11 @@ import { CodeModeError } from "@codecell/contract";
 export interface ApprovalClient {
   /** True when the client declared the MCP elicitation capability. */
   canElicit(): boolean;
+  /**
+   * Why this client cannot be asked, for the refusal the cell gets (what follows "needs the user's
+   * approval (tools.approval), but"); default: an MCP client without elicitation.
+   */
+  readonly cannotAsk?: string;
   /** Asks the user; resolves to true only on an explicit approval. */
   askApproval(message: string, signal: AbortSignal): Promise<boolean>;
 }
@@ -27,7 +32,7 @@ export async function requireApproval(
   if (!client.canElicit()) {
     throw new CodeModeError(
       "nested_tool_failed",
-      `Calling ${toolId} needs the user's approval (tools.approval), but the connected MCP client cannot be asked: it does not support elicitation. The call was not made.`,
+      `Calling ${toolId} needs the user's approval (tools.approval), but ${client.cannotAsk ?? "the connected MCP client cannot be asked: it does not support elicitation"}. The call was not made.`,
       { toolId, approval: "unavailable" },
     );
   }

@@ -1,4 +1,4 @@
-import type { ScriptedUpstream } from "@codecell/agent/testing";
+import type { ScriptedReply, ScriptedUpstream } from "@codecell/agent/testing";
 import { baseConfig, type HttpGateway, makeSetup, startHttpGateway } from "../harness.js";
 
 /** A request body the scripted upstream received (Chat Completions shape, whatever the client spoke). */
@@ -68,5 +68,33 @@ export async function startAgentGateways(
     async stop() {
       await Promise.all([codeMode.stop(), passThrough.stop()]);
     },
+  };
+}
+
+/**
+ * A scripted step that holds its request until `release()`, then answers `reply`: `reached` settles
+ * when the request is in, so a test acts while the endpoint is answering.
+ */
+export function heldReply(reply: ScriptedReply): {
+  step: () => Promise<ScriptedReply>;
+  reached: Promise<void>;
+  release(): void;
+} {
+  let reach!: () => void;
+  let release!: () => void;
+  const reached = new Promise<void>((resolve) => {
+    reach = resolve;
+  });
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  return {
+    step: async () => {
+      reach();
+      await released;
+      return reply;
+    },
+    reached,
+    release,
   };
 }

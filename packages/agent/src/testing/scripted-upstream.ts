@@ -11,20 +11,32 @@ import type { AddressInfo } from "node:net";
  * the API's event stream.
  */
 export type ScriptedReply =
-  | { text: string; usage?: { prompt: number; completion: number } }
-  | {
+  | ({ text: string; usage?: { prompt: number; completion: number } } & AnswerOptions)
+  | ({
       toolCalls: Array<{ name: string; arguments: unknown; id?: string }>;
       text?: string;
       usage?: { prompt: number; completion: number };
-    }
-  | { status: number; body: unknown }
+    } & AnswerOptions)
+  /** An error status with its body, and headers such as a 429's `retry-after`. */
+  | { status: number; body: unknown; headers?: Record<string, string> }
   | { raw: string; contentType?: string }
   /** Never answers (for timeouts and aborts); the socket stays open until the client goes. */
   | { hang: true }
   /** Drops the connection without an answer, as a server that died mid-request. */
   | { destroy: true };
 
-export type ScriptStep = ScriptedReply | ((body: Record<string, unknown>) => ScriptedReply);
+/** How an answer ends and comes: the API's own finish (stop) reason, and whole JSON despite `stream: true`. */
+export type AnswerOptions = {
+  /** The finish_reason (Chat Completions) or stop_reason (Messages) sent, instead of the usual one. */
+  finish?: string;
+  /** Answers one JSON body even when the request asks for a stream, as some servers do. */
+  whole?: true;
+};
+
+/** A step that returns a promise answers when it settles (a test holds a request in flight that way). */
+export type ScriptStep =
+  | ScriptedReply
+  | ((body: Record<string, unknown>) => ScriptedReply | Promise<ScriptedReply>);
 
 export type ScriptedUpstream = {
   baseUrl: string;
@@ -61,7 +73,7 @@ function completion(reply: Answered, model: string) {
       content: reply.text ?? null,
       ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
     },
-    finish_reason: toolCalls.length ? "tool_calls" : "stop",
+    finish_reason: reply.finish ?? (toolCalls.length ? "tool_calls" : "stop"),
     usage: {
       prompt_tokens: usage.prompt,
       completion_tokens: usage.completion,
@@ -98,7 +110,7 @@ function message(reply: Answered, model: string, id: string) {
     role: "assistant",
     model,
     content,
-    stop_reason: calls.length ? "tool_use" : "end_turn",
+    stop_reason: reply.finish ?? (calls.length ? "tool_use" : "end_turn"),
     stop_sequence: null,
     usage: { input_tokens: usage.prompt, output_tokens: usage.completion },
   };
@@ -166,7 +178,7 @@ export async function startScriptedUpstream(
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("end", () => {
+    req.on("end", async () => {
       let body: Record<string, unknown>;
       try {
         body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
@@ -183,7 +195,7 @@ export async function startScriptedUpstream(
           .end(JSON.stringify({ error: { message: "script exhausted" } }));
         return;
       }
-      const reply = typeof step === "function" ? step(body) : step;
+      const reply = typeof step === "function" ? await step(body) : step;
       if ("hang" in reply) {
         hung.push(res);
         return;
@@ -193,7 +205,9 @@ export async function startScriptedUpstream(
         return;
       }
       if ("status" in reply) {
-        res.writeHead(reply.status, { "content-type": "application/json" }).end(JSON.stringify(reply.body));
+        res
+          .writeHead(reply.status, { "content-type": "application/json", ...reply.headers })
+          .end(JSON.stringify(reply.body));
         return;
       }
       if ("raw" in reply) {
@@ -203,13 +217,13 @@ export async function startScriptedUpstream(
       const model = typeof body.model === "string" ? body.model : "scripted";
       if (api === "messages") {
         const answer = message(reply, model, `msg_up_${bodies.length}`);
-        if (body.stream === true) writeMessageStream(res, answer);
+        if (body.stream === true && !reply.whole) writeMessageStream(res, answer);
         else res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(answer));
         return;
       }
       const answer = completion(reply, model);
       const id = `up-${bodies.length}`;
-      if (body.stream !== true) {
+      if (body.stream !== true || reply.whole) {
         res.writeHead(200, { "content-type": "application/json" }).end(
           JSON.stringify({
             id,
