@@ -105,7 +105,11 @@ for (const store of ["memory", "sqlite"] as const) {
     });
 
     it("refuses a second request with the same visible messages while the first streams (Messages API)", async () => {
-      const anthropic = new Anthropic({ baseURL: gateway.url.replace(/\/$/, ""), apiKey: TOKEN, maxRetries: 0 });
+      const anthropic = new Anthropic({
+        baseURL: gateway.url.replace(/\/$/, ""),
+        apiKey: TOKEN,
+        maxRetries: 0,
+      });
       const held = heldReply({ text: "Streamed answer." });
       upstream.script(EXEC_STEP, held.step, { text: "Next answer." });
       const messages: MessageParam[] = [{ role: "user", content: `same words, ${store}` }];
@@ -126,7 +130,11 @@ for (const store of ["memory", "sqlite"] as const) {
       const next = await anthropic.messages.create({
         model: "m",
         max_tokens: 100,
-        messages: [...messages, { role: "assistant", content: answer.content }, { role: "user", content: "more" }],
+        messages: [
+          ...messages,
+          { role: "assistant", content: answer.content },
+          { role: "user", content: "more" },
+        ],
         tools: MESSAGES_TOOLS,
       });
       expect(next.content).toEqual([{ type: "text", text: "Next answer." }]);

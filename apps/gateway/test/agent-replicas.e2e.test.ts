@@ -80,7 +80,11 @@ describe.skipIf(redisSkipReason !== null)("agent endpoint replicas on one Redis"
     expect((await first).choices[0]?.message.content).toBe("Answered on A.");
     const next = await b.chat.completions.create({
       model: "m",
-      messages: [...messages, { role: "assistant", content: "Answered on A." }, { role: "user", content: "and?" }],
+      messages: [
+        ...messages,
+        { role: "assistant", content: "Answered on A." },
+        { role: "user", content: "and?" },
+      ],
       tools: TOOLS,
     });
     expect(next.choices[0]?.message.content).toBe("Answered on B.");
