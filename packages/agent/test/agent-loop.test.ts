@@ -112,7 +112,8 @@ describe("AgentLoop, embedded", () => {
     const nested = entries.filter((entry) => entry.kind === "nested");
     expect(nested.map((entry) => [entry.tool, entry.parentToolCallId, entry.status])).toEqual([
       ["core:host:weather", "up_exec_1", "completed"],
-      ["client:app:confirm", "up_exec_1", "waiting"],
+      // Handed out, then answered by the client's result: it no longer waits.
+      ["client:app:confirm", "up_exec_1", "completed"],
     ]);
     expect(nested[1]?.notes?.[0]).toContain("handed out");
     // The resume is a wait under the same model call, with the run's id.

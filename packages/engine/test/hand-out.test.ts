@@ -91,7 +91,9 @@ describe("handing a nested call out of the host", () => {
     expect(second).toMatchObject({ status: "completed", value: { picked: "a.txt" } });
     const entries = engine.exportTrajectory().entries;
     const nested = entries.find((entry) => entry.tool === "client:app:select_file");
-    expect(nested).toMatchObject({ parentToolCallId: "exec-1", status: "waiting" });
+    // Handed out, then answered: the entry no longer waits.
+    expect(nested).toMatchObject({ parentToolCallId: "exec-1", status: "completed" });
+    expect(nested?.notes?.[0]).toContain("handed out");
   });
 
   it("hands out parallel calls together and delivers a client's error as a catchable error", async () => {
@@ -121,6 +123,14 @@ describe("handing a nested call out of the host", () => {
     expect(second).toMatchObject({
       status: "completed",
       value: { a: "x!", b: expect.stringContaining("no such file") },
+    });
+    const status = (tool: string) =>
+      engine.exportTrajectory().entries.find((entry) => entry.tool === tool && entry.kind === "nested");
+    expect(status("client:app:select_file")).toMatchObject({ status: "completed" });
+    expect(status("client:app:open_file")).toMatchObject({
+      status: "failed",
+      code: "nested_tool_failed",
+      error: expect.stringContaining("no such file"),
     });
   });
 
