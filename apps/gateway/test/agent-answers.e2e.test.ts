@@ -339,13 +339,14 @@ describe("what the agent endpoint's answers say", () => {
               body: { error: { type: "rate_limit_error", message: "slow down" } },
               headers: { "retry-after": "7" },
             });
-            const ErrorClass = front === "chat-completions" ? OpenAI.APIError : Anthropic.APIError;
-            const error = await rejectionOf(
-              conversation(front, gateway, `limited ${tools} ${where}`).ask(stream, tools),
-              ErrorClass,
-            );
+            const asked = conversation(front, gateway, `limited ${tools} ${where}`).ask(stream, tools);
+            const error =
+              front === "chat-completions"
+                ? await rejectionOf(asked, OpenAI.APIError)
+                : await rejectionOf(asked, Anthropic.APIError);
             expect(error.status).toBe(429);
-            expect(error.headers?.get("retry-after")).toBe("7");
+            // Both clients keep the response headers as a fetch Headers object.
+            expect((error.headers as Headers | undefined)?.get("retry-after")).toBe("7");
             expect(error.message).toContain("slow down");
             expect(error.message).not.toContain("model name");
           }
