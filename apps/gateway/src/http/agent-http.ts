@@ -30,7 +30,7 @@ import { bearerChallenge } from "./http-auth.js";
 const AGENT_APPROVALS: ApprovalClient = {
   ...NO_APPROVAL_CLIENT,
   cannotAsk:
-    "this agent endpoint request has no way to ask its user (the Chat Completions and Messages APIs have none). Call it through an MCP client that supports approvals, or take the tool out of tools.approval",
+    "this agent endpoint request has no way to ask its user (its HTTP API has no approval request). Call the tool through an MCP client that supports approvals, or take it out of tools.approval",
 };
 
 /** The agent endpoint's paths all start here (the HTTP transport routes the prefix to this module). */
