@@ -11,7 +11,6 @@
 //   inlined rest of the sandbox takes both modules' exports from that entry, which re-exports them.
 // - An inlined module that reads `import.meta.url` (to load a library on demand from its own package)
 //   gets its module's real location in its installed package (scripts/package-import-meta.mjs).
-import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync, realpathSync } from "node:fs";
 import { dirname, join, relative, sep } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -154,41 +153,4 @@ export async function checkWorkerStartExports(packages, build) {
     if (missing.length > 0)
       throw new Error(`${WORKER_START} does not re-export ${missing.join(", ")} of ${file}`);
   }
-}
-
-/**
- * A bundle meant to run as a script compiled by node:vm (with a code cache) has no module loader behind
- * it: an `import()` in it fails. This returns `text` with each `import(` call (found as tokens by
- * `acorn`'s tokenizer, so a string holding the text is left alone) calling `name(` instead, a function
- * the script's runner passes in. `minimum` is how many esbuild reported; finding fewer is an error.
- */
-export function routeDynamicImports(text, { acorn, name, minimum }) {
-  const calls = [];
-  let previous = null;
-  for (const token of acorn.tokenizer(text, { ecmaVersion: "latest" })) {
-    if (previous?.type.keyword === "import" && token.type.label === "(") calls.push(previous.start);
-    previous = token;
-  }
-  if (calls.length < minimum)
-    throw new Error(`found ${calls.length} import() calls, esbuild reports ${minimum}`);
-  let rewritten = text;
-  for (const at of calls.toReversed())
-    rewritten = `${rewritten.slice(0, at)}${name}${rewritten.slice(at + "import".length)}`;
-  return rewritten;
-}
-
-/**
- * Runs `script` (a build's warm-up, which runs cells with what was just built and writes its code cache)
- * in a fresh `node` with no flags, as an embedding host runs, so V8 takes the cache there. Returns what it
- * printed; throws with its output if it failed.
- */
-export function runWarmUp(script, cwd) {
-  const warm = spawnSync(process.execPath, [script], {
-    cwd,
-    env: { ...process.env, NODE_OPTIONS: "", CODECELL_CODE_CACHE: "1" },
-    encoding: "utf8",
-    timeout: 120_000,
-  });
-  if (warm.status !== 0) throw new Error(`${script} failed:\n${warm.stdout}${warm.stderr}`);
-  return warm.stdout.trim();
 }

@@ -1,16 +1,14 @@
 // Builds the `codecell` command (the time from process start to the first tools/list):
 //
-// - dist/cli-bundle.cjs: src/cli/cli.ts with the `@codecell/*` packages it uses and its third-party
-//   dependencies (the MCP SDK with zod, json5) in one file, so a cold start reads one file with
-//   V8's code cache instead of resolving, reading and compiling some 75 ES modules of ours and 280 of
-//   theirs. It is one function expression (CommonJS inside), compiled by the start-up file through
-//   `vm.Script`, which can keep V8's code cache on disk; Node 20 has no compile cache for modules. In
-//   CommonJS form, what only a lazy path needs (the HTTP transport, node:http, the TypeScript
-//   transpiler) stays unevaluated until that path runs.
+// - dist/cli-main.js: src/cli/cli.ts with the `@codecell/*` packages it uses and its third-party
+//   dependencies (the MCP SDK with zod, json5) in one ES module, so a start reads one file instead of
+//   resolving, reading and compiling some 75 ES modules of ours and 280 of theirs. It is the code the
+//   tests import, bundled; what only a lazy path needs (the HTTP transport, node:http, the TypeScript
+//   transpiler) stays behind an `import()` that the bundle evaluates when that path runs.
 // - dist/cli-ajv.cjs, dist/cli-acorn.cjs: libraries only a rare path needs (see LIBRARIES_BESIDE).
-// - dist/cli.js: the start-up file (src/cli/cli-entry.ts), which the bin and the tests run. It starts the
-//   sandbox's early worker, loads the packages the bundle leaves external, and runs the bundle with the
-//   code cache. The bundle's hash, length and external packages are written into it here.
+// - dist/cli.js: src/cli/cli-entry.ts, which the bin and the tests run. It starts the sandbox's early
+//   worker and sets the V8 flags before it imports dist/cli-main.js: an ES module's static imports are
+//   evaluated before its own code, so the bundle's import of the worker start could not wait for them.
 //
 // One package stays outside the bundle, loaded by name as the ES module it is, so the process holds
 // exactly one copy of it: @codecell/sandbox/worker-start (it starts the sandbox's first worker as it loads,
@@ -20,7 +18,6 @@
 // registry and tool markers). How the packages are found and inlined is shared with the engine's bundle:
 // the repository's scripts/workspace-bundle.mjs. Files the packages read at run time (the sandbox's
 // worker script, quickjs.wasm, the prelude bytecode) stay where they are in each package.
-import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -38,17 +35,7 @@ import { lazySdkSchemas } from "./lazy-sdk-schemas.mjs";
 const appDir = new URL("..", import.meta.url);
 const manifest = JSON.parse(readFileSync(new URL("package.json", appDir), "utf8"));
 const external = [WORKER_START];
-const BUNDLE_FILE = "cli-bundle.cjs";
-/** The bundle's parameters; src/cli/cli-entry.ts calls it with these, in this order. */
-const BUNDLE_PARAMETERS = [
-  "exports",
-  "require",
-  "module",
-  "__filename",
-  "__dirname",
-  "__codecellEntryUrl",
-  "__codecellHost",
-];
+const CLI_FILE = "dist/cli-main.js";
 
 const packages = workspacePackages();
 
@@ -224,29 +211,6 @@ const zodFastParserOnReuse = {
   },
 };
 
-/** In the bundle, src/cli/cli-host.ts is what the start-up file hands over (see that file). */
-const hostFromEntry = {
-  name: "host-from-entry",
-  setup(build) {
-    let replaced = false;
-    build.onLoad({ filter: /[\\/]src[\\/]cli[\\/]cli-host\.ts$/ }, () => {
-      replaced = true;
-      return {
-        contents:
-          "export const importModule = __codecellHost.importModule;\n" +
-          "export const saveCodeCache = __codecellHost.saveCodeCache;\n" +
-          "export const codeCacheStore = __codecellHost.codeCacheStore;\n",
-        loader: "js",
-      };
-    });
-    // A moved cli-host.ts would otherwise be bundled as it is, and the CLI would fail only at its first
-    // dynamic import ("A dynamic import callback was not specified").
-    build.onEnd(() => {
-      if (!replaced) throw new Error("src/cli/cli-host.ts was not bundled: update hostFromEntry's filter");
-    });
-  },
-};
-
 await checkWorkerStartExports(packages, build);
 
 // The libraries beside the bundle, each resolved as its one importer resolves it (see LIBRARIES_BESIDE).
@@ -275,22 +239,20 @@ for (const library of LIBRARIES_BESIDE) {
 const bundled = await build({
   absWorkingDir: new URL(".", appDir).pathname,
   entryPoints: ["src/cli/cli.ts"],
-  outfile: `dist/${BUNDLE_FILE}`,
+  outfile: CLI_FILE,
   bundle: true,
   platform: "node",
-  format: "cjs",
+  format: "esm",
   target: "node20",
   external,
-  define: { "import.meta.url": "__codecellEntryUrl" },
-  // Its code was ES modules (strict) before it was bundled; it stays strict inside the function.
-  banner: { js: `(function (${BUNDLE_PARAMETERS.join(", ")}) {"use strict";` },
-  footer: { js: "})" },
-  // Whitespace and syntax only: names stay readable in stack traces. Less to read, hash and compile.
+  // The CommonJS libraries inside (and those beside, LIBRARIES_BESIDE) `require` what they load.
+  banner: {
+    js: 'import { createRequire as __codecellCreateRequire } from "node:module";\nconst require = __codecellCreateRequire(import.meta.url);',
+  },
+  // Whitespace and syntax only: names stay readable in stack traces. Less to read and compile.
   minifyWhitespace: true,
   minifySyntax: true,
-  // Comments are the only place non-ASCII could stay (esbuild escapes it in code), and they go.
   legalComments: "none",
-  charset: "ascii",
   sourcemap: true,
   metafile: true,
   plugins: [
@@ -307,29 +269,25 @@ const bundled = await build({
     librariesBeside,
     englishZod,
     zodFastParserOnReuse,
-    hostFromEntry,
   ],
   logLevel: "warning",
 });
 
-const bundleUrl = new URL(`dist/${BUNDLE_FILE}`, appDir);
-const bundleBytes = readFileSync(bundleUrl);
-if (bundleBytes.some((byte) => byte > 0x7f)) {
-  throw new Error(`dist/${BUNDLE_FILE} is not ASCII; the start-up file reads it as latin1`);
-}
-// Every external package must be a plain `require` at load, which the start-up file answers with the
-// package it imported beforehand; a lazy `import()` of one would have no loader inside the script.
-const output = Object.values(bundled.metafile.outputs).find((entry) => entry.entryPoint === "src/cli/cli.ts");
-const required = new Set();
+// The worker start is the one package left to Node (cli-entry.ts imported it before this bundle loads).
+const output = bundled.metafile.outputs[CLI_FILE];
 for (const imported of output.imports) {
-  if (!imported.external || !imported.path.startsWith("@codecell/")) continue;
-  if (imported.kind !== "require-call") {
-    throw new Error(
-      `the bundle imports ${imported.path} as ${imported.kind}; only require-call is supported`,
-    );
+  if (imported.external && imported.path.startsWith("@codecell/") && imported.path !== WORKER_START) {
+    throw new Error(`${CLI_FILE} leaves ${imported.path} outside; only ${WORKER_START} may be`);
   }
-  required.add(imported.path);
 }
+
+/** The entry's import of the command (src/cli/cli.ts) is the bundle beside it. */
+const commandBeside = {
+  name: "command-beside",
+  setup(build) {
+    build.onResolve({ filter: /^\.\/cli\.js$/ }, () => ({ path: "./cli-main.js", external: true }));
+  },
+};
 
 await build({
   absWorkingDir: new URL(".", appDir).pathname,
@@ -340,14 +298,6 @@ await build({
   format: "esm",
   target: "node20",
   external,
-  define: {
-    CLI_BUNDLE: JSON.stringify({
-      file: `./${BUNDLE_FILE}`,
-      sha256: createHash("sha256").update(bundleBytes).digest("hex"),
-      length: bundleBytes.length,
-      externals: [...required].sort(),
-    }),
-  },
-  sourcemap: true,
+  plugins: [commandBeside],
   logLevel: "warning",
 });

@@ -51,12 +51,6 @@ export type GatewayOptions = {
    */
   mcpWaitMs?: number;
   /**
-   * Where the engine's sandbox runs cells (see `sandbox.thread` of @codecell/engine): worker threads by
-   * default, so a server keeps answering while a cell computes; `codecell exec`, which runs one cell and
-   * exits, runs it on its own thread.
-   */
-  sandboxThread?: "worker" | "in-thread";
-  /**
    * Log a warning for each MCP server that failed to start. Default true; `check` reports them as its
    * own problems instead, so each is said once.
    */
@@ -147,7 +141,6 @@ export class Gateway implements SessionHost {
       plugins: LoadedPlugin[];
       log: (line: string) => void;
       snapshotSecret: string;
-      sandboxThread: "worker" | "in-thread" | undefined;
     },
   ) {
     this.config = config;
@@ -161,7 +154,6 @@ export class Gateway implements SessionHost {
       config: config.codeMode,
       store: parts.store,
       snapshotSecret: parts.snapshotSecret,
-      ...(parts.sandboxThread ? { sandbox: { thread: parts.sandboxThread } } : {}),
       ...(config.telemetry
         ? {
             tracing: {
@@ -271,7 +263,6 @@ export class Gateway implements SessionHost {
       plugins,
       log,
       snapshotSecret,
-      sandboxThread: options.sandboxThread,
     });
   }
 

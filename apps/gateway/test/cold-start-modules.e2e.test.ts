@@ -190,8 +190,9 @@ describe("cold start: what the first result loads", () => {
   it("`codecell serve` with no MCP server loads the bundled CLI, and none of those libraries nor node:http, up to its first exec result", async () => {
     const files = await serveModules();
     expect(files).toContain(CLI);
-    // The CLI is one bundle, compiled as a script (with the code cache) rather than loaded as modules: the
-    // MCP SDK (with zod and ajv) is inside it, not loaded file by file.
+    expect(files).toContain(join(APP_DIR, "dist", "cli-main.js"));
+    // The CLI is one bundle beside its entry: the MCP SDK (with zod and ajv) is inside it, not loaded
+    // file by file.
     expect(
       files.filter((file) => /[\\/]node_modules[\\/](@modelcontextprotocol|zod|ajv)[\\/]/.test(file)),
     ).toEqual([]);
@@ -237,41 +238,6 @@ describe("cold start: what the first result loads", () => {
   });
 });
 
-describe("cold start: node:worker_threads loads only for a worker thread", () => {
-  const BUILTINS = join(APP_DIR, "test", "fixtures", "builtins-at-exit.mjs");
-  const { CODECELL_SANDBOX_EARLY_START: _switch, ...env } = process.env;
-
-  /** The built-in modules a fresh node running `args` loaded (preloaded with builtins-at-exit.mjs). */
-  function builtinsOf(args: string[], extraEnv: NodeJS.ProcessEnv = {}): string[] {
-    const file = join(mkdtempSync(join(tmpdir(), "codecell-builtins-")), "builtins.json");
-    const child = spawnSync(process.execPath, ["--import", BUILTINS, ...args], {
-      cwd: APP_DIR,
-      env: { ...env, ...extraEnv, BUILTINS_FILE: file },
-      encoding: "utf8",
-      timeout: 60_000,
-    });
-    expect(child.status, child.stderr).toBe(0);
-    return JSON.parse(readFileSync(file, "utf8")) as string[];
-  }
-
-  it("an engine whose sandbox runs in-thread (early worker off) runs its cell without loading it", () => {
-    expect(builtinsOf([COLD_EXEC, "in-thread"], { CODECELL_SANDBOX_EARLY_START: "0" })).not.toContain(
-      "node:worker_threads",
-    );
-  });
-
-  it("`codecell exec` (in-thread by default) runs its cell without loading it", () => {
-    expect(builtinsOf([CLI, "exec", "--code", "return 1"])).not.toContain("node:worker_threads");
-  });
-
-  it("an engine on worker threads, and `codecell exec --sandbox worker`, do load it (positive control)", () => {
-    expect(builtinsOf([COLD_EXEC])).toContain("node:worker_threads");
-    expect(builtinsOf([CLI, "exec", "--sandbox", "worker", "--code", "return 1"])).toContain(
-      "node:worker_threads",
-    );
-  });
-});
-
 describe("cold start: which commands start a sandbox worker", () => {
   const COUNT_WORKERS = join(APP_DIR, "test", "fixtures", "count-workers.mjs");
   const dir = mkdtempSync(join(tmpdir(), "codecell-workers-"));
@@ -300,7 +266,7 @@ describe("cold start: which commands start a sandbox worker", () => {
       timeout: 60_000,
     });
     const count = JSON.parse(readFileSync(file, "utf8")) as { workers: number; earlyStart: string | null };
-    return { status: child.status, stdout: child.stdout, ...count };
+    return { status: child.status, stdout: child.stdout, stderr: child.stderr, ...count };
   }
 
   it("`check` and `catalog` run no cell and start no worker, and leave the early-start switch as they found it", () => {
@@ -320,31 +286,17 @@ describe("cold start: which commands start a sandbox worker", () => {
     expect(kept.earlyStart).toBe("1");
   });
 
-  it("`exec` runs its cell on its own thread: it starts no worker at all", () => {
+  it("`exec` starts exactly one worker, the early one, which its pool takes for the cell", () => {
     const result = counted(["exec", "--config", config, "--code", "return await tools.inc({ value: 1 })"]);
     expect(JSON.parse(result.stdout)).toMatchObject({ status: "completed", value: 2 });
     expect(result.status).toBe(0);
-    expect(result.workers).toBe(0);
+    expect(result.workers).toBe(1);
     expect(result.earlyStart).toBeNull();
   });
 
-  it("`exec --sandbox worker` starts exactly one, the early worker, which its pool takes for the cell", () => {
-    const result = counted([
-      "exec",
-      "--config",
-      config,
-      "--sandbox",
-      "worker",
-      "--code",
-      "return await tools.inc({ value: 1 })",
-    ]);
-    expect(JSON.parse(result.stdout)).toMatchObject({ status: "completed", value: 2 });
-    expect(result.status).toBe(0);
-    expect(result.workers).toBe(1);
-  });
-
-  it("`exec --sandbox` with another word is a usage error", () => {
-    const result = counted(["exec", "--config", config, "--sandbox", "fiber", "--code", "return 1"]);
+  it("`exec --sandbox` (an option of the removed in-thread mode) is a usage error that says so", () => {
+    const result = counted(["exec", "--config", config, "--sandbox", "worker", "--code", "return 1"]);
     expect(result.status).toBe(2);
+    expect(result.stderr).toContain("exec does not take --sandbox.");
   });
 });

@@ -1,5 +1,6 @@
 import { buildToolCatalog, toolsAllowedBy } from "@codecell/catalog";
 import {
+  CodeModeError,
   type JsonValue,
   type ResolvedCodeModeConfig,
   resolveCodeModeConfig,
@@ -61,7 +62,6 @@ export class CodeModeEngine {
   readonly #ownsStore: boolean;
   #pool: SandboxPool | undefined;
   readonly #snapshotSecret: string | undefined;
-  readonly #sandboxThread: "worker" | "in-thread" | undefined;
   readonly #observer: EngineObserver | null;
   readonly #tracing: TracingOptions;
   readonly stats: EngineStats = {
@@ -103,7 +103,7 @@ export class CodeModeEngine {
     });
     this.#redactInput = options.redactInput ?? ((_toolId, input) => input);
     this.#snapshotSecret = options.snapshotSecret;
-    this.#sandboxThread = options.sandbox?.thread;
+    refuseRemovedSandboxOption(options);
     this.#observer = options.observer ?? null;
     this.#tracing = { ...options.tracing };
     this.#debug = debugSink(options.debug);
@@ -116,7 +116,6 @@ export class CodeModeEngine {
   #startPool(): SandboxPool {
     this.#pool ??= createSandboxPool({
       ...(this.#snapshotSecret ? { snapshotSecret: this.#snapshotSecret } : {}),
-      ...(this.#sandboxThread ? { thread: this.#sandboxThread } : {}),
     });
     return this.#pool;
   }
@@ -333,3 +332,16 @@ function toModelTool(tool: { name: string; description: string; parameters: unkn
 }
 
 export type { RunContext };
+
+/**
+ * The `sandbox: { thread }` option chose between worker threads and the host's own thread; cells always
+ * run on worker threads now. A host written for it is told so rather than having it silently ignored.
+ */
+function refuseRemovedSandboxOption(options: CodeModeEngineOptions): void {
+  const sandbox = (options as { sandbox?: { thread?: unknown } }).sandbox;
+  if (sandbox === undefined || (Object.keys(sandbox).length === 1 && sandbox.thread === "worker")) return;
+  throw new CodeModeError(
+    "invalid_input",
+    `The engine option sandbox was removed: cells always run on worker threads. Drop sandbox: ${JSON.stringify(sandbox)} from the options.`,
+  );
+}

@@ -169,14 +169,6 @@ export type CodeModeEngineOptions = {
   /** Shared sandbox pool; default one is created lazily on the first active run. */
   pool?: SandboxPool;
   /**
-   * The default pool's sandbox (ignored with `pool`). `thread: "worker"` (the default) runs cells on
-   * worker threads, so the host keeps serving while a cell computes. `thread: "in-thread"` runs them on
-   * the host's own thread: no worker thread to boot and no second V8 heap, for a process that runs one
-   * cell at a time and exits (a CLI, a serverless function); the host's event loop is blocked while a
-   * cell computes, up to its deadline. The same limits, snapshots and isolation hold in both.
-   */
-  sandbox?: { thread?: "worker" | "in-thread" };
-  /**
    * Signs the default pool's snapshots with HMAC-SHA-256 (see `loadSnapshotKey` in
    * `@codecell/snapshot-store` for where a host gets one). Without it snapshots carry an unkeyed
    * SHA-256, which catches corruption but not a forger who can write the store. Ignored with `pool`.

@@ -4,8 +4,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { createCodeModeEngine, type NestedToolCall } from "../src/index.js";
 import { completedValue, context, failedError, hostTools, TestExecutor, watchEventLoop } from "./support.js";
 
-// Each case runs with the sandbox on worker threads and on the host's own thread (sandbox.thread).
-describe.each(["worker", "in-thread"] as const)("sandbox thread: %s", (thread) => {
+describe("the engine", () => {
   const engine = createCodeModeEngine({
     config: {
       enabled: true,
@@ -14,15 +13,8 @@ describe.each(["worker", "in-thread"] as const)("sandbox thread: %s", (thread) =
       maxOutputBytes: 4096,
       maxPendingToolCalls: 4,
     },
-    sandbox: { thread },
   });
   afterAll(() => engine.close());
-  // Three cases need the host's event loop to turn while guest code runs (two watch it, one aborts a
-  // spinning cell from a timer), which is what the in-thread sandbox gives up (its trade-off, tested in
-  // test/in-thread.test.ts): they run on workers only.
-  const workerOnly = thread === "worker" ? it : it.skip;
-  if (thread === "in-thread")
-    console.info("exec.test.ts: 3 event-loop cases skipped in-thread (the mode blocks the loop by design)");
 
   function setup(overrides: Partial<Parameters<typeof engine.prepareRun>[0]> = {}) {
     const executor = new TestExecutor();
@@ -471,7 +463,7 @@ describe.each(["worker", "in-thread"] as const)("sandbox thread: %s", (thread) =
       expect(failedError(result)).toMatch(/over tools\.codeMode\.maxCodeBytes \(262144\)/);
     });
 
-    workerOnly(
+    it(
       "transpiles a multi-megabyte TypeScript cell off the host's event loop",
       async () => {
         const roomy = createCodeModeEngine({
@@ -528,13 +520,13 @@ describe.each(["worker", "in-thread"] as const)("sandbox thread: %s", (thread) =
       expect(await exec(code)).toMatchObject({ status: "completed", value: true });
     });
 
-    workerOnly(
+    it(
       "times out an infinite loop without blocking the host",
       async () => {
         // The interrupt ends a plain spin; the watchdog behind it (which replaces a worker stuck where the
         // interrupt cannot reach) gets seconds of grace here, so a loaded machine that is slow to schedule
         // the worker cannot make it the one that ends this spin.
-        const pool = createSandboxPool({ thread, size: 1, watchdogGraceMs: 10_000 });
+        const pool = createSandboxPool({ size: 1, watchdogGraceMs: 10_000 });
         const spinning = createCodeModeEngine({ config: { enabled: true, timeoutMs: 2000 }, pool });
         const run = spinning.prepareRun({
           tools: hostTools,
@@ -587,7 +579,7 @@ describe.each(["worker", "in-thread"] as const)("sandbox thread: %s", (thread) =
       expect(result.telemetry.limitFailures.output).toBe(1);
     });
 
-    workerOnly("aborts a running cell when the agent run is aborted", async () => {
+    it("aborts a running cell when the agent run is aborted", async () => {
       const controller = new AbortController();
       const { exec } = setup({ context: { ...context(), signal: controller.signal } });
       setTimeout(() => controller.abort(), 100);
@@ -687,5 +679,34 @@ describe.each(["worker", "in-thread"] as const)("sandbox thread: %s", (thread) =
       expect(lines.at(-1)).toMatch(/^activation: no_tools/);
       await debugging.close();
     });
+  });
+});
+
+describe("the removed sandbox option", () => {
+  it.each([{ thread: "in-thread" }, { thread: "fiber" }, {}])(
+    "refuses sandbox: %j with invalid_input that says cells run on worker threads",
+    (sandbox) => {
+      const options = { config: { enabled: true }, sandbox } as Parameters<typeof createCodeModeEngine>[0];
+      expect(() => createCodeModeEngine(options)).toThrow(
+        expect.objectContaining({
+          code: "invalid_input",
+          message: expect.stringMatching(/sandbox was removed: cells always run on worker threads/),
+        }),
+      );
+    },
+  );
+
+  it('still takes sandbox: { thread: "worker" }, the only mode there is', async () => {
+    const options = {
+      config: { enabled: true },
+      sandbox: { thread: "worker" },
+    } as Parameters<typeof createCodeModeEngine>[0];
+    const engine = createCodeModeEngine(options);
+    try {
+      const run = engine.prepareRun({ tools: hostTools, context: context(), executor: new TestExecutor() });
+      expect(completedValue(await run.exec({ code: "return 1 + 1" }, { toolCallId: "w1" }))).toBe(2);
+    } finally {
+      await engine.close();
+    }
   });
 });

@@ -15,39 +15,14 @@
 //
 // Left as their own files, loaded on first use with `import()` (which Node's CommonJS loader supports):
 // ./snapshot-codec.js (zlib and crypto) and @codecell/transpile (acorn, sucrase).
-//
-// The in-thread bundle (dist/worker/in-thread.bundle.cjs) is one function expression instead, which
-// src/in-thread-sandbox.ts compiles through `vm.Script` with V8's code cache: on the host's thread there
-// is somewhere to keep one (beside the bundle), and compiling the bundle and then each function of a
-// first cell was about a fifth of an embedded engine's way to its first result. The build writes
-// - in-thread.bundle.json: the bundle's file, length and cache name (the cache's name holds the hash of
-//   the text it was made from; V8 itself checks only the length);
-// - in-thread-import.cjs: the `import()` the bundle's lazy loads go through (a script compiled by
-//   node:vm has no module loader behind it, a CommonJS module of Node's loader does);
-// - in-thread.bundle.<hash>.v8cache: the cache, from a process that ran cells with the bundle
-//   (scripts/warm-code-cache.mjs), so the functions a first cell runs are in it. V8 takes it only in a
-//   process of the same Node and V8 flags; elsewhere the source is compiled, as without a cache.
-import { createHash } from "node:crypto";
-import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { fileURLToPath } from "node:url";
+
+import { readFileSync } from "node:fs";
 import { build } from "esbuild";
-import { routeDynamicImports, runWarmUp } from "../../../scripts/workspace-bundle.mjs";
 
 const packageDir = new URL("..", import.meta.url);
 const workerDir = new URL("dist/worker/", packageDir);
-/**
- * The worker thread's entry, and the entry of the same modules on the host's own thread (the in-thread
- * sandbox, src/in-thread-sandbox.ts, which requires its bundle for the same reason: one file to read).
- */
-const BUNDLES = [
-  { entry: "dist/worker/sandbox-worker.js", bundle: "dist/worker/sandbox-worker.bundle.cjs" },
-  { entry: "dist/worker/in-thread.js", bundle: "dist/worker/in-thread.bundle.cjs", script: true },
-];
-/** The in-thread bundle's parameters; src/in-thread-sandbox.ts calls it with these, in this order. */
-const SCRIPT_PARAMETERS = ["exports", "require", "module", "__filename", "__dirname", "__codecellImport"];
-/** acorn's tokenizer, from @codecell/transpile (a dependency): import() calls are found as tokens. */
-const acorn = createRequire(createRequire(import.meta.url).resolve("@codecell/transpile"))("acorn");
+const ENTRY = "dist/worker/sandbox-worker.js";
+const BUNDLE = "dist/worker/sandbox-worker.bundle.cjs";
 const { GUEST_PRELUDE_SOURCE } = await import(new URL("guest-prelude.js", workerDir).href);
 const manifest = JSON.parse(readFileSync(new URL("guest-prelude.bytecode.json", workerDir), "utf8"));
 if (manifest.source !== GUEST_PRELUDE_SOURCE) {
@@ -90,84 +65,41 @@ if (!preludeModule.includes('vm.compile(GUEST_PRELUDE_SOURCE, "prelude.js", 0, C
   throw new Error("compileGuestPrelude changed: update scripts/bundle-worker.mjs to compile the same way");
 }
 
-for (const { entry, bundle: BUNDLE, script } of BUNDLES) {
-  const result = await build({
-    absWorkingDir: packageDir.pathname,
-    entryPoints: [entry],
-    outfile: BUNDLE,
-    bundle: true,
-    platform: "node",
-    format: "cjs",
-    target: "node20",
-    // Whitespace and syntax only: names stay readable in stack traces; less for the worker to read and parse.
-    minifyWhitespace: true,
-    minifySyntax: true,
-    // Stack traces of a worker failure point through the map to dist's files, and from there to src.
-    sourcemap: true,
-    sourcesContent: false,
-    legalComments: "none",
-    charset: "ascii",
-    logLevel: "warning",
-    metafile: true,
-    plugins: [workerModules],
-    // Its code was ES modules (strict) before it was bundled; it stays strict inside the function.
-    ...(script
-      ? { banner: { js: `(function (${SCRIPT_PARAMETERS.join(", ")}) {"use strict";` }, footer: { js: "})" } }
-      : {}),
-  });
+const result = await build({
+  absWorkingDir: packageDir.pathname,
+  entryPoints: [ENTRY],
+  outfile: BUNDLE,
+  bundle: true,
+  platform: "node",
+  format: "cjs",
+  target: "node20",
+  // Whitespace and syntax only: names stay readable in stack traces; less for the worker to read and parse.
+  minifyWhitespace: true,
+  minifySyntax: true,
+  // Stack traces of a worker failure point through the map to dist's files, and from there to src.
+  sourcemap: true,
+  sourcesContent: false,
+  legalComments: "none",
+  charset: "ascii",
+  logLevel: "warning",
+  metafile: true,
+  plugins: [workerModules],
+});
 
-  // Every import() left must be one of those loaded on first use; everything else is in the bundle.
-  const output = result.metafile.outputs[BUNDLE];
-  for (const imported of output.imports) {
-    const firstUse = imported.kind === "dynamic-import" && LOADED_ON_FIRST_USE.has(imported.path);
-    const builtin = imported.kind === "require-call" && imported.path.startsWith("node:");
-    if (!firstUse && !builtin) throw new Error(`the worker bundle ${imported.kind}s ${imported.path}`);
-  }
-  // The prelude's text in the bundle is exactly the manifest's (evaluated, not compared as written).
-  const bundled = readFileSync(new URL(BUNDLE, packageDir), "latin1");
-  // esbuild picks the quote; the literal is read up to its first unescaped closing quote and evaluated.
-  const literal = /\bGUEST_PRELUDE_SOURCE\s*=\s*(("|'|`)(?:[^\\]|\\.)*?\2)/s.exec(bundled)?.[1];
-  if (literal === undefined || new Function(`return ${literal};`)() !== manifest.source) {
-    throw new Error(`${BUNDLE} does not hold the exact prelude source the shipped bytecode was built from`);
-  }
-  const inputs = Object.keys(result.metafile.inputs).length;
-  if (script) {
-    const lazyImports = output.imports.filter((imported) => imported.kind === "dynamic-import").length;
-    writeScript(BUNDLE, bundled, lazyImports);
-    process.stdout.write(
-      `${BUNDLE}: ${inputs} modules in one script; ${runWarmUp(fileURLToPath(new URL("warm-code-cache.mjs", import.meta.url)), fileURLToPath(packageDir))}\n`,
-    );
-  } else {
-    process.stdout.write(`${BUNDLE}: ${inputs} modules in one CommonJS file\n`);
-  }
+// Every import() left must be one of those loaded on first use; everything else is in the bundle.
+const output = result.metafile.outputs[BUNDLE];
+for (const imported of output.imports) {
+  const firstUse = imported.kind === "dynamic-import" && LOADED_ON_FIRST_USE.has(imported.path);
+  const builtin = imported.kind === "require-call" && imported.path.startsWith("node:");
+  if (!firstUse && !builtin) throw new Error(`the worker bundle ${imported.kind}s ${imported.path}`);
 }
-
-/**
- * The in-thread bundle as the script src/in-thread-sandbox.ts runs: its import() calls become calls of
- * the `__codecellImport` it is given (routeDynamicImports), and
- * its manifest and import helper are written beside it; earlier builds' caches go.
- */
-function writeScript(bundle, text, lazyImports) {
-  const rewritten = routeDynamicImports(text, { acorn, name: "__codecellImport", minimum: lazyImports });
-  const bundleUrl = new URL(bundle, packageDir);
-  writeFileSync(bundleUrl, rewritten);
-  const name = bundle.slice(bundle.lastIndexOf("/") + 1);
-  const base = name.replace(/\.cjs$/, "");
-  for (const file of readdirSync(workerDir)) {
-    if (file.startsWith(`${base}.`) && file.endsWith(".v8cache")) rmSync(new URL(file, workerDir));
-  }
-  const sha = createHash("sha256").update(rewritten).digest("hex").slice(0, 16);
-  const manifest = { file: `./${name}`, length: rewritten.length, cache: `./${base}.${sha}.v8cache` };
-  writeFileSync(new URL(`${base}.json`, workerDir), `${JSON.stringify(manifest)}\n`);
-  writeFileSync(
-    new URL("in-thread-import.cjs", workerDir),
-    [
-      "// Written by scripts/bundle-worker.mjs: the import() of the in-thread bundle's lazy loads (see there).",
-      "// Relative specifiers are the bundle's own files, beside this one.",
-      '"use strict";',
-      "module.exports = (specifier) =>",
-      '  import(specifier.startsWith(".") ? require("node:url").pathToFileURL(require("node:path").join(__dirname, specifier)).href : specifier);',
-      "",
-    ].join("\n"),
-  );
+// The prelude's text in the bundle is exactly the manifest's (evaluated, not compared as written).
+const bundled = readFileSync(new URL(BUNDLE, packageDir), "latin1");
+// esbuild picks the quote; the literal is read up to its first unescaped closing quote and evaluated.
+const literal = /\bGUEST_PRELUDE_SOURCE\s*=\s*(("|'|`)(?:[^\\]|\\.)*?\2)/s.exec(bundled)?.[1];
+if (literal === undefined || new Function(`return ${literal};`)() !== manifest.source) {
+  throw new Error(`${BUNDLE} does not hold the exact prelude source the shipped bytecode was built from`);
 }
+process.stdout.write(
+  `${BUNDLE}: ${Object.keys(result.metafile.inputs).length} modules in one CommonJS file\n`,
+);

@@ -1,8 +1,3 @@
-export {
-  type InThreadCodeCacheStore,
-  saveInThreadCodeCache,
-  useInThreadCodeCacheStore,
-} from "./in-thread-sandbox.js";
 export { createSandboxPool } from "./sandbox-pool.js";
 export type {
   GuestSurface,

@@ -1,11 +1,10 @@
 // The pool's host side in one file, past ~600 lines: `Pool` (placement, growth, retiring and replacing
 // workers) and `WorkerSlot` (one sandbox thread, its port, the shared channel and the host's spin for a
 // quick answer) call into each other's state both ways (a slot reports to the pool's replace, maySpin,
-// workerIdle and counters; the pool reads every slot's runs and readiness). The in-thread mode did not
-// need a second kind of slot: it swaps the thread under the same slot (SandboxThread, in-thread-sandbox.ts),
-// so the seam that would split this file (the slot's interface to the pool) still has one user.
+// workerIdle and counters; the pool reads every slot's runs and readiness).
 import { randomUUID } from "node:crypto";
 import { availableParallelism } from "node:os";
+import type { Worker } from "node:worker_threads";
 import {
   countsOnPort,
   createSharedChannelBuffer,
@@ -17,11 +16,10 @@ import {
   type WorkerToHostMessage,
 } from "@codecell/bridge";
 import { CodeModeError, type CodeModeErrorCode } from "@codecell/contract/errors";
-import { InThreadSandbox, type SandboxThread, type SandboxThreadMode } from "./in-thread-sandbox.js";
 import { RunHandle, type RunHost, type RunSettings } from "./sandbox-run.js";
 import type { RestoreOptions, RunOptions, SandboxPool, SandboxPoolOptions, SandboxRun } from "./types.js";
 import { type CompiledModule, loadQuickJsModule, preludeFor } from "./wasm-module.js";
-import { dropEarlyWorker, startSandboxWorker, workerEntropy } from "./worker-start.js";
+import { startSandboxWorker, workerEntropy } from "./worker-start.js";
 
 const DEFAULT_MAX_BRIDGE_VALUE_BYTES = 8 * 1024 * 1024;
 const DEFAULT_WATCHDOG_GRACE_MS = 100;
@@ -69,7 +67,7 @@ function spinForAnswer(channel: SharedChannel): boolean {
 /** One warm worker thread and the runs it hosts. */
 class WorkerSlot implements RunHost {
   /** Set at construction; a slot is created exactly when its worker should start. */
-  private worker: SandboxThread | null = null;
+  private worker: Worker | null = null;
   readonly runs = new Map<string, RunHandle>();
   readonly ready: Promise<void>;
   /**
@@ -111,9 +109,7 @@ class WorkerSlot implements RunHost {
 
   private spawn(module: Promise<CompiledModule>, snapshotSecret: string | null): void {
     if (!this.alive) return;
-    const worker: SandboxThread = this.pool.inThread
-      ? new InThreadSandbox(snapshotSecret)
-      : startSandboxWorker(this.pool.defaultWasm);
+    const worker = startSandboxWorker(this.pool.defaultWasm);
     this.worker = worker;
     worker.on("message", (raw: unknown) => {
       // Counted, so the worker knows when the port is empty of its messages (it uses the shared
@@ -146,8 +142,8 @@ class WorkerSlot implements RunHost {
           type: "init",
           module: compiled,
           snapshotSecret,
-          // On the host's thread the sandbox never waits for the host synchronously (it is the host).
-          ...(worker.inThread ? {} : { doorbell: this.doorbell, channel: this.channelBuffer }),
+          doorbell: this.doorbell,
+          channel: this.channelBuffer,
           prelude: preludeFor(compiled),
           entropy: workerEntropy(),
         }),
@@ -304,8 +300,6 @@ class Pool implements SandboxPool {
   private readonly module: Promise<CompiledModule>;
   /** The pool runs the default quickjs.wasm: it may take the worker started as this package loaded. */
   readonly defaultWasm: boolean;
-  /** The sandbox runs on the host's own thread (`thread: "in-thread"`): one slot, no worker. */
-  readonly inThread: boolean;
   private readonly slots: WorkerSlot[] = [];
   private readonly snapshotSecret: string | null;
   private readonly maxBridgeValueBytes: number;
@@ -331,11 +325,10 @@ class Pool implements SandboxPool {
   };
 
   constructor(options: SandboxPoolOptions) {
-    this.inThread = threadMode(options.thread) === "in-thread";
-    // On the host's thread cells run one at a time: one slot stands for that thread.
-    const size = this.inThread ? 1 : Math.max(1, Math.floor(options.size ?? availableParallelism()));
+    refuseRemovedThreadOption(options);
+    const size = Math.max(1, Math.floor(options.size ?? availableParallelism()));
     this.baseSize = size;
-    this.maxWorkers = this.inThread ? 1 : Math.max(size, Math.floor(options.maxWorkers ?? size + 2));
+    this.maxWorkers = Math.max(size, Math.floor(options.maxWorkers ?? size + 2));
     this.snapshotSecret = options.snapshotSecret ?? null;
     this.maxBridgeValueBytes = options.maxBridgeValueBytes ?? DEFAULT_MAX_BRIDGE_VALUE_BYTES;
     this.watchdogGraceMs = options.watchdogGraceMs ?? DEFAULT_WATCHDOG_GRACE_MS;
@@ -344,8 +337,6 @@ class Pool implements SandboxPool {
     this.module = loadQuickJsModule(options.wasm);
     // Marked handled: every run awaits it in launchRun and fails runtime_unavailable with its message.
     this.module.catch(() => {});
-    // The worker started as the package loaded would only hold its own heap here.
-    if (this.inThread) dropEarlyWorker();
     // One worker starts at once; the pool grows toward `size` only when a run has to wait for a busy
     // worker (see pickSlot). A process that runs one cell at a time keeps one worker and one set of
     // VMs, and no second worker boots beside a running cell on a small machine.
@@ -651,12 +642,16 @@ class Pool implements SandboxPool {
   }
 }
 
-/** The pool's `thread` option, checked: a typo must not silently pick a mode. */
-function threadMode(thread: unknown): SandboxThreadMode {
-  if (thread === undefined || thread === "worker" || thread === "in-thread") return thread ?? "worker";
+/**
+ * Cells always run on worker threads. A host written for the removed `thread` option gets told so,
+ * rather than having the option silently ignored; `thread: "worker"` was the default and still means it.
+ */
+function refuseRemovedThreadOption(options: SandboxPoolOptions): void {
+  const thread = (options as { thread?: unknown }).thread;
+  if (thread === undefined || thread === "worker") return;
   throw new CodeModeError(
     "invalid_input",
-    `The sandbox option thread must be "worker" or "in-thread"; received ${JSON.stringify(thread)}.`,
+    `The sandbox option thread was removed: cells always run on worker threads. Drop thread: ${JSON.stringify(thread)} from the options.`,
   );
 }
 

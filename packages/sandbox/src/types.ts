@@ -39,15 +39,6 @@ export type SandboxPoolOptions = {
    * `runtime_unavailable`. Kept apart from the cell's own timeout, and generous. Default 30,000 ms.
    */
   startupTimeoutMs?: number;
-  /**
-   * Where cells run. `"worker"` (the default): a pool of worker threads, so the host's event loop keeps
-   * serving while a cell computes. `"in-thread"`: on the host's own thread, one cell at a time, with no
-   * worker thread to boot and no second V8 heap: for a process that runs one cell and exits (a CLI, a
-   * serverless function). The same limits, deadline, snapshots and isolation hold; but while guest code
-   * computes the host's event loop is blocked (up to the cell's deadline), and a long built-in call past
-   * the deadline cannot be cut short by terminating a worker. `size` and `maxWorkers` are ignored.
-   */
-  thread?: "worker" | "in-thread";
 };
 
 /** How a host request ended: a JSON value, or an error delivered to the guest as plain data. */

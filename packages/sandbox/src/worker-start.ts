@@ -57,8 +57,8 @@ function workerExecArgv(): string[] {
 }
 
 /**
- * node:worker_threads, loaded with the first worker, not with this module: it takes about 4 ms to load,
- * and a host whose sandboxes all run on its own thread (`thread: "in-thread"`) never needs it.
+ * node:worker_threads, loaded with the first worker, not with this module: a process that imports the
+ * sandbox with its early start off and runs no cell (the CLI's `catalog`, `check`) never needs it.
  */
 let workerThreads: typeof import("node:worker_threads") | undefined;
 
@@ -151,17 +151,6 @@ export function startSandboxWorker(defaultWasm: boolean): Worker {
     return worker;
   }
   return spawnWorker();
-}
-
-/**
- * Stop the worker started as this package loaded, if no pool has taken it: a pool that runs cells on
- * the host's own thread never will, and the thread would hold its V8 heap until the unclaimed timer.
- */
-export function dropEarlyWorker(): void {
-  if (early === null) return;
-  const { worker, drop } = early;
-  drop();
-  void worker.terminate();
 }
 
 /** Whether the worker started as this package loaded is still waiting for a pool (tests). */

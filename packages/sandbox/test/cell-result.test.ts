@@ -1,11 +1,11 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { createSandboxPool, type HostRequest } from "../src/index.js";
-import { limits, runToEnd, surface, THREAD_MODES } from "./helpers.js";
+import { limits, runToEnd, surface } from "./helpers.js";
 
 // A cell without a `return` of its own that ends with an expression gives that expression's value, as
 // models write cells: a bare expression, a call of their own function, an async function never called.
-describe.each(THREAD_MODES)("thread: %s", (thread) => {
-  const pool = createSandboxPool({ thread, size: 2 });
+describe("sandbox pool", () => {
+  const pool = createSandboxPool({ size: 2 });
   afterAll(() => pool.close());
 
   it.each([

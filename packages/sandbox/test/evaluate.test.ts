@@ -2,11 +2,10 @@ import type { CodeModeError } from "@codecell/contract";
 import { checkModuleAccess } from "@codecell/transpile";
 import { afterAll, describe, expect, it } from "vitest";
 import { createSandboxPool } from "../src/index.js";
-import { answerApiRead, apiFileTexts, limits, runToEnd, surface, THREAD_MODES } from "./helpers.js";
+import { answerApiRead, apiFileTexts, limits, runToEnd, surface } from "./helpers.js";
 
-// Each case runs on worker threads and on the host's own thread (thread: "in-thread").
-describe.each(THREAD_MODES)("thread: %s", (thread) => {
-  const pool = createSandboxPool({ thread, size: 2 });
+describe("sandbox pool", () => {
+  const pool = createSandboxPool({ size: 2 });
   afterAll(() => pool.close());
 
   describe("evaluation", () => {
@@ -386,7 +385,7 @@ describe.each(THREAD_MODES)("thread: %s", (thread) => {
       const cyclic: Record<string, unknown> = { name: "loop" };
       cyclic.self = cyclic;
       const answers: unknown[] = [cyclic, { data: new Uint8Array(4) }, "x".repeat(5_000), { fine: [1, 2] }];
-      const capped = createSandboxPool({ thread, size: 1, maxBridgeValueBytes: 4_096 });
+      const capped = createSandboxPool({ size: 1, maxBridgeValueBytes: 4_096 });
       try {
         const code = `
         const out = [];

@@ -188,6 +188,3 @@ export function runCellText(code: string, expected: number): string {
 
 /** runCellText of `return 1 + 1`. */
 export const runTrivialCellText = runCellText("return 1 + 1", 2);
-
-/** The sandbox's two thread modes: tests that hold in both run under each (describe.each). */
-export const THREAD_MODES = ["worker", "in-thread"] as const;

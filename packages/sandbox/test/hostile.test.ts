@@ -1,10 +1,9 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { createSandboxPool } from "../src/index.js";
-import { type Answer, runToEnd, surface, THREAD_MODES } from "./helpers.js";
+import { type Answer, runToEnd, surface } from "./helpers.js";
 
-// Each case runs on worker threads and on the host's own thread (thread: "in-thread").
-describe.each(THREAD_MODES)("thread: %s", (thread) => {
-  const pool = createSandboxPool({ thread, size: 2 });
+describe("sandbox pool", () => {
+  const pool = createSandboxPool({ size: 2 });
   afterAll(() => pool.close());
 
   async function completedValue(code: string, answer?: Answer) {

@@ -3,19 +3,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { createSandboxPool } from "../src/index.js";
-import { limits, runToEnd, surface, THREAD_MODES } from "./helpers.js";
+import { limits, runToEnd, surface } from "./helpers.js";
 
-// Each case runs on worker threads and on the host's own thread (thread: "in-thread").
-describe.each(THREAD_MODES)("thread: %s", (thread) => {
-  const pool = createSandboxPool({ thread, size: 2 });
-  // Terminating a worker (a built-in past the deadline; an abort while guest code spins, which the
-  // host's blocked event loop cannot deliver) has no in-thread equivalent: in-thread.test.ts tests what
-  // holds there instead.
-  const workerOnly = thread === "worker" ? it : it.skip;
-  if (thread === "in-thread")
-    console.info(
-      "limits.test.ts: 2 worker-termination cases and the host-loop case skipped in-thread (its spin holds the host's loop by design; see in-thread.test.ts)",
-    );
+describe("sandbox pool", () => {
+  const pool = createSandboxPool({ size: 2 });
   afterAll(() => pool.close());
 
   const soon = () => Date.now() + 300;
@@ -70,7 +61,7 @@ describe.each(THREAD_MODES)("thread: %s", (thread) => {
       }
     });
 
-    workerOnly("keeps the host event loop responsive while a guest spins", async () => {
+    it("keeps the host event loop responsive while a guest spins", async () => {
       let ticks = 0;
       const timer = setInterval(() => ticks++, 2);
       const { event } = await runToEnd(pool, "while (true) {}", { deadlineAt: Date.now() + 600 });
@@ -81,10 +72,10 @@ describe.each(THREAD_MODES)("thread: %s", (thread) => {
       expect(ticks).toBeGreaterThanOrEqual(5);
     });
 
-    workerOnly(
+    it(
       "terminates and replaces a worker stuck in a built-in the interrupt cannot reach",
       async () => {
-        const lonely = createSandboxPool({ thread, size: 1, watchdogGraceMs: 50 });
+        const lonely = createSandboxPool({ size: 1, watchdogGraceMs: 50 });
         try {
           const before = lonely.stats().workersReplaced;
           const bystander = lonely.run({
@@ -157,7 +148,7 @@ describe.each(THREAD_MODES)("thread: %s", (thread) => {
     });
 
     it("turns deep recursion into a catchable RangeError and the worker stays usable", async () => {
-      const lonely = createSandboxPool({ thread, size: 1 });
+      const lonely = createSandboxPool({ size: 1 });
       try {
         const { event } = await runToEnd(
           lonely,
@@ -241,7 +232,7 @@ describe.each(THREAD_MODES)("thread: %s", (thread) => {
       expect(event).toMatchObject({ type: "completed", value: { ok: 128, refused: 4872 } });
     });
 
-    workerOnly("aborts a spinning cell", async () => {
+    it("aborts a spinning cell", async () => {
       const controller = new AbortController();
       setTimeout(() => controller.abort(), 100);
       const { event } = await runToEnd(pool, "while (true) {}", {
@@ -267,7 +258,7 @@ describe.each(THREAD_MODES)("thread: %s", (thread) => {
 
   describe("runtime", () => {
     it("fails every run with runtime_unavailable when quickjs.wasm cannot load, with no fallback", async () => {
-      const broken = createSandboxPool({ thread, size: 1, wasm: "/nonexistent/quickjs.wasm" });
+      const broken = createSandboxPool({ size: 1, wasm: "/nonexistent/quickjs.wasm" });
       try {
         for (let index = 0; index < 2; index++) {
           const { event } = await runToEnd(broken, "return 1");
@@ -283,7 +274,7 @@ describe.each(THREAD_MODES)("thread: %s", (thread) => {
       const directory = mkdtempSync(join(tmpdir(), "codecell-wasm-"));
       const path = join(directory, "empty.wasm");
       writeFileSync(path, new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]));
-      const broken = createSandboxPool({ thread, size: 1, wasm: path });
+      const broken = createSandboxPool({ size: 1, wasm: path });
       try {
         const { event } = await runToEnd(broken, "return 1");
         expect(event).toMatchObject({ type: "failed", code: "runtime_unavailable" });
@@ -306,5 +297,27 @@ describe.each(THREAD_MODES)("thread: %s", (thread) => {
         results.map((result) => (result.event.type === "completed" ? result.event.value : result.event)),
       ).toEqual(Array.from({ length: 24 }, (_, index) => index));
     });
+  });
+});
+
+describe("the removed thread option", () => {
+  it.each(["in-thread", "main", 1])("refuses thread: %j with invalid_input naming the option", (thread) => {
+    const options = { size: 1, thread } as Parameters<typeof createSandboxPool>[0];
+    expect(() => createSandboxPool(options)).toThrow(
+      expect.objectContaining({
+        code: "invalid_input",
+        message: expect.stringMatching(/thread was removed: cells always run on worker threads/),
+      }),
+    );
+  });
+
+  it('still takes thread: "worker", the only mode there is', async () => {
+    const pool = createSandboxPool({ size: 1, thread: "worker" } as Parameters<typeof createSandboxPool>[0]);
+    try {
+      const { event } = await runToEnd(pool, "return 1 + 1");
+      expect(event).toMatchObject({ type: "completed", value: 2 });
+    } finally {
+      await pool.close();
+    }
   });
 });

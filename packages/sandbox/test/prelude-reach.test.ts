@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { createSandboxPool } from "../src/index.js";
-import { runToEnd, surface, THREAD_MODES } from "./helpers.js";
+import { runToEnd, surface } from "./helpers.js";
 
 /**
  * Hostile cells that try to reach the prelude's own functions (control, settle, request, makeError,
@@ -10,9 +10,8 @@ import { runToEnd, surface, THREAD_MODES } from "./helpers.js";
  * hold of that is not one of its own, and returns the names: the answer must always be empty.
  */
 
-// Each case runs on worker threads and on the host's own thread (thread: "in-thread").
-describe.each(THREAD_MODES)("thread: %s", (thread) => {
-  const pool = createSandboxPool({ thread, size: 2 });
+describe("sandbox pool", () => {
+  const pool = createSandboxPool({ size: 2 });
   afterAll(() => pool.close());
 
   /** Installed before each probe: records any function a probe finds that the cell did not write. */

@@ -1,29 +1,23 @@
 import { readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { CodeModeError, type CodeModeResult, closestMatches } from "@codecell/contract";
 import { killSpawnedServers } from "@codecell/mcp-connector";
-import { saveInThreadCodeCache, useInThreadCodeCacheStore } from "@codecell/sandbox";
 import { formatProblem } from "../config/config-problem.js";
 import { DEFAULT_CONFIG_FILE, type GatewayConfig, loadGatewayConfig } from "../config/load-config.js";
 import { Gateway } from "../gateway.js";
 import { Readiness } from "../http/readiness.js";
 import { log, operatorLine, setLogFormat } from "../logger.js";
 import { NO_APPROVAL_CLIENT } from "../mcp/approvals.js";
+import { PACKAGE_DIR } from "../package-dir.js";
 import { GATEWAY_VERSION } from "../version.js";
 import { connectBanner } from "./banner.js";
-import { codeCacheStore, saveCodeCache } from "./cli-host.js";
 import { EXIT } from "./exit-codes.js";
 import { nothingToCall } from "./nothing-to-call.js";
 
-const CLI_PATH = fileURLToPath(import.meta.url);
+/** The command as installed (what a client config should run): the bundle the build writes. */
+const CLI_PATH = join(PACKAGE_DIR, "dist", "cli.js");
 const MAX_AUTO_WAITS = 100;
-/**
- * `serve` saves the CLI's code cache (when it has to) this long after it starts serving, or when it stops
- * if that is sooner: by then a client has usually listed the tools and run a first cell, so the cache
- * holds that path too.
- */
-const SAVE_CODE_CACHE_AFTER_MS = 2_000;
 
 const HELP: Record<string, string> = {
   main: `codecell ${GATEWAY_VERSION}: an MCP server that shows a model two tools, exec and wait.
@@ -50,7 +44,7 @@ bearer tokens in the config (http.tokens); clients then send Authorization: Bear
 --log-format json (or logging.format in the config) writes one JSON object per stderr line. With --http,
 GET /metrics serves Prometheus metrics (behind the bearer token). OTLP traces and metrics are exported when
 OTEL_EXPORTER_OTLP_ENDPOINT (or the config's telemetry block) names a collector.`,
-  exec: `Usage: codecell exec [--config <file>] [--language javascript|typescript] [--typecheck] [--no-wait] [--sandbox in-thread|worker] <file.js|file.ts|->
+  exec: `Usage: codecell exec [--config <file>] [--language javascript|typescript] [--typecheck] [--no-wait] <file.js|file.ts|->
        codecell exec [options] --code <cell>   (or -e <cell>)
 
 Runs one cell (a file, "-" for stdin, or the text after --code) and prints the code-mode result as JSON
@@ -58,9 +52,8 @@ on stdout. A cell given with --code is JavaScript unless --language says otherwi
 result is continued with wait until it completes (at most ${MAX_AUTO_WAITS} times) unless --no-wait.
 Calls that need approval are refused (there is no client to ask). --typecheck type-checks the cell
 against the run's declarations first and prints each finding on stderr (as tools.codeMode.typecheck
-"warn" does; a config's "strict" stays strict). The cell runs on the command's own thread (--sandbox
-in-thread, the default: the quickest start); --sandbox worker runs it on a worker thread, as serve does,
-so tool calls are answered even while the cell computes. Exit 0 completed, 4 failed, 5 waiting.`,
+"warn" does; a config's "strict" stays strict). The cell runs on a sandbox worker thread, as in serve.
+Exit 0 completed, 4 failed, 5 waiting.`,
   catalog: `Usage: codecell catalog [--config <file>] [--search <query>]
 
 Prints, as JSON, ALL_TOOLS as a cell sees it and, apart, the MCP tools as a cell calls them
@@ -88,22 +81,12 @@ const OPTIONS = {
     code: { type: "string", short: "e" },
     typecheck: { type: "boolean", default: false },
     "no-wait": { type: "boolean", default: false },
-    sandbox: { type: "string", default: "in-thread" },
   },
   catalog: { config: { type: "string" }, search: { type: "string" } },
   check: { config: { type: "string" }, connect: { type: "boolean", default: false } },
 } as const;
 
 class UsageError extends Error {}
-
-/**
- * Writes the code caches that need writing (see cli-entry.ts): the CLI bundle's, and the in-thread
- * sandbox's, which V8 would not take from the sandbox's own under the CLI's flags.
- */
-function saveCodeCaches(): void {
-  saveCodeCache();
-  saveInThreadCodeCache();
-}
 
 function fail(code: number, message: string): never {
   log("error", message, {}, `codecell: ${message}`);
@@ -133,14 +116,12 @@ async function startGateway(
   config: GatewayConfig,
   connectMcp = true,
   mcpWaitMs?: number,
-  sandboxThread?: "worker" | "in-thread",
   warnFailedServers = true,
 ): Promise<Gateway> {
   try {
     return await Gateway.start(config, {
       connectMcp,
       ...(mcpWaitMs !== undefined ? { mcpWaitMs } : {}),
-      ...(sandboxThread ? { sandboxThread } : {}),
       warnFailedServers,
     });
   } catch (error) {
@@ -229,15 +210,11 @@ async function serve(args: string[]): Promise<number | undefined> {
   if (httpPort === undefined || httpTransport === undefined) {
     const { serveStdio } = await import("../mcp/stdio-transport.js");
     operatorLine(`serving MCP over stdio (config: ${config.file}, session "${values.session}")`);
-    // A client that stops the server sooner (as a benchmark does) still leaves the cache behind.
     stopWith(async () => {
-      saveCodeCaches();
       await gateway.close();
       await telemetry?.shutdown();
     });
-    setTimeout(saveCodeCaches, SAVE_CODE_CACHE_AFTER_MS).unref();
     const end = await serveStdio(gateway, values.session);
-    saveCodeCaches();
     await gateway.close();
     await telemetry?.shutdown();
     if (!end.expected) {
@@ -263,7 +240,6 @@ async function serve(args: string[]): Promise<number | undefined> {
   });
   readiness.ready();
   stopWith(async () => {
-    saveCodeCaches();
     if (bound) {
       const drainMs = config.http.drainMs;
       // Nested calls of waiting runs are worth waiting for only when another replica can deliver them
@@ -283,7 +259,6 @@ async function serve(args: string[]): Promise<number | undefined> {
     // What is still buffered goes to the collector before the process exits.
     await telemetry?.shutdown();
   });
-  setTimeout(saveCodeCaches, SAVE_CODE_CACHE_AFTER_MS).unref();
   process.stdout.write(
     `${connectBanner({
       url: http.url,
@@ -332,10 +307,6 @@ async function exec(args: string[]): Promise<number> {
   if (language !== "javascript" && language !== "typescript") {
     throw new UsageError(`--language must be javascript or typescript, got "${language}".`);
   }
-  const sandbox = values.sandbox;
-  if (sandbox !== "in-thread" && sandbox !== "worker") {
-    throw new UsageError(`--sandbox must be in-thread or worker, got "${sandbox}".`);
-  }
   const code = "file" in cell ? readCell(cell.file) : cell.code;
   const loaded = loadConfigOrExit(values.config);
   // --typecheck asks for the findings; a config that already refuses cells with errors keeps doing so.
@@ -349,9 +320,7 @@ async function exec(args: string[]): Promise<number> {
       `${config.file}: tools.codeMode is not enabled, so there is no exec. Set "tools": { "codeMode": true }.`,
     );
   }
-  // One cell, then exit: by default on this thread (no worker thread to boot, no second V8 heap). Its
-  // tool calls still run while the cell waits on them; only the cell's own computing holds this thread.
-  const gateway = await startGateway(config, true, undefined, sandbox);
+  const gateway = await startGateway(config, true);
   const empty = nothingToCall(gateway, true);
   if (empty) {
     await gateway.close();
@@ -372,7 +341,6 @@ async function exec(args: string[]): Promise<number> {
     const shownAs = "file" in cell && cell.file !== "-" ? cell.file : "cell.ts";
     for (const line of diagnosticLines(result, shownAs)) process.stderr.write(`${line}\n`);
     if (result.typecheckNote) process.stderr.write(`${shownAs}: ${result.typecheckNote}\n`);
-    saveCodeCaches();
     await session.end();
     return result.status === "completed"
       ? EXIT.ok
@@ -409,7 +377,7 @@ async function check(args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: OPTIONS.check });
   const config = loadConfigOrExit(values.config);
   // A server that fails to start is one of check's problems below, not also a start-up warning.
-  const gateway = await startGateway(config, values.connect, undefined, undefined, false);
+  const gateway = await startGateway(config, values.connect, undefined, false);
   try {
     const problems = values.connect
       ? gateway.connector.diagnostics.map((d) => `${config.file}: mcpServers.${d.server}: ${d.message}`)
@@ -495,7 +463,6 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(`${HELP[command]}\n`);
     return;
   }
-  useInThreadCodeCacheStore(codeCacheStore);
   const code = await run(rest).catch((error: unknown) => {
     throw commandUsageError(command, error);
   });

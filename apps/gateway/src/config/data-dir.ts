@@ -16,18 +16,3 @@ export function userDataDir(env: NodeJS.ProcessEnv = process.env, platform = pro
   // The XDG spec says a relative XDG_DATA_HOME is invalid and must be ignored.
   return join(xdg?.startsWith("/") ? xdg : join(homedir(), ".local", "share"), "codecell");
 }
-
-/**
- * The per-user folder for caches that may be deleted at any time (the CLI's V8 code cache).
- * `CODECELL_CACHE_DIR` wins; otherwise `$XDG_CACHE_HOME/codecell` (default `~/.cache/codecell`) on Linux
- * and other Unixes, `~/Library/Caches/codecell` on macOS, `%LOCALAPPDATA%\codecell\cache` on Windows.
- */
-export function userCacheDir(env: NodeJS.ProcessEnv = process.env, platform = process.platform): string {
-  if (env.CODECELL_CACHE_DIR) return env.CODECELL_CACHE_DIR;
-  if (platform === "win32")
-    return join(env.LOCALAPPDATA || join(homedir(), "AppData", "Local"), "codecell", "cache");
-  if (platform === "darwin") return join(homedir(), "Library", "Caches", "codecell");
-  const xdg = env.XDG_CACHE_HOME;
-  // As for XDG_DATA_HOME, a relative XDG_CACHE_HOME is invalid and must be ignored.
-  return join(xdg?.startsWith("/") ? xdg : join(homedir(), ".cache"), "codecell");
-}

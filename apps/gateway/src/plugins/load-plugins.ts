@@ -1,7 +1,6 @@
 import { pathToFileURL } from "node:url";
 import { CodeModeError, type HostTool } from "@codecell/contract";
 import { clearCodeModeNamespacesForPlugin, registerCodeModeNamespaceForPlugin } from "@codecell/namespaces";
-import { importModule } from "../cli/cli-host.js";
 import type { PluginSpec } from "../config/load-config.js";
 import { type GatewayPlugin, type GatewayPluginTool, pluginShapeProblems } from "./plugin-shape.js";
 
@@ -15,7 +14,7 @@ export type LoadedPlugin = {
 };
 
 async function instantiate(spec: PluginSpec, configDir: string): Promise<unknown> {
-  const module = await importModule(pathToFileURL(spec.module).href);
+  const module = (await import(pathToFileURL(spec.module).href)) as Record<string, unknown>;
   const factory = module.createPlugin ?? module.default ?? module.plugin;
   if (typeof factory === "function") return await factory({ options: spec.options, configDir });
   if (factory && typeof factory === "object") return factory;

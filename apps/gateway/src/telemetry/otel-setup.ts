@@ -1,5 +1,4 @@
 import type { Meter } from "@opentelemetry/api";
-import { importModule } from "../cli/cli-host.js";
 import type { TelemetrySettings } from "../config/telemetry-config.js";
 import { setActiveTraceReader } from "../logger.js";
 import { GATEWAY_VERSION } from "../version.js";
@@ -26,7 +25,7 @@ export type RunningTelemetry = {
 };
 
 async function load<T>(name: string): Promise<T> {
-  return (await importModule(name)) as T;
+  return (await import(name)) as T;
 }
 
 function positiveNumber(value: string | undefined): number | undefined {

@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { userCacheDir, userDataDir } from "../../src/config/data-dir.js";
+import { userDataDir } from "../../src/config/data-dir.js";
 import { DEFAULT_CONFIG_FILE, loadGatewayConfig } from "../../src/config/load-config.js";
 
 describe("the per-user data folder", () => {
@@ -36,22 +36,6 @@ describe("the per-user data folder", () => {
     expect(problems).toHaveLength(1);
     expect(problems[0]!.message).toBe(
       `cannot create the data folder ${join(blocker, "sub")} (ENOTDIR). Set CODECELL_DATA_DIR to a folder you can write.`,
-    );
-  });
-});
-
-describe("the per-user cache folder", () => {
-  it("follows CODECELL_CACHE_DIR, then XDG_CACHE_HOME, then the platform's default", () => {
-    expect(userCacheDir({ CODECELL_CACHE_DIR: "/srv/cache", XDG_CACHE_HOME: "/x" }, "linux")).toBe(
-      "/srv/cache",
-    );
-    expect(userCacheDir({ XDG_CACHE_HOME: "/home/u/cache" }, "linux")).toBe("/home/u/cache/codecell");
-    expect(userCacheDir({ XDG_CACHE_HOME: "relative/ignored" }, "linux")).toBe(
-      join(homedir(), ".cache", "codecell"),
-    );
-    expect(userCacheDir({}, "darwin")).toBe(join(homedir(), "Library", "Caches", "codecell"));
-    expect(userCacheDir({ LOCALAPPDATA: "C:\\Users\\u\\AppData\\Local" }, "win32")).toBe(
-      join("C:\\Users\\u\\AppData\\Local", "codecell", "cache"),
     );
   });
 });

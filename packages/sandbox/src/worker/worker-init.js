@@ -125,7 +125,7 @@ function compilePreludeAtInit() {
 async function answerInit(module) {
   initialized ??= initialize(module);
   const failure = await initialized;
-  // A later init may try again (on the host's thread these modules outlive a failed pool).
+  // A later init may try again.
   if (failure !== null) initialized = null;
   post(failure === null ? { type: "ready" } : { type: "init-failed", message: failure });
   // A first cell sent meanwhile waits for this either way.

@@ -1,54 +1,41 @@
 // @ts-check
 
 /**
- * What the worker's modules send the host through: a worker thread's port, or, for a sandbox run on the
- * host's own thread (in-thread.js), a direct transport with the same `postMessage`. Set once, by the
- * entry that boots these modules (sandbox-worker.js or in-thread.js), before the first message.
- * @typedef {{ postMessage(message: unknown, transfer?: ArrayBuffer[]): void }} HostPort
- * @type {HostPort}
+ * The worker thread's port to the host, and its synchronous read (`receiveMessageOnPort` of that port)
+ * for the serve loop's wait on the host. Set once by the worker's entry (sandbox-worker.js), before the
+ * first message.
+ * @type {import("node:worker_threads").MessagePort}
  */
-export let port = /** @type {HostPort} */ ({
-  postMessage() {
-    throw new Error("the sandbox's modules were not connected to a host (useWorkerPort or useHostTransport)");
-  },
-});
-/**
- * A worker thread's port read synchronously (`receiveMessageOnPort` of that port), for the serve loop's
- * wait on the host; null on the host's own thread, which never waits so. Given by the worker's entry,
- * so that node:worker_threads (about 4 ms to load) is never loaded for a sandbox on the host's thread.
- * @type {(() => { message: unknown } | undefined) | null}
- */
+export let port = /** @type {import("node:worker_threads").MessagePort} */ (
+  /** @type {unknown} */ ({
+    postMessage() {
+      throw new Error("the sandbox's modules were not connected to a host (useWorkerPort)");
+    },
+  })
+);
+/** @type {(() => { message: unknown } | undefined) | null} */
 export let receiveFromPort = null;
+
 /**
- * What a protocol violation or an unreadable host message does: in a worker thread, throw out of the
- * thread, so the host's exit handler fails its runs and replaces it; on the host's thread, the direct
- * transport tells the host side instead (a throw there would take the host down).
- * @type {(error: unknown) => void}
+ * What a protocol violation or an unreadable host message does: throw out of the thread, so the host's
+ * exit handler fails its runs and replaces the worker.
+ * @param {unknown} error
  */
-export let failWorker = (error) => {
+export function failWorker(error) {
   setImmediate(() => {
     throw error;
   });
-};
+}
 
 /**
- * Point these modules at the host through a worker thread's port (the worker's entry), with `receive`
- * its synchronous read (`receiveMessageOnPort` of it).
+ * Point these modules at the host through the worker thread's port, with `receive` its synchronous
+ * read (`receiveMessageOnPort` of it).
  * @param {import("node:worker_threads").MessagePort} workerPort
  * @param {(port: import("node:worker_threads").MessagePort) => { message: unknown } | undefined} receive
  */
 export function useWorkerPort(workerPort, receive) {
   port = workerPort;
   receiveFromPort = () => receive(workerPort);
-}
-
-/**
- * Point these modules at the host through `hostPort` and `onFailure` (the in-thread entry).
- * @param {HostPort} hostPort @param {(error: unknown) => void} onFailure
- */
-export function useHostTransport(hostPort, onFailure) {
-  port = hostPort;
-  failWorker = onFailure;
 }
 
 /**

@@ -6,7 +6,6 @@ import { createRequire } from "node:module";
 // The zod-free entry: the worker starts sooner without the rest of the contract.
 import { closestMatches, editDistance } from "@codecell/contract/errors";
 import { prepareCell } from "@codecell/transpile";
-import { loadCompiler } from "./compiler-loader.js";
 
 /** @typedef {import("typescript")} TypeScript */
 /** @typedef {{ file: "cell.ts"; line: number; column: number; code: string; message: string; accepts?: string[] }} CellDiagnostic */
@@ -206,9 +205,8 @@ export function joinedLibrary(ts, directory) {
  * tables, so a program is made again after `MAX_CHECKS_PER_PROGRAM` cells.
  */
 export function createCheckerCore() {
-  const compiler = loadCompiler(createRequire(import.meta.url));
   /** @type {TypeScript & { bindSourceFile?: (file: import("typescript").SourceFile, options: import("typescript").CompilerOptions) => void }} */
-  const ts = compiler.ts;
+  const ts = createRequire(import.meta.url)("typescript");
   if (typeof ts.bindSourceFile !== "function") {
     throw new Error(`typescript ${ts.version} lacks bindSourceFile; the checker needs typescript 5.9.3`);
   }
@@ -552,11 +550,6 @@ export function createCheckerCore() {
       const checker = createProgram(WARM_DECLARATIONS, `/globals-${nextFileId++}.d.ts`);
       await prepareCell(WARM_CELL, "javascript");
       diagnose(checker, WARM_CELL, "javascript", 10);
-    },
-
-    /** Writes the compiler's code cache if it needs writing (after the first check or warm-up). */
-    saveCodeCache() {
-      compiler.save();
     },
 
     dispose() {

@@ -20,20 +20,16 @@ parentPort?.on(
         if (message.warm) {
           await core.warm();
           parentPort?.postMessage({ id: message.id, warmed: true });
-          core.saveCodeCache();
           return;
         }
         if (message.prepare) {
           core.prepare(message);
           parentPort?.postMessage({ id: message.id, warmed: true });
-          core.saveCodeCache();
           return;
         }
         const startedAt = performance.now();
         const outcome = await core.check(message);
         parentPort?.postMessage({ id: message.id, outcome, durationMs: performance.now() - startedAt });
-        // After the answer, so the first check never waits for it.
-        core.saveCodeCache();
       } catch (error) {
         // The reason travels to the model in a refused cell's error: the message, not the stack.
         const reason = String(error instanceof Error ? error.message : error).slice(0, 300);
