@@ -311,11 +311,6 @@ export class ActiveRun implements PreparedRun {
     span: TracedSpan | null,
   ): Promise<CodeModeResult> {
     const { engine } = this;
-    // New runs are keyed by their run id; runs suspended by an older version keep the key they stored
-    // (hostState.runKey, see #resume). That key is written again at every suspend, so the fallback can
-    // go, with runKey in the host state, once no store holds a run whose key is not its run id: a run
-    // first suspended by such a version lasts until it finishes, fails, is aborted or expires.
-    const runKey = runId;
     const inflight = new InflightCalls(this.options.context.sessionId, engine.config.maxPendingToolCalls);
     const ready = new ReadyQueue();
     const yieldIds = new Set<string>();
@@ -368,7 +363,7 @@ export class ActiveRun implements PreparedRun {
       return failureResult(error, telemetry, startedAt);
     }
     inflight.attach(segmentSink(ready, segment, shapes));
-    engine.inflight.set(runKey, inflight);
+    engine.inflight.set(runId, inflight);
     const end = await driveSegment(run, ready, segment).finally(segment.release);
     // A bare QuickJS TypeError gets the expression it is about (the JavaScript cell is what ran as is,
     // so only it has places to look up); a ReferenceError, in either language, what the name may be.
@@ -392,7 +387,6 @@ export class ActiveRun implements PreparedRun {
       }).catch(() => end.message);
     }
     const result = await settleSegment(this.engine, this.#runScope, end, {
-      runKey,
       runId,
       inflight,
       ready,
@@ -425,20 +419,20 @@ export class ActiveRun implements PreparedRun {
   ): Promise<CodeModeResult> {
     const { engine } = this;
     const store = await engine.store;
-    const hostState = (claim.hostState ?? { runKey: claim.runId, yieldRequestIds: [] }) as RunHostState;
-    const runKey = hostState.runKey;
+    // A record of another snapshot format is refused by the sandbox's restore below (see its codec).
+    const hostState = (claim.hostState ?? { yieldRequestIds: [] }) as RunHostState;
     const overLimit = restoreLimitError(claim.snapshot.byteLength, hostState.memoryLimitBytes, engine.config);
     if (overLimit) {
-      engine.inflight.get(runKey)?.abortAll(overLimit.message);
-      engine.inflight.delete(runKey);
+      engine.inflight.get(claim.runId)?.abortAll(overLimit.message);
+      engine.inflight.delete(claim.runId);
       // Failed, so deleted, as every failed run is; a finish that fails is left to the claim lease.
       await store.finish(claim, "failed").catch(() => {});
       return failureResult(overLimit, telemetry, startedAt);
     }
-    let inflight = engine.inflight.get(runKey);
+    let inflight = engine.inflight.get(claim.runId);
     if (!inflight) {
       inflight = new InflightCalls(this.options.context.sessionId, engine.config.maxPendingToolCalls);
-      engine.inflight.set(runKey, inflight);
+      engine.inflight.set(claim.runId, inflight);
     }
     const ready = new ReadyQueue();
     const yieldIds = new Set<string>();
@@ -524,7 +518,6 @@ export class ActiveRun implements PreparedRun {
     // An outcome recorded after this stays in the store, and the next claim reads it from there.
     await stopWatching?.();
     return settleSegment(this.engine, this.#runScope, end, {
-      runKey,
       runId: claim.runId,
       inflight,
       ready,

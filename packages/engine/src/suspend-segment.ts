@@ -12,17 +12,16 @@ import type { ControlCall } from "./types.js";
 /** Engine-owned JSON kept with a suspended run in the store. */
 /**
  * The engine's own part of a stored run. `memoryLimitBytes` is the limit its VM ran under, so a wait under
- * a tighter config refuses it (restore-limits.ts); absent in runs stored before it was recorded.
+ * a tighter config refuses it (restore-limits.ts).
  */
-export type RunHostState = { runKey: string; yieldRequestIds: string[]; memoryLimitBytes?: number };
+export type RunHostState = { yieldRequestIds: string[]; memoryLimitBytes?: number };
 
 export async function settleSegment(
   engine: EngineShared,
   runScope: Omit<RunScope, "toolCallId">,
   end: SegmentEnd,
   state: {
-    runKey: string;
-    /** The run id the model has (or is about to get). */
+    /** The run id the model has (or is about to get); the engine's in-flight calls are kept under it. */
     runId: string;
     inflight: InflightCalls;
     ready: ReadyQueue;
@@ -38,7 +37,7 @@ export async function settleSegment(
   const { telemetry, claim, inflight } = state;
   state.inflight.detach();
   if (end.type !== "waiting") {
-    engine.inflight.delete(state.runKey);
+    engine.inflight.delete(state.runId);
     inflight.abortAll("The code-mode run ended.");
     if (claim) {
       // A finish that fails (the store away) leaves the record claimed until its claim lease ends and
@@ -86,11 +85,7 @@ export async function settleSegment(
   const yieldRequestIds = yields.map((request) => request.requestId);
   // The guest's own words for the pause; bounded, since guest code chooses them.
   const yieldReason = yields.map((request) => request.reason).find((reason) => reason !== undefined);
-  const hostState: RunHostState = {
-    runKey: state.runKey,
-    yieldRequestIds,
-    memoryLimitBytes: engine.config.memoryLimitBytes,
-  };
+  const hostState: RunHostState = { yieldRequestIds, memoryLimitBytes: engine.config.memoryLimitBytes };
   telemetry.durationMs = Date.now() - state.startedAt;
   const payload = {
     snapshot: end.snapshot,
@@ -127,7 +122,7 @@ export async function settleSegment(
     observe(engine, "snapshot", { kind: "suspend", bytes: stored.bytes });
   } catch (error) {
     suspend?.end(undefined, CodeModeError.is(error) ? error.code : "internal_error");
-    engine.inflight.delete(state.runKey);
+    engine.inflight.delete(state.runId);
     inflight.abortAll("The code-mode run could not be stored.");
     // The store already failed once here: a finish that fails too is left to the claim lease and the
     // sweep, and the storing error is what the model hears.
@@ -137,7 +132,7 @@ export async function settleSegment(
   // Handed-out calls are answered through the store (settleHandedOutCall); nothing here waits on them.
   inflight.releaseHandedOut();
   inflight.storedAs(store, runId, () => {
-    if (engine.inflight.get(state.runKey) === inflight) engine.inflight.delete(state.runKey);
+    if (engine.inflight.get(state.runId) === inflight) engine.inflight.delete(state.runId);
   });
   return {
     status: "waiting",

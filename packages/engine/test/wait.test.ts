@@ -1,11 +1,11 @@
+import { readFileSync } from "node:fs";
 import type { CodeModeResult } from "@codecell/contract";
 import { MemorySnapshotBackend, openSnapshotStore } from "@codecell/snapshot-store";
 import { afterAll, describe, expect, it } from "vitest";
 import { type CodeModeEngine, createCodeModeEngine } from "../src/index.js";
 import { context, failedError, hostTools, TestExecutor, waitingRunId } from "./support.js";
 
-// Each case runs with the sandbox on worker threads and on the host's own thread (sandbox.thread).
-describe.each(["worker", "in-thread"] as const)("sandbox thread: %s", (thread) => {
+describe("the engine", () => {
   const engines: CodeModeEngine[] = [];
   afterAll(async () => {
     for (const engine of engines) await engine.close();
@@ -17,7 +17,6 @@ describe.each(["worker", "in-thread"] as const)("sandbox thread: %s", (thread) =
   ) {
     const engine = createCodeModeEngine({
       config: { enabled: true, timeoutMs: 300, ...config },
-      sandbox: { thread },
       ...extra,
     });
     engines.push(engine);
@@ -254,6 +253,56 @@ describe.each(["worker", "in-thread"] as const)("sandbox thread: %s", (thread) =
       expect(result).toMatchObject({ status: "failed", code: "snapshot_restore_failed" });
       await store.close();
     });
+
+    // A record of another snapshot format: a real one suspended by an older codecell (the sandbox's
+    // fixture, format 2, with the host state that version wrote), and one whose format no codecell has
+    // written yet. Either is refused at wait, saying why and what to do, and the run is over.
+    const OLDER_SNAPSHOT = new URL(
+      "../../sandbox/test/fixtures/snapshot-string-request-ids.bin",
+      import.meta.url,
+    );
+    it.each([
+      {
+        name: "an older codecell's record",
+        swap: () => ({
+          snapshot: new Uint8Array(readFileSync(OLDER_SNAPSHOT)),
+          hostState: { runKey: "an-older-run-key", yieldRequestIds: [] },
+        }),
+        message: /suspended by an older codecell \(snapshot format 2; .*run the cell again/,
+      },
+      {
+        name: "a record of an unknown format",
+        swap: (snapshot: Uint8Array) => {
+          const unknown = Uint8Array.from(snapshot);
+          unknown[4] = 200;
+          return { snapshot: unknown };
+        },
+        message: /snapshot format 200 is not one this codecell reads.*run the cell again/,
+      },
+    ])(
+      "refuses $name at wait with snapshot_restore_failed saying to run the cell again",
+      async ({ swap, message }) => {
+        const backend = new MemorySnapshotBackend();
+        const claim = backend.claim.bind(backend);
+        backend.claim = async (request) => {
+          const answer = await claim(request);
+          if (answer.status !== "claimed") return answer;
+          return { ...answer, record: { ...answer.record, ...swap(answer.record.snapshot) } };
+        };
+        const store = await openSnapshotStore({ backend });
+        const engine = newEngine({ timeoutMs: 2000 }, { store });
+        const run = prepare(engine);
+        const first = await run.exec({ code: "await yield_control(); return 1" }, { toolCallId: "e" });
+        const result = await run.wait({ runId: waitingRunId(first) }, { toolCallId: "w" });
+        expect(result).toMatchObject({ status: "failed", code: "snapshot_restore_failed" });
+        expect(failedError(result)).toMatch(message);
+        // The refused run is over: waiting again finds nothing to resume.
+        const again = await run.wait({ runId: waitingRunId(first) }, { toolCallId: "w2" });
+        expect(again.status).toBe("failed");
+        expect(again).not.toMatchObject({ code: "snapshot_restore_failed" });
+        await store.close();
+      },
+    );
   });
 
   describe("engine-level telemetry", () => {

@@ -75,12 +75,11 @@ describe("snapshot codec", () => {
     expect(encoded.byteLength).toBeLessThan(1024);
   });
 
-  it("still reads version 1 envelopes (brotli of the whole image)", () => {
-    const original = image(20 * PAGE + 9);
-    const old = envelope(1, { controlToken: 1 }, brotliCompressSync(original));
-    const decoded = decodeSnapshot(old, null, MAX);
-    expect(Buffer.from(decoded.vmSnapshot).equals(Buffer.from(original))).toBe(true);
-    expect(decoded.bridgeState).toEqual({ controlToken: 1 });
+  it.each([1, 2])("refuses a version %i envelope as an older codecell's, before reading it", (version) => {
+    const old = envelope(version, { controlToken: 1 }, brotliCompressSync(image(2 * PAGE)));
+    expect(() => decodeSnapshot(old, null, MAX)).toThrow(
+      `the run was suspended by an older codecell (snapshot format ${version}; this one reads format 3 only); run the cell again`,
+    );
   });
 
   // Without a secret the digest is only an integrity check: anyone can recompute it, so every
@@ -113,14 +112,16 @@ describe("snapshot codec", () => {
       message: /truncated/,
     },
   ])("refuses $name", ({ body, message }) => {
-    expect(() => decodeSnapshot(envelope(2, {}, body()), null, MAX)).toThrow(message);
+    expect(() => decodeSnapshot(envelope(3, {}, body()), null, MAX)).toThrow(message);
   });
 
   it("refuses an unknown version and a forged signature before reading further", () => {
-    expect(() => decodeSnapshot(envelope(3, {}, new Uint8Array(8)), null, MAX)).toThrow(/version 3/);
+    expect(() => decodeSnapshot(envelope(4, {}, new Uint8Array(8)), null, MAX)).toThrow(
+      /format 4 is not one/,
+    );
     const good = encodeSnapshot(image(4 * PAGE), {}, "right");
     expect(() => decodeSnapshot(good, "wrong", MAX)).toThrow(/signature/);
-    const forged = envelope(2, {}, pagesBody(MAX + 1, new Uint8Array(0), new Uint8Array(0)), "guess");
+    const forged = envelope(3, {}, pagesBody(MAX + 1, new Uint8Array(0), new Uint8Array(0)), "guess");
     expect(() => decodeSnapshot(forged, "right", MAX)).toThrow(/signature/);
   });
 });

@@ -1,13 +1,12 @@
 import { readFileSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
 import { createSandboxPool, type HostRequest, type SandboxPool } from "../src/index.js";
-import { limits, surface, THREAD_MODES } from "./helpers.js";
+import { limits, surface } from "./helpers.js";
 
-// Each case runs on worker threads and on the host's own thread (thread: "in-thread").
-describe.each(THREAD_MODES)("thread: %s", (thread) => {
-  const pool = createSandboxPool({ thread, size: 2 });
-  const otherPool = createSandboxPool({ thread, size: 1 });
-  const signed = createSandboxPool({ thread, size: 1, snapshotSecret: "secret-a" });
+describe("sandbox pool", () => {
+  const pool = createSandboxPool({ size: 2 });
+  const otherPool = createSandboxPool({ size: 1 });
+  const signed = createSandboxPool({ size: 1, snapshotSecret: "secret-a" });
   afterAll(() => Promise.all([pool.close(), otherPool.close(), signed.close()]));
 
   async function suspendedRun(target: SandboxPool, code: string, runLimits = limits) {
@@ -109,31 +108,37 @@ describe.each(THREAD_MODES)("thread: %s", (thread) => {
     });
   });
 
-  describe("snapshots taken by an earlier version", () => {
-    // Taken (unsigned) by the worker as it was before requests reached the guest as numbers: its prelude
-    // files pending calls under id strings ("r1") and asks with host("request", body). A restored run
-    // keeps answering it in that form. The image is QuickJS memory, so it belongs to this quickjs-wasi
-    // build: after an upgrade of quickjs-wasi, snapshots of the old build cannot be restored at all, and
-    // this fixture is regenerated (suspend this cell's run with the previous worker).
-    // The cell: const [a, b] = await Promise.all([tools.read_file({ path: "a" }), tools.read_file({ path: "b" })]);
-    //           const c = await tools.read_file({ path: a + b }); return [a, b, c];
+  describe("snapshots of another format", () => {
+    // A real snapshot (unsigned) taken by an older codecell: format 2, whose prelude filed pending calls
+    // under id strings and asked with host("request", body). The record's format version says so, and
+    // the restore refuses it before reading anything else of it, saying what to do instead.
     const fixture = new URL("./fixtures/snapshot-string-request-ids.bin", import.meta.url);
 
-    it("settles the calls it had pending and the calls it makes after the restore", async () => {
-      const { run, requests } = restoreRun(pool, new Uint8Array(readFileSync(fixture)));
-      expect(await run.next()).toMatchObject({
-        type: "idle",
-        pending: [
-          { requestId: "r1", kind: "call", target: "core:host:read_file", input: { path: "a" } },
-          { requestId: "r2", kind: "call", target: "core:host:read_file", input: { path: "b" } },
-        ],
-      });
-      run.settle("r1", { ok: true, value: "A" });
-      run.settle("r2", { ok: true, value: "B" });
+    it("refuses an older codecell's snapshot with snapshot_restore_failed: run the cell again", async () => {
+      const { run } = restoreRun(pool, new Uint8Array(readFileSync(fixture)));
+      const event = await run.next();
+      expect(event).toMatchObject({ type: "failed", code: "snapshot_restore_failed" });
+      if (event.type !== "failed") return;
+      expect(event.message).toMatch(
+        /suspended by an older codecell \(snapshot format 2; this one reads format 3 only\); run the cell again/,
+      );
+    });
+
+    it("refuses a snapshot of a format it does not know, whatever else the bytes hold", async () => {
+      const { run: live } = await suspendedRun(pool, "return await tools.call('x', {})");
+      const { snapshot } = await live.suspend();
+      for (const version of [0, 4, 255]) {
+        const other = Uint8Array.from(snapshot);
+        other[4] = version;
+        const { run } = restoreRun(pool, other);
+        const event = await run.next();
+        expect(event).toMatchObject({ type: "failed", code: "snapshot_restore_failed" });
+        if (event.type === "failed") expect(event.message).toMatch(/run the cell again/);
+      }
+      // The snapshot as it was still restores: only the version was refused.
+      const { run } = restoreRun(pool, snapshot);
       expect(await run.next()).toMatchObject({ type: "idle" });
-      expect(requests).toMatchObject([{ requestId: "r3", kind: "call", input: { path: "AB" } }]);
-      run.settle("r3", { ok: true, value: "C" });
-      expect(await run.next()).toMatchObject({ type: "completed", value: ["A", "B", "C"] });
+      run.dispose();
     });
   });
 
@@ -175,7 +180,7 @@ describe.each(THREAD_MODES)("thread: %s", (thread) => {
     });
 
     it("refuses a snapshot signed with another secret, and one that was not signed", async () => {
-      const other = createSandboxPool({ thread, size: 1, snapshotSecret: "secret-b" });
+      const other = createSandboxPool({ size: 1, snapshotSecret: "secret-b" });
       try {
         const fromSigned = await goodSnapshot(signed);
         const wrong = await restoreRun(other, fromSigned).run.next();

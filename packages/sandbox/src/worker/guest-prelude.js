@@ -21,8 +21,7 @@ import { CompileFlags } from "quickjs-wasi";
  * Host protocol (all arguments are strings):
  * - host(bodyJson) -> the request's id (a number), or `{"error": {...}}` JSON when refused. A request is
  *   the one call with a single argument: the worker tells it by its argument count, without reading an
- *   op string out of the VM (the call every tool call makes). Preludes in snapshots taken before this
- *   form call host("request", bodyJson), which the worker still answers the same way.
+ *   op string out of the VM (the call every tool call makes).
  * - host("output", "text" | "json", text)
  * - host("done", resultJson) and host("fail", errorJson), once per run
  *

@@ -99,13 +99,6 @@ export class GuestRun {
     this.lastReply = null;
     /** @type {Map<string, import("quickjs-wasi").JSValueHandle>} */
     this.requestIdHandles = new Map();
-    /**
-     * Whether the guest knows its requests by number (request "r7" is 7) rather than by the id string.
-     * A VM restored from a snapshot taken before numbers were used (its bridge state does not say
-     * `numericIds`) keeps strings: its prelude has its pending calls filed under them. Remove the
-     * string form once no store can hold such a run (the condition is in restoreRun, run-snapshot.js).
-     */
-    this.numericIds = true;
     this.controlToken = 0;
     /** @type {Map<string, import("@codecell/bridge").HostRequest>} */
     this.pending = new Map();
@@ -160,7 +153,7 @@ export class GuestRun {
     this.operationsQueued = 0;
     /**
      * The key its snapshots are sealed and checked with: its pool's, as the worker had it when the run
-     * began (on the host's thread, several pools with their own secrets share these modules).
+     * began (the worker started early gets its pool's key with the pool's own init).
      */
     this.snapshotSecret = state.snapshotSecret;
   }
@@ -565,9 +558,9 @@ export class GuestRun {
         );
       }
     } else if (error instanceof RangeError && /call stack/i.test(error.message)) {
-      // The host thread's own stack ran out under QuickJS's native recursion (a value nested tens of
-      // thousands deep being stringified): on the host's thread (in-thread mode), whose stack is a
-      // quarter of a worker's, before QuickJS's own stack check. The VM stopped mid-call: dropped.
+      // The thread's own stack ran out under QuickJS's native recursion (a value nested tens of
+      // thousands deep being stringified) before QuickJS's own stack check. The VM stopped mid-call:
+      // dropped.
       this.force(
         "memory_limit_exceeded",
         "The cell nested values or calls deeper than the sandbox's stack allows; the VM was discarded. Flatten the data (or page it) before working on it.",

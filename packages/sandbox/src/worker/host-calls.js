@@ -64,13 +64,6 @@ function hostCall(run, args) {
   };
   const op = text(0);
   let reply = "";
-  if (op === "request") {
-    // A prelude from a snapshot taken before the one-argument form. Remove once no store can hold
-    // such a run: a restored VM keeps its prelude through every later suspend, so a run first
-    // suspended by a release whose prelude sent ("request", body) lasts until it finishes, fails, is
-    // aborted or expires (one snapshot TTL, at most a day, after its last wait).
-    return requestReply(run, onRequest(run, text(1) ?? ""));
-  }
   if (op === "output") reply = onOutput(run, text(1) ?? "", text(2) ?? "", text(3));
   else if (op === "done") onDone(run, text(1) ?? "null");
   else if (op === "fail") onFail(run, text(1) ?? "{}");
@@ -95,10 +88,12 @@ function requestReply(run, outcome) {
   return id;
 }
 
-/** The guest's value for a request id: see numericIds. @param {string} requestId @param {GuestRun} run */
+/**
+ * The guest's value for a request id: its number (request "r7" is 7), which costs one call into the VM
+ * to make where a string costs several. @param {GuestRun} run @param {string} requestId
+ */
 export function newRequestId(run, requestId) {
-  const vm = /** @type {QuickJS} */ (run.vm);
-  return run.numericIds ? vm.newNumber(Number(requestId.slice(1))) : vm.newString(requestId);
+  return /** @type {QuickJS} */ (run.vm).newNumber(Number(requestId.slice(1)));
 }
 
 /** @param {string} name @param {string} message @param {import("@codecell/contract").CodeModeErrorCode} code @param {GuestRun} run */

@@ -30,7 +30,7 @@ export function loadSnapshotCodec() {
 export async function restoreRun(run, snapshot) {
   const { decodeSnapshot, SnapshotCodecError } = await loadSnapshotCodec();
   let decoded;
-  /** @type {{ controlToken: number, nextRequestNumber: number, outputBytes: number, pending: import("@codecell/bridge").HostRequest[], issuedCodes?: string[] }} */
+  /** @type {{ controlToken: number, nextRequestNumber: number, outputBytes: number, pending: import("@codecell/bridge").HostRequest[], issuedCodes: string[] }} */
   let saved;
   try {
     decoded = decodeSnapshot(
@@ -45,9 +45,10 @@ export async function restoreRun(run, snapshot) {
       !Number.isInteger(saved.controlToken) ||
       !Number.isInteger(saved.nextRequestNumber) ||
       !Number.isInteger(saved.outputBytes) ||
-      !Array.isArray(saved.pending)
+      !Array.isArray(saved.pending) ||
+      !Array.isArray(saved.issuedCodes)
     ) {
-      throw new SnapshotCodecError("the snapshot's bridge saved is malformed");
+      throw new SnapshotCodecError("the snapshot's bridge state is malformed");
     }
     const vm = await QuickJS.restore(QuickJS.deserializeSnapshot(decoded.vmSnapshot), run.vmOptions());
     run.vm = vm;
@@ -69,13 +70,6 @@ export async function restoreRun(run, snapshot) {
     return run.report();
   }
   run.nextRequestNumber = saved.nextRequestNumber;
-  // A snapshot taken before requests were known by number has no `numericIds`: its prelude has its
-  // pending calls filed under the id strings (see GuestRun.numericIds). The same holds for one without
-  // `issuedCodes` below. Remove both once no store can hold such a run: the VM, and so its prelude,
-  // stays the same through every later suspend (which writes `numericIds: false` again), so a run
-  // first suspended by a release without them lasts until it finishes, fails, is aborted or expires
-  // (one snapshot TTL, at most a day, after its last wait).
-  run.numericIds = /** @type {{ numericIds?: unknown }} */ (saved).numericIds === true;
   run.outputBytes = saved.outputBytes;
   const returned = /** @type {{ returned?: { value: unknown } }} */ (saved).returned;
   if (returned !== undefined) run.outcome = { type: "completed", value: returned.value };
@@ -84,9 +78,7 @@ export async function restoreRun(run, snapshot) {
     run.pending.set(request.requestId, request);
     if (takesToolCallSlot(request)) run.pendingToolCalls += 1;
   }
-  if (Array.isArray(saved.issuedCodes)) {
-    for (const code of saved.issuedCodes) if (isCodeModeErrorCode(code)) run.issuedCodes.add(code);
-  }
+  for (const code of saved.issuedCodes) if (isCodeModeErrorCode(code)) run.issuedCodes.add(code);
   run.report();
 }
 
@@ -113,7 +105,6 @@ export async function suspendRun(run) {
   const bridgeState = {
     controlToken: run.controlToken,
     nextRequestNumber: run.nextRequestNumber,
-    numericIds: run.numericIds,
     outputBytes: run.outputBytes,
     pending: [...run.pending.values()],
     issuedCodes: [...run.issuedCodes],

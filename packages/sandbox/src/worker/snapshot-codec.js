@@ -6,16 +6,19 @@ import { brotliCompressSync, brotliDecompressSync, constants } from "node:zlib";
  * The snapshot envelope: what `suspend()` returns and `restore()` accepts.
  *
  *   0  4   magic "CCSN"
- *   4  1   format version (2; version 1 is still read)
+ *   4  1   format version (3)
  *   5  3   reserved, zero
  *   8  32  SHA-256 (or HMAC-SHA-256 with the pool's snapshot secret) over bytes 40..end
  *   40 4   bridge state length N (u32 LE)
  *   44 N   bridge state JSON (UTF-8)
- *   version 2, then:
- *          4   VM image length L (u32 LE)
+ *   then:  4   VM image length L (u32 LE)
  *          M   page map: bit p set when page p (PAGE_BYTES each) of the image holds a non-zero byte
  *          ..  brotli (quality 2) of those pages, in order (`QuickJS.serializeSnapshot` bytes)
- *   version 1, then: brotli of the whole image.
+ *
+ * The version covers the whole record: the envelope, the bridge state's fields, and how the VM inside
+ * talks to the worker (its prelude is in the image, and a restored VM keeps it). A record of any other
+ * version is refused with a reason the model can act on, never read as this one: version 3 is the
+ * first that needs no branch for what an older prelude or bridge state did.
  *
  * A small heap's image is mostly zero pages (about 84% of 1.4 MB), so leaving them out before
  * compressing halves the brotli time both ways at the same size. The digest is checked before
@@ -24,7 +27,7 @@ import { brotliCompressSync, brotliDecompressSync, constants } from "node:zlib";
  * detects corruption; with one it also refuses forged snapshots.
  */
 const MAGIC = 0x4e534343; // "CCSN" read as u32 LE
-const VERSION = 2;
+const VERSION = 3;
 const HEADER_BYTES = 44;
 /** Quality 2: measured here on the zero-free pages, 1.9 ms to compress and 1.0 ms to expand a small heap. */
 const BROTLI_QUALITY = 2;
@@ -172,6 +175,20 @@ function decodePages(rest, maxVmBytes) {
 }
 
 /**
+ * Why a record of `version` is refused: an older codecell suspended it, or it is no version this one
+ * knows (a newer codecell's, or not a record at all). Either way the run cannot go on; its cell can run
+ * again.
+ * @param {number} version
+ */
+function otherVersion(version) {
+  const which =
+    version < VERSION
+      ? `the run was suspended by an older codecell (snapshot format ${version}; this one reads format ${VERSION} only)`
+      : `snapshot format ${version} is not one this codecell reads (it reads format ${VERSION}; the run was suspended by another codecell version)`;
+  return `${which}; run the cell again`;
+}
+
+/**
  * @param {Uint8Array} bytes
  * @param {string | null} secret
  * @param {number} maxVmBytes largest decompressed VM image accepted (guards against decompression bombs)
@@ -184,8 +201,7 @@ export function decodeSnapshot(bytes, secret, maxVmBytes) {
   if (input.readUInt32LE(0) !== MAGIC)
     throw new SnapshotCodecError("the bytes are not a codecell snapshot (bad magic)");
   const version = input.readUInt8(4);
-  if (version !== VERSION && version !== 1)
-    throw new SnapshotCodecError(`snapshot format version ${version} is not supported (expected ${VERSION})`);
+  if (version !== VERSION) throw new SnapshotCodecError(otherVersion(version));
   const expected = digest(input.subarray(40), secret);
   if (!timingSafeEqual(expected, input.subarray(8, 40))) {
     throw new SnapshotCodecError(
@@ -204,12 +220,5 @@ export function decodeSnapshot(bytes, secret, maxVmBytes) {
     throw new SnapshotCodecError("the snapshot's bridge state is not valid JSON");
   }
   const rest = input.subarray(HEADER_BYTES + stateLength);
-  // Format 1 is read, never written: every suspend writes format 2, so a format-1 snapshot is one not
-  // resumed since the upgrade. Remove once every release that wrote format 1 has been stopped for
-  // longer than the longest snapshot TTL (snapshotTtlSeconds, at most one day).
-  if (version === 1) {
-    const vm = expand(rest, maxVmBytes);
-    return { vmSnapshot: new Uint8Array(vm.buffer, vm.byteOffset, vm.byteLength), bridgeState };
-  }
   return { vmSnapshot: decodePages(rest, maxVmBytes), bridgeState };
 }
