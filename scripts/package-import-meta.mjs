@@ -1,4 +1,4 @@
-// Bundled into the builds of scripts/workspace-bundle.mjs (the gateway's dist/cli-bundle.cjs, the
+// Bundled into the builds of scripts/workspace-bundle.mjs (the gateway's dist/cli-main.js, the
 // engine's dist/bundle/) and never run on its own: what each inlined `@codecell/*` module gets as its
 // `import.meta`. Those modules find files relative to themselves: the libraries they load on demand
 // through `createRequire(import.meta.url)` (zod, MiniSearch, better-sqlite3, ioredis, TypeScript) resolve

@@ -1,5 +1,4 @@
 // Spawned by performance.bench.mjs in a fresh process, one measurement each, printed as one JSON line:
-// (`engine-in-thread` is the engine with `sandbox: { thread: "in-thread" }`, its early worker off.)
 //   cold <floor|engine>  milliseconds from before the first import to the first result of `return 1 + 1`
 //   rss <floor|engine>   peak RSS (maxRSS) after 100 sequential `return 1 + 1` cells, and the RSS after
 //                        some of them (where the peak falls: bench/memory.bench.mjs)
@@ -20,15 +19,10 @@ async function floorSubject() {
   return { imported, run: () => floorRun(floor, C1, false), close: async () => {} };
 }
 
-async function engineSubject(thread) {
-  // In-thread, the sandbox boots no worker: the early one would only take CPU and memory.
-  if (thread === "in-thread") process.env.CODECELL_SANDBOX_EARLY_START = "0";
+async function engineSubject() {
   const { createCodeModeEngine } = await import("@codecell/engine");
   const imported = performance.now();
-  const engine = createCodeModeEngine({
-    config: { enabled: true, timeoutMs: 60_000 },
-    ...(thread === "in-thread" ? { sandbox: { thread } } : {}),
-  });
+  const engine = createCodeModeEngine({ config: { enabled: true, timeoutMs: 60_000 } });
   const run = prepareBenchRun(engine);
   let callId = 0;
   return {
@@ -68,10 +62,7 @@ function mappedWasmMemories() {
   return count;
 }
 
-const target =
-  subject === "floor"
-    ? await floorSubject()
-    : await engineSubject(subject === "engine-in-thread" ? "in-thread" : "worker");
+const target = subject === "floor" ? await floorSubject() : await engineSubject();
 if (mode === "cold") {
   const value = await target.run();
   const done = performance.now();

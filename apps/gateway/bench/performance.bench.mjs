@@ -7,9 +7,7 @@
 // The machine is shared, so subjects are interleaved round by round and the table shows medians and
 // ratios to the floor of the same run. Cold starts and peak RSS run in fresh processes
 // (performance-child.mjs), and so does the one-shot row: `codecell exec` of `return 1` from process
-// start, against a bare `node -e` that imports quickjs-wasi and runs the same cell (floor.mjs). The
-// cold, one-shot and RSS rows are measured for both sandbox modes: the engine's default (worker threads)
-// and `sandbox: { thread: "in-thread" }`; `codecell exec` runs in-thread unless `--sandbox worker`.
+// start, against a bare `node -e` that imports quickjs-wasi and runs the same cell (floor.mjs).
 // Writes bench-results/performance.json. Run after a build.
 import { createHook } from "node:async_hooks";
 import { spawn } from "node:child_process";
@@ -321,13 +319,10 @@ function serveStart(env = process.env) {
  */
 const ONE_SHOT_CELL = "return 1";
 function oneShotStart(subject) {
-  const exec = [cli, "exec", "--config", configPath, "--code", ONE_SHOT_CELL];
   const args =
     subject === "exec"
-      ? exec
-      : subject === "exec-worker"
-        ? [...exec, "--sandbox", "worker"]
-        : ["-e", bareExecProgram(ONE_SHOT_CELL)];
+      ? [cli, "exec", "--config", configPath, "--code", ONE_SHOT_CELL]
+      : ["-e", bareExecProgram(ONE_SHOT_CELL)];
   return new Promise((resolve, reject) => {
     const started = performance.now();
     const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "ignore"], cwd: dir });
@@ -353,23 +348,23 @@ function oneShotStart(subject) {
   });
 }
 
-const cold = { floor: [], engine: [], "engine-in-thread": [] };
-const oneShot = { bare: [], exec: [], "exec-worker": [] };
-const rss = { floor: [], engine: [], "engine-in-thread": [] };
+const cold = { floor: [], engine: [] };
+const oneShot = { bare: [], exec: [] };
+const rss = { floor: [], engine: [] };
 const serve = [];
 const serveWithoutCerts = [];
 const extraCaCerts = Boolean(process.env.NODE_EXTRA_CA_CERTS);
 const { NODE_EXTRA_CA_CERTS: _extraCaCerts, ...envWithoutCerts } = process.env;
-// One start first, not measured: it leaves the CLI's code cache behind (a fresh build has none yet), so
-// the measured starts are those of an installed CLI after its first run.
+// One start first, not measured: the CLI's files are then in the file system's cache, as for an
+// installed CLI after its first run.
 await serveStart();
 for (let index = 0; index < STARTS; index++) {
-  const engines = ["floor", "engine", "engine-in-thread"];
+  const engines = ["floor", "engine"];
   for (const subject of index % 2 === 0 ? engines : engines.toReversed()) {
     cold[subject].push(await runPerformanceChild(["cold", subject]));
     rss[subject].push(await runPerformanceChild(["rss", subject]));
   }
-  const oneShots = ["bare", "exec", "exec-worker"];
+  const oneShots = ["bare", "exec"];
   for (const subject of index % 2 === 0 ? oneShots : oneShots.toReversed())
     oneShot[subject].push(await oneShotStart(subject));
   serve.push(await serveStart());
@@ -441,35 +436,9 @@ for (const key of STEADY_CELLS)
     engineToJson: null,
   };
   rows.push(rowOf.startup);
-  const inThreadTotal = median(cold["engine-in-thread"].map((c) => c.totalMs));
-  rowOf.coldInThread = {
-    cell: "cold: import -> first result, engine in-thread (sandbox: { thread: 'in-thread' })",
-    unit: "ms",
-    floor: floorTotal,
-    "floor-json": null,
-    engine: inThreadTotal,
-    gateway: null,
-    engineRatio: ratio(inThreadTotal, floorTotal),
-    gatewayRatio: null,
-    engineToJson: null,
-  };
-  rows.push(rowOf.coldInThread);
-  rows.push({
-    ...rowOf.startup,
-    cell: "  of which import (engine in-thread)",
-    engine: median(cold["engine-in-thread"].map((c) => c.importMs)),
-    gateway: null,
-  });
   for (const [mark, label, execSubject, key] of [
     ["resultMs", "one-shot: process start -> result on stdout (`codecell exec` / bare `node -e`)", "exec"],
     ["exitMs", "one-shot: process start -> exit (`codecell exec` / bare `node -e`)", "exec"],
-    [
-      "resultMs",
-      "  the same, `codecell exec --sandbox worker` (start -> result)",
-      "exec-worker",
-      "resultWorker",
-    ],
-    ["exitMs", "  the same, `codecell exec --sandbox worker` (start -> exit)", "exec-worker", "exitWorker"],
   ]) {
     const bare = median(oneShot.bare.map((s) => s[mark]));
     const exec = median(oneShot[execSubject].map((s) => s[mark]));
@@ -500,19 +469,6 @@ for (const key of STEADY_CELLS)
     engineToJson: null,
   };
   rows.push(rowOf.rss);
-  const inThreadRss = median(rss["engine-in-thread"].map((r) => r.peakRssMb));
-  rowOf.rssInThread = {
-    cell: "peak RSS, 100 sequential C1, engine in-thread",
-    unit: "MB",
-    floor: floorRss,
-    "floor-json": null,
-    engine: inThreadRss,
-    gateway: null,
-    engineRatio: ratio(inThreadRss, floorRss),
-    gatewayRatio: null,
-    engineToJson: null,
-  };
-  rows.push(rowOf.rssInThread);
 }
 for (const row of rows)
   for (const name of names) if (typeof row[name] === "number") row[name] = fixed(row[name]);
@@ -551,13 +507,11 @@ const targets = [
   ["C4 engine <= 1.3x floor-json", rowOf.C4.engineToJson <= 1.3],
   ["C5 engine >= 0.9x floor", rowOf.C5.engineRatio >= 0.9],
   ["cold import -> first result <= 1.6x floor (engine default: worker)", rowOf.cold.engineRatio <= 1.6],
-  ["cold import -> first result <= 1.6x floor (engine in-thread)", rowOf.coldInThread.engineRatio <= 1.6],
   ["codecell exec from process start -> result <= 1.3x bare node -e", rowOf.resultMs.gatewayRatio <= 1.3],
   ["codecell exec from process start -> exit <= 1.3x bare node -e", rowOf.exitMs.gatewayRatio <= 1.3],
   ["serve: tools/list <= 250 ms from process start", rowOf.startup.gateway <= 250],
   ["serve: first exec <= 300 ms from process start", rowOf.cold.gateway <= 300],
   ["peak RSS, 100 C1 <= 1.0x floor (engine default: worker)", rowOf.rss.engineRatio <= 1],
-  ["peak RSS, 100 C1 <= 1.0x floor (engine in-thread)", rowOf.rssInThread.engineRatio <= 1],
 ].map(([target, met]) => ({ target, met }));
 
 console.log(

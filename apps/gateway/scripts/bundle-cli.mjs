@@ -5,6 +5,7 @@
 //   resolving, reading and compiling some 75 ES modules of ours and 280 of theirs. It is the code the
 //   tests import, bundled; what only a lazy path needs (the HTTP transport, node:http, the TypeScript
 //   transpiler) stays behind an `import()` that the bundle evaluates when that path runs.
+// - dist/cli-chunk-<hash>.js: what only a lazy path imports, loaded when that path runs.
 // - dist/cli-ajv.cjs, dist/cli-acorn.cjs: libraries only a rare path needs (see LIBRARIES_BESIDE).
 // - dist/cli.js: src/cli/cli-entry.ts, which the bin and the tests run. It starts the sandbox's early
 //   worker and sets the V8 flags before it imports dist/cli-main.js: an ES module's static imports are
@@ -18,7 +19,7 @@
 // registry and tool markers). How the packages are found and inlined is shared with the engine's bundle:
 // the repository's scripts/workspace-bundle.mjs. Files the packages read at run time (the sandbox's
 // worker script, quickjs.wasm, the prelude bytecode) stay where they are in each package.
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build, transform } from "esbuild";
@@ -35,7 +36,6 @@ import { lazySdkSchemas } from "./lazy-sdk-schemas.mjs";
 const appDir = new URL("..", import.meta.url);
 const manifest = JSON.parse(readFileSync(new URL("package.json", appDir), "utf8"));
 const external = [WORKER_START];
-const CLI_FILE = "dist/cli-main.js";
 
 const packages = workspacePackages();
 
@@ -174,7 +174,7 @@ const englishZod = {
 /**
  * zod's object schemas generate their fast parser (a `new Function`) on their ZOD_FAST_PARSER_AT-th
  * synchronous parse instead of their first. zod compiles one per object schema the first time it parses
- * with it, and V8's code cache cannot keep such code. At start-up almost every schema parses once (each
+ * with it, which costs a compile per schema. At start-up almost every schema parses once (each
  * config field), and the protocol's message schemas a few times each: every incoming message is parsed
  * by several of them. Compiled at the second parse, nine were still compiled
  * before the first exec result, six of them before `tools/list`; from the tenth, none (the protocol's
@@ -236,10 +236,20 @@ for (const library of LIBRARIES_BESIDE) {
   });
 }
 
+// A build's chunks only: an earlier build's, under other hashes, go.
+for (const file of readdirSync(new URL("dist/", appDir))) {
+  if (/^cli-(chunk-.*|main)\.js(\.map)?$/.test(file)) rmSync(new URL(`dist/${file}`, appDir));
+}
+
 const bundled = await build({
   absWorkingDir: new URL(".", appDir).pathname,
-  entryPoints: ["src/cli/cli.ts"],
-  outfile: CLI_FILE,
+  entryPoints: { "cli-main": "src/cli/cli.ts" },
+  outdir: "dist",
+  // What a lazy path imports (the HTTP transport and node:http with it, the TypeScript transpiler) goes
+  // in chunks of its own beside the bundle: an ES module's imports are all loaded before it runs, so
+  // in one file they would load at every start.
+  splitting: true,
+  chunkNames: "cli-chunk-[hash]",
   bundle: true,
   platform: "node",
   format: "esm",
@@ -274,10 +284,11 @@ const bundled = await build({
 });
 
 // The worker start is the one package left to Node (cli-entry.ts imported it before this bundle loads).
-const output = bundled.metafile.outputs[CLI_FILE];
-for (const imported of output.imports) {
-  if (imported.external && imported.path.startsWith("@codecell/") && imported.path !== WORKER_START) {
-    throw new Error(`${CLI_FILE} leaves ${imported.path} outside; only ${WORKER_START} may be`);
+for (const [file, output] of Object.entries(bundled.metafile.outputs)) {
+  for (const imported of output.imports) {
+    if (imported.external && imported.path.startsWith("@codecell/") && imported.path !== WORKER_START) {
+      throw new Error(`${file} leaves ${imported.path} outside; only ${WORKER_START} may be`);
+    }
   }
 }
 

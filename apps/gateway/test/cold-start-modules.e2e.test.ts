@@ -155,10 +155,10 @@ describe("cold start: the sandbox's first worker", () => {
       },
     );
     const engineModules = JSON.parse(readFileSync(file, "utf8")) as { url: string; afterWorker: boolean }[];
-    // The published engine (packages/engine/scripts/bundle-engine.mjs) is its entry and one script the
-    // entry reads and compiles once the worker start has run.
+    // The published engine (packages/engine/scripts/bundle-engine.mjs) is its entry and one ES module
+    // the entry imports once the worker start has run.
     expect(engineModules.map((module) => module.url.replace(/^.*[\\/]engine[\\/]/, ""))).toEqual([
-      "dist/bundle/engine-api.cjs",
+      "dist/bundle/engine.js",
     ]);
     expect(engineModules.filter((module) => !module.afterWorker)).toEqual([]);
     expect(child.status).toBe(0);
@@ -171,10 +171,10 @@ describe("cold start: what the first result loads", () => {
     expect(heavyLibraries(files)).toEqual([]);
     // The engine traces through @opentelemetry/api, which it loads only once a host registers a provider.
     expect(telemetryPackages(files)).toEqual([]);
-    // The engine is its published bundle (its entry, which compiles the engine's one script itself), and of
-    // the other codecell packages only the sandbox's worker start loads as ES modules (the rest are
-    // inlined in that script).
+    // The engine is its published bundle (its entry, and the engine as one ES module), and of the other
+    // codecell packages only the sandbox's worker start loads as ES modules (the rest are inlined).
     expect(workspaceModules(files)).toEqual([
+      "engine/dist/bundle/engine.js",
       "engine/dist/bundle/index.js",
       "sandbox/dist/prelude-bytecode.js",
       "sandbox/dist/wasm-module.js",

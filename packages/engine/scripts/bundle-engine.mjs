@@ -1,8 +1,10 @@
-// Run by `build` after tsc: the package's published entry, dist/bundle/index.js, is the engine with the
-// `@codecell/*` packages it uses inlined, as one ES module. Node's ES module loader resolves, reads,
-// compiles and links each file on its own; importing the engine from dist/index.js meant some 80 of them.
-// Its static import of @codecell/sandbox/worker-start is evaluated before the rest of the bundle, so the
-// sandbox's first worker and its wasm start booting on the other core while the engine loads.
+// Run by `build` after tsc: the package's published entry is dist/bundle/index.js, and the engine with
+// the `@codecell/*` packages it uses inlined is one ES module beside it, dist/bundle/engine.js. Node's ES
+// module loader resolves, reads, compiles and links each file on its own; importing the engine from
+// dist/index.js meant some 80 of them. The entry imports @codecell/sandbox/worker-start, then the engine
+// with a top-level `await import()`: a static import would have Node read and compile the whole engine
+// before any module ran, and the sandbox's first worker and its wasm start booting on the other core
+// while the engine loads instead.
 //
 // Left outside, loaded by name as the ES modules they are:
 // - @codecell/sandbox/worker-start, for the process's one copy of the sandbox's state (the rules of
@@ -17,7 +19,7 @@
 // namespaces, contract for CodeModeError) get second copies of them; what must be shared between copies
 // is kept process-wide under registry symbols (the namespace registry and tool markers, CodeModeError's
 // brand and its `instanceof`). test/bundle.e2e.test.ts runs such a host against this bundle.
-import { readFileSync, rmSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { build, transform } from "esbuild";
 import {
@@ -33,7 +35,7 @@ const packageDir = new URL("..", import.meta.url);
 const manifest = JSON.parse(readFileSync(new URL("package.json", packageDir), "utf8"));
 /** Imported only dynamically, on the paths that need it. */
 const LAZY_PACKAGES = ["@codecell/transpile", "@codecell/typecheck"];
-const ENTRY_FILE = "dist/bundle/index.js";
+const ENGINE_FILE = "dist/bundle/engine.js";
 
 const packages = workspacePackages();
 
@@ -60,7 +62,7 @@ rmSync(new URL("dist/bundle/", packageDir), { recursive: true, force: true });
 const result = await build({
   absWorkingDir: fileURLToPath(packageDir),
   entryPoints: ["dist/index.js"],
-  outfile: ENTRY_FILE,
+  outfile: ENGINE_FILE,
   bundle: true,
   platform: "node",
   format: "esm",
@@ -84,7 +86,7 @@ const result = await build({
   logLevel: "warning",
 });
 
-const output = result.metafile.outputs[ENTRY_FILE];
+const output = result.metafile.outputs[ENGINE_FILE];
 for (const imported of output.imports) {
   if (imported.path.startsWith("node:")) continue;
   const allowed =
@@ -92,9 +94,33 @@ for (const imported of output.imports) {
     (LAZY_PACKAGES.includes(imported.path) && imported.kind === "dynamic-import");
   if (!allowed) {
     throw new Error(
-      `${ENTRY_FILE} loads ${imported.path} as ${imported.kind}; only ${WORKER_START} (imported at load) and ${LAZY_PACKAGES.join(", ")} (import()) may stay outside`,
+      `${ENGINE_FILE} loads ${imported.path} as ${imported.kind}; only ${WORKER_START} (imported at load) and ${LAZY_PACKAGES.join(", ")} (import()) may stay outside`,
     );
   }
 }
+/** The values dist/index.js exports (its types have no JavaScript), as esbuild reads them. */
+const names = Object.values(
+  (
+    await build({
+      absWorkingDir: fileURLToPath(packageDir),
+      entryPoints: ["dist/index.js"],
+      bundle: false,
+      write: false,
+      metafile: true,
+      format: "esm",
+      outdir: "out",
+      logLevel: "silent",
+    })
+  ).metafile.outputs,
+).find((entry) => entry.entryPoint)?.exports;
+if (!names?.length) throw new Error("dist/index.js exports nothing; build it with tsc first");
+writeFileSync(
+  new URL("dist/bundle/index.js", packageDir),
+  `// Written by scripts/bundle-engine.mjs: the sandbox's early worker starts first, then the engine loads.
+import "${WORKER_START}";
+const engine = await import("./engine.js");
+export const { ${names.join(", ")} } = engine;
+`,
+);
 const inputs = Object.keys(result.metafile.inputs).length;
-process.stdout.write(`engine bundle: ${inputs} modules in ${ENTRY_FILE}\n`);
+process.stdout.write(`engine bundle: ${inputs} modules in ${ENGINE_FILE}\n`);

@@ -15,35 +15,48 @@ const HOST = fileURLToPath(new URL("fixtures/bundle-host.mjs", import.meta.url))
 type Outcome = { status: string; value?: unknown; code?: string; error?: string };
 
 describe("the published bundle", () => {
-  it("is the package's export: one ES module that leaves only the sandbox's worker start outside, and loads the transpiler and type checker on demand", async () => {
+  it("is the package's export: an entry that starts the sandbox's worker, then the engine as one ES module that loads the transpiler and type checker on demand", async () => {
     const manifest = JSON.parse(readFileSync(`${PACKAGE_DIR}/package.json`, "utf8")) as {
       exports: Record<string, Record<string, string>>;
     };
     expect(manifest.exports["."]!.default).toBe("./dist/bundle/index.js");
     expect(manifest.exports["."]!["@codecell/source"]).toBe("./src/index.ts");
-    // What the bundle imports, as esbuild reads it: by name, and how (a static import or an import()).
-    const result = await build({
-      entryPoints: [`${PACKAGE_DIR}/dist/bundle/index.js`],
-      bundle: false,
-      write: false,
-      metafile: true,
-      format: "esm",
-      platform: "node",
-      outdir: "out",
-      logLevel: "silent",
-    });
-    const imports = Object.values(result.metafile.outputs)[0]!
-      .imports.filter((imported) => !imported.path.startsWith("node:"))
-      .map((imported) => `${imported.kind} ${imported.path}`);
-    expect(new Set(imports)).toEqual(
+    // What each file imports, as esbuild reads it: by name, and how (a static import or an import()).
+    const importsOf = async (file: string) => {
+      const result = await build({
+        entryPoints: [`${PACKAGE_DIR}/dist/bundle/${file}`],
+        bundle: false,
+        write: false,
+        metafile: true,
+        format: "esm",
+        platform: "node",
+        outdir: "out",
+        logLevel: "silent",
+      });
+      return new Set(
+        Object.values(result.metafile.outputs)[0]!
+          .imports.filter((imported) => !imported.path.startsWith("node:"))
+          .map((imported) => `${imported.kind} ${imported.path}`),
+      );
+    };
+    // The entry starts the sandbox's worker, then loads the engine: one ES module, which leaves only
+    // the worker start (shared with the entry) and the lazy packages outside.
+    expect(await importsOf("index.js")).toEqual(
+      new Set(["import-statement @codecell/sandbox/worker-start", "dynamic-import ./engine.js"]),
+    );
+    expect(await importsOf("engine.js")).toEqual(
       new Set([
         "import-statement @codecell/sandbox/worker-start",
         "dynamic-import @codecell/transpile",
         "dynamic-import @codecell/typecheck",
       ]),
     );
-    // No start-up machinery beside it: the bundle is the module Node loads, nothing compiles it by hand.
-    expect(readdirSync(`${PACKAGE_DIR}/dist/bundle`).sort()).toEqual(["index.js", "index.js.map"]);
+    // No start-up machinery beside them: Node loads these modules as it loads any other.
+    expect(readdirSync(`${PACKAGE_DIR}/dist/bundle`).sort()).toEqual([
+      "engine.js",
+      "engine.js.map",
+      "index.js",
+    ]);
     expect(existsSync(`${PACKAGE_DIR}/dist/index.d.ts`)).toBe(true);
   });
 
