@@ -4,7 +4,7 @@
 // measures each thread's CPU time per call (schedstat, nanoseconds), and splits it by what the profile
 // samples were doing. Shares of samples are what load distorts least; the µs column is the share times
 // this run's CPU per call, so compare shares across runs and µs only on a quiet machine.
-// The engine and the sandbox worker run from bundles (dist/bundle/engine-api.js,
+// The engine and the sandbox worker run from bundles (dist/bundle/engine.js,
 // sandbox-worker.bundle.cjs): a sample is put to the source file its bundle's source map names, so the
 // categories below read package/src paths. BENCH_PROFILE_TOP=n prints each thread's n busiest functions.
 // Writes bench-results/nested-call-profile.json. Run after a build.
