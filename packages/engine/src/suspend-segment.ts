@@ -9,7 +9,6 @@ import { failedResult, failureResult } from "./run-results.js";
 import { startSpan, type TracedSpan } from "./tracing.js";
 import type { ControlCall } from "./types.js";
 
-/** Engine-owned JSON kept with a suspended run in the store. */
 /**
  * The engine's own part of a stored run. `memoryLimitBytes` is the limit its VM ran under, so a wait under
  * a tighter config refuses it (restore-limits.ts).
