@@ -1,5 +1,7 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: hints show ${ENV} references as users write them
-import { type AgentLimits, DEFAULT_LIMITS } from "@codecell/agent";
+// The limits' own entry: the package's index would bring its upstream transport, and with it Node's HTTP
+// stack, into every start, even over stdio.
+import { type AgentLimits, DEFAULT_LIMITS } from "@codecell/agent/limits";
 import { z } from "zod";
 import type { ConfigProblem } from "./config-problem.js";
 
