@@ -463,29 +463,25 @@ describe("the engine", () => {
       expect(failedError(result)).toMatch(/over tools\.codeMode\.maxCodeBytes \(262144\)/);
     });
 
-    it(
-      "transpiles a multi-megabyte TypeScript cell off the host's event loop",
-      async () => {
-        const roomy = createCodeModeEngine({
-          config: { enabled: true, timeoutMs: 60_000, maxCodeBytes: 16 * 1024 * 1024 },
-          pool: engine.pool,
-        });
-        const run = roomy.prepareRun({ tools: hostTools, context: context(), executor: new TestExecutor() });
-        const code = bigTypeScriptCell();
-        expect(code.length).toBeGreaterThan(2_500_000);
-        const loop = watchEventLoop();
-        const result = await run.exec({ code, language: "typescript" }, { toolCallId: "big" });
-        const { ticks, maxGapMs, elapsedMs } = loop.stop();
-        expect(result).toMatchObject({ status: "completed", value: 60_000 });
-        // The loop kept turning while the worker checked and transpiled the cell: transpiling it on the
-        // host blocks the loop for nearly the whole exec in one gap. Relative to the exec's own duration,
-        // so a loaded machine that slows everything down does not fail it.
-        expect(ticks).toBeGreaterThanOrEqual(5);
-        expect(maxGapMs).toBeLessThan(elapsedMs / 3);
-        // The exec's own deadline is 60 s; checking and transpiling 3.7 MB takes seconds on a loaded machine.
-      },
-      120_000,
-    );
+    it("transpiles a multi-megabyte TypeScript cell off the host's event loop", async () => {
+      const roomy = createCodeModeEngine({
+        config: { enabled: true, timeoutMs: 60_000, maxCodeBytes: 16 * 1024 * 1024 },
+        pool: engine.pool,
+      });
+      const run = roomy.prepareRun({ tools: hostTools, context: context(), executor: new TestExecutor() });
+      const code = bigTypeScriptCell();
+      expect(code.length).toBeGreaterThan(2_500_000);
+      const loop = watchEventLoop();
+      const result = await run.exec({ code, language: "typescript" }, { toolCallId: "big" });
+      const { ticks, maxGapMs, elapsedMs } = loop.stop();
+      expect(result).toMatchObject({ status: "completed", value: 60_000 });
+      // The loop kept turning while the worker checked and transpiled the cell: transpiling it on the
+      // host blocks the loop for nearly the whole exec in one gap. Relative to the exec's own duration,
+      // so a loaded machine that slows everything down does not fail it.
+      expect(ticks).toBeGreaterThanOrEqual(5);
+      expect(maxGapMs).toBeLessThan(elapsedMs / 3);
+      // The exec's own deadline is 60 s; checking and transpiling 3.7 MB takes seconds on a loaded machine.
+    }, 120_000);
 
     it("refuses a language the config disables", async () => {
       const jsOnly = createCodeModeEngine({
@@ -520,39 +516,33 @@ describe("the engine", () => {
       expect(await exec(code)).toMatchObject({ status: "completed", value: true });
     });
 
-    it(
-      "times out an infinite loop without blocking the host",
-      async () => {
-        // The interrupt ends a plain spin; the watchdog behind it (which replaces a worker stuck where the
-        // interrupt cannot reach) gets seconds of grace here, so a loaded machine that is slow to schedule
-        // the worker cannot make it the one that ends this spin.
-        const pool = createSandboxPool({ size: 1, watchdogGraceMs: 10_000 });
-        const spinning = createCodeModeEngine({ config: { enabled: true, timeoutMs: 2000 }, pool });
-        const run = spinning.prepareRun({
-          tools: hostTools,
-          context: context(),
-          executor: new TestExecutor(),
-        });
-        const loop = watchEventLoop();
-        const result = await run
-          .exec({ code: "while (true) {}" }, { toolCallId: "spin" })
-          .finally(async () => {
-            await spinning.close();
-            await pool.close();
-          });
-        const { ticks } = loop.stop();
-        expect(result).toMatchObject({ status: "failed", code: "timeout" });
-        // The message says which budget ran out and what to do instead.
-        expect(result.status === "failed" && result.error).toMatch(
-          /^The cell ran past its \d+ ms deadline \(timeoutMs\) and was stopped\. Do less in one exec/,
-        );
-        expect(result.telemetry.limitFailures.timeout).toBe(1);
-        // The host kept serving while the cell spun: its timer ran again and again through the 2 s spin.
-        // A spin on the host's own thread would hold the loop until the deadline, leaving it one tick.
-        expect(ticks).toBeGreaterThanOrEqual(10);
-      },
-      60_000,
-    );
+    it("times out an infinite loop without blocking the host", async () => {
+      // The interrupt ends a plain spin; the watchdog behind it (which replaces a worker stuck where the
+      // interrupt cannot reach) gets seconds of grace here, so a loaded machine that is slow to schedule
+      // the worker cannot make it the one that ends this spin.
+      const pool = createSandboxPool({ size: 1, watchdogGraceMs: 10_000 });
+      const spinning = createCodeModeEngine({ config: { enabled: true, timeoutMs: 2000 }, pool });
+      const run = spinning.prepareRun({
+        tools: hostTools,
+        context: context(),
+        executor: new TestExecutor(),
+      });
+      const loop = watchEventLoop();
+      const result = await run.exec({ code: "while (true) {}" }, { toolCallId: "spin" }).finally(async () => {
+        await spinning.close();
+        await pool.close();
+      });
+      const { ticks } = loop.stop();
+      expect(result).toMatchObject({ status: "failed", code: "timeout" });
+      // The message says which budget ran out and what to do instead.
+      expect(result.status === "failed" && result.error).toMatch(
+        /^The cell ran past its \d+ ms deadline \(timeoutMs\) and was stopped\. Do less in one exec/,
+      );
+      expect(result.telemetry.limitFailures.timeout).toBe(1);
+      // The host kept serving while the cell spun: its timer ran again and again through the 2 s spin.
+      // A spin on the host's own thread would hold the loop until the deadline, leaving it one tick.
+      expect(ticks).toBeGreaterThanOrEqual(10);
+    }, 60_000);
 
     it("stops a memory bomb with memory_limit_exceeded, and the next cell runs", async () => {
       // The longest deadline there is, so on a loaded machine memory is the only limit the bomb can hit.

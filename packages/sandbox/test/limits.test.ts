@@ -72,59 +72,55 @@ describe("sandbox pool", () => {
       expect(ticks).toBeGreaterThanOrEqual(5);
     });
 
-    it(
-      "terminates and replaces a worker stuck in a built-in the interrupt cannot reach",
-      async () => {
-        const lonely = createSandboxPool({ size: 1, watchdogGraceMs: 50 });
-        try {
-          const before = lonely.stats().workersReplaced;
-          const bystander = lonely.run({
-            code: "return await tools.call('slow', {})",
-            language: "javascript",
-            surface,
-            limits,
-            deadlineAt: Date.now() + 10_000,
-            onRequest: () => {},
-          });
-          expect(await bystander.next()).toMatchObject({ type: "idle" });
-          // A default (string) sort of 3e6 numbers runs in C for seconds without reaching the interrupt
-          // handler. The array is built first (interruptible, and slow on a busy machine); the short
-          // deadline starts only when the cell resumes into the sort.
-          const code =
-            "const a = new Array(3e6); for (let i = 0; i < a.length; i++) a[i] = (i * 7919) % 3e6; await tools.call('go', {}); a.sort(); return 1";
-          const requests: string[] = [];
-          const run = lonely.run({
-            code,
-            language: "javascript",
-            surface,
-            limits: { ...limits, memoryLimitBytes: 512 * 1024 * 1024 },
-            deadlineAt: Date.now() + 15_000,
-            onRequest: (request) => requests.push(request.requestId),
-          });
-          expect(await run.next()).toMatchObject({ type: "idle" });
-          run.setDeadline(Date.now() + 200);
-          run.settle(requests[0] as string, { ok: true, value: null });
-          const event = await run.next();
-          expect(event).toMatchObject({ type: "failed", code: "timeout" });
-          // The watchdog ended it at its deadline by replacing the worker: a sort left to finish would
-          // have reached the interrupt afterwards, failing with the same code on the same worker.
-          expect(lonely.stats().workersReplaced).toBe(before + 1);
-          // The run that shared the worker fails; the replacement worker serves new runs.
-          expect(await bystander.next()).toMatchObject({ type: "failed", code: "internal_error" });
-          // Its caller, still delivering results or suspending, learns the run's own failure, never a
-          // misleading invalid_input of its own making.
-          expect(() => bystander.settle("r1", { ok: true, value: 1 })).not.toThrow();
-          await expect(bystander.suspend()).rejects.toMatchObject({ code: "internal_error" });
-          expect(await runToEnd(lonely, "return 2")).toMatchObject({
-            event: { type: "completed", value: 2 },
-          });
-        } finally {
-          await lonely.close();
-        }
-      },
-      // Building the 3e6-element array alone takes seconds on a loaded machine.
-      60_000,
-    );
+    it("terminates and replaces a worker stuck in a built-in the interrupt cannot reach", async () => {
+      const lonely = createSandboxPool({ size: 1, watchdogGraceMs: 50 });
+      try {
+        const before = lonely.stats().workersReplaced;
+        const bystander = lonely.run({
+          code: "return await tools.call('slow', {})",
+          language: "javascript",
+          surface,
+          limits,
+          deadlineAt: Date.now() + 10_000,
+          onRequest: () => {},
+        });
+        expect(await bystander.next()).toMatchObject({ type: "idle" });
+        // A default (string) sort of 3e6 numbers runs in C for seconds without reaching the interrupt
+        // handler. The array is built first (interruptible, and slow on a busy machine); the short
+        // deadline starts only when the cell resumes into the sort.
+        const code =
+          "const a = new Array(3e6); for (let i = 0; i < a.length; i++) a[i] = (i * 7919) % 3e6; await tools.call('go', {}); a.sort(); return 1";
+        const requests: string[] = [];
+        const run = lonely.run({
+          code,
+          language: "javascript",
+          surface,
+          limits: { ...limits, memoryLimitBytes: 512 * 1024 * 1024 },
+          deadlineAt: Date.now() + 15_000,
+          onRequest: (request) => requests.push(request.requestId),
+        });
+        expect(await run.next()).toMatchObject({ type: "idle" });
+        run.setDeadline(Date.now() + 200);
+        run.settle(requests[0] as string, { ok: true, value: null });
+        const event = await run.next();
+        expect(event).toMatchObject({ type: "failed", code: "timeout" });
+        // The watchdog ended it at its deadline by replacing the worker: a sort left to finish would
+        // have reached the interrupt afterwards, failing with the same code on the same worker.
+        expect(lonely.stats().workersReplaced).toBe(before + 1);
+        // The run that shared the worker fails; the replacement worker serves new runs.
+        expect(await bystander.next()).toMatchObject({ type: "failed", code: "internal_error" });
+        // Its caller, still delivering results or suspending, learns the run's own failure, never a
+        // misleading invalid_input of its own making.
+        expect(() => bystander.settle("r1", { ok: true, value: 1 })).not.toThrow();
+        await expect(bystander.suspend()).rejects.toMatchObject({ code: "internal_error" });
+        expect(await runToEnd(lonely, "return 2")).toMatchObject({
+          event: { type: "completed", value: 2 },
+        });
+      } finally {
+        await lonely.close();
+      }
+    }, // Building the 3e6-element array alone takes seconds on a loaded machine.
+    60_000);
   });
 
   describe("memory", () => {
