@@ -119,8 +119,7 @@ describe("sandbox pool", () => {
       } finally {
         await lonely.close();
       }
-    }, // Building the 3e6-element array alone takes seconds on a loaded machine.
-    60_000);
+    }, 60_000); // Building the 3e6-element array alone takes seconds on a loaded machine.
   });
 
   describe("memory", () => {
