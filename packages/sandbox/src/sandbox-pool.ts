@@ -291,7 +291,9 @@ class WorkerSlot implements RunHost {
         ? "The run was aborted and its worker did not stop in time; the worker was replaced."
         : code === "runtime_unavailable"
           ? "The sandbox worker did not get the cell's VM ready within the start-up bound (startupTimeoutMs); the worker was replaced and nothing of the cell ran. Try again."
-          : "The cell ran past its deadline inside code the interrupt cannot reach (a long built-in call); the worker was terminated and replaced.";
+          : // The watchdog only knows the worker did not answer in time: a built-in the interrupt cannot reach
+            // and a machine too busy to schedule the worker look the same from here, so say both.
+            `The cell ran past its deadline and its worker did not answer within watchdogGraceMs (${this.pool.watchdogGrace} ms) after it: a long built-in call the interrupt cannot reach, or a machine too busy to run the worker in time. The worker was terminated and replaced.`;
     this.pool.replace(this, run, code, message);
   }
 }
@@ -304,6 +306,10 @@ class Pool implements SandboxPool {
   private readonly snapshotSecret: string | null;
   private readonly maxBridgeValueBytes: number;
   private readonly watchdogGraceMs: number;
+  /** The watchdog's grace, for a message that names it. */
+  get watchdogGrace(): number {
+    return this.watchdogGraceMs;
+  }
   private readonly startupTimeoutMs: number;
   private closed = false;
   private replaced = 0;

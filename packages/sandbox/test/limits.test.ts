@@ -104,6 +104,10 @@ describe("sandbox pool", () => {
         run.settle(requests[0] as string, { ok: true, value: null });
         const event = await run.next();
         expect(event).toMatchObject({ type: "failed", code: "timeout" });
+        // What the watchdog knows, and no more: the worker did not answer within its grace.
+        expect(event.type === "failed" && event.message).toMatch(
+          /did not answer within watchdogGraceMs \(50 ms\) after it: a long built-in call .* or a machine too busy/,
+        );
         // The watchdog ended it at its deadline by replacing the worker: a sort left to finish would
         // have reached the interrupt afterwards, failing with the same code on the same worker.
         expect(lonely.stats().workersReplaced).toBe(before + 1);
