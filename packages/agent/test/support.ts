@@ -10,3 +10,15 @@ export async function failure(promise: Promise<unknown>): Promise<AgentError> {
   }
   throw new Error("expected the call to fail");
 }
+
+/**
+ * Resolves once `check()` holds, polling; fails after `limitMs` (generous: what it waits for is an event
+ * on the other side of a socket, which a loaded machine delivers late, not a deadline under test).
+ */
+export async function until(check: () => boolean, limitMs = 20_000): Promise<void> {
+  const giveUpAt = Date.now() + limitMs;
+  while (!check()) {
+    if (Date.now() > giveUpAt) throw new Error(`still not true after ${limitMs} ms: ${check.toString()}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ModelRequest, OpenAiUpstream } from "../src/index.js";
 import { type ScriptedUpstream, startScriptedUpstream } from "../src/testing/scripted-upstream.js";
-import { failure } from "./support.js";
+import { failure, until } from "./support.js";
 
 // The HTTP side the Chat Completions and Messages upstreams share (upstream-transport.ts), driven
 // through OpenAiUpstream against the scripted server.
@@ -43,12 +43,13 @@ describe("the upstream transport", () => {
     const abandoned = upstream.abandoned();
     upstream.script({ hang: true });
     const controller = new AbortController();
+    const received = upstream.bodies.length;
     const call = model.complete(request, { signal: controller.signal });
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // Aborted once the upstream holds the request, so the abort has a connection to end.
+    await until(() => upstream.bodies.length > received);
     controller.abort();
     expect((await failure(call)).kind).toBe("aborted");
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(upstream.abandoned()).toBe(abandoned + 1);
+    await until(() => upstream.abandoned() === abandoned + 1);
   });
 
   it("gives up at timeoutMs and closes the connection, so the next call gets a fresh one that works", async () => {
@@ -58,8 +59,7 @@ describe("the upstream transport", () => {
     const error = await failure(model.complete(request, { signal: new AbortController().signal }));
     expect(error.kind).toBe("upstream_unavailable");
     expect(error.message).toContain("did not answer within 150 ms");
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(upstream.abandoned()).toBe(abandoned + 1);
+    await until(() => upstream.abandoned() === abandoned + 1);
     const reply = await model.complete(request, { signal: new AbortController().signal });
     expect(reply.content).toBe("after the timeout");
   });
