@@ -9,6 +9,7 @@ import {
 } from "@codecell/contract";
 import type {
   CodeModeEngine,
+  ExecHookMetadata,
   NestedToolCall,
   PreparedRun,
   RunContext,
@@ -40,6 +41,15 @@ export type HostRunTools = {
   mcpServers?: readonly McpServerDescription[];
   /** Runs the host's nested calls; client tools never reach it (the loop hands them out). */
   executor: ToolExecutor;
+  /**
+   * The host's hooks on the model's own exec call (the outer `code_mode_exec` event): the input to run,
+   * or a throw that fails the exec before anything runs. The same hooks an MCP client's exec passes.
+   */
+  beforeExec?: (
+    input: unknown,
+    metadata: ExecHookMetadata,
+    run: Pick<RunContext, "agentId" | "sessionKey" | "sessionId" | "runId">,
+  ) => unknown;
 };
 
 export type AgentLoopOptions = {
@@ -313,6 +323,17 @@ class Turn {
     return `agent:${encodeURIComponent(this.request.principal)}/${encodeURIComponent(this.threadId)}`;
   }
 
+  /** Who the run belongs to, as the engine and the host's hooks see it. */
+  #runContext(): Pick<RunContext, "agentId" | "sessionKey" | "sessionId" | "runId"> {
+    const sessionId = this.#sessionId();
+    return {
+      agentId: this.options.agentId,
+      sessionKey: `principal:${encodeURIComponent(this.request.principal)}`,
+      sessionId,
+      runId: sessionId,
+    };
+  }
+
   ttlOf(record: ConversationRecord): number {
     return record.pending ? this.options.engine.config.snapshotTtlSeconds : this.options.transcriptTtlSeconds;
   }
@@ -329,14 +350,7 @@ class Turn {
       source: "client",
       owner: options.clientToolOwner,
     }));
-    const sessionId = this.#sessionId();
-    const context: RunContext = {
-      agentId: options.agentId,
-      sessionKey: `principal:${encodeURIComponent(request.principal)}`,
-      sessionId,
-      runId: sessionId,
-      signal: request.signal,
-    };
+    const context: RunContext = { ...this.#runContext(), signal: request.signal };
     this.#run = options.engine.prepareRun({
       tools: [...host.tools, ...clientTools],
       // The client's own tools are the caller's to offer: an operator's allow list names the host's.
@@ -430,10 +444,17 @@ class Turn {
       }
       this.cellRan = true;
       const control = { toolCallId: call.id, signal: this.request.signal };
+      const hook = this.#hostTools.beforeExec;
+      const run = this.#runContext();
       const result =
         call.name === WAIT
           ? await this.prepared.wait(input, control)
-          : await this.prepared.exec(input, control);
+          : await this.prepared.exec(
+              input,
+              hook
+                ? { ...control, beforeExec: (execInput, metadata) => hook(execInput, metadata, run) }
+                : control,
+            );
       const handedOut = await this.#afterControl(call, result, 0);
       if (handedOut) return handedOut;
     }

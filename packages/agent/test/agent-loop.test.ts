@@ -1,7 +1,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { HostTool } from "@codecell/contract";
+import { CodeModeError, type HostTool } from "@codecell/contract";
 import { type CodeModeEngine, createCodeModeEngine } from "@codecell/engine";
 import { openSnapshotStore, type SnapshotStore, SqliteSnapshotBackend } from "@codecell/snapshot-store";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -125,6 +125,59 @@ describe("AgentLoop, embedded", () => {
     // Another principal's thread of the same id holds nothing.
     expect(loop.trajectory("p2", first.threadId).entries).toEqual([]);
     expect((await store.stats()).live).toBe(0);
+  });
+
+  it("passes the model's exec through the host's hooks: seen as code_mode_exec, rewritten, or blocked before it runs", async () => {
+    const seen: Array<{ input: unknown; metadata: unknown; run: unknown }> = [];
+    const hooked = new AgentLoop({
+      engine,
+      upstream: new OpenAiUpstream({ baseUrl: upstream.baseUrl }),
+      conversations: snapshotStoreConversations(store),
+      hostTools: () => ({
+        tools: HOST_TOOLS,
+        executor: { callTool: () => ({ sky: "clear" }) },
+        beforeExec: (input, metadata, run) => {
+          seen.push({ input, metadata, run });
+          const code = (input as { code: string }).code;
+          if (code.includes("BLOCK_ME"))
+            throw new CodeModeError("invalid_input", "Blocked by the host's policy.");
+          return { ...(input as object), code: code.replace("return 1", "return 2") };
+        },
+      }),
+    });
+    upstream.script(
+      {
+        toolCalls: [
+          { id: "up_hook_1", name: "exec", arguments: { code: "return 1", language: "javascript" } },
+        ],
+      },
+      { toolCalls: [{ id: "up_hook_2", name: "exec", arguments: { code: "// BLOCK_ME\nreturn 3" } }] },
+      (body) => ({ text: JSON.stringify(lastToolResult(body)) }),
+    );
+    const first = upstream.bodies.length;
+    const answer = await hooked.drive({
+      principal: "p-hooks",
+      model: "m",
+      clientTools: [],
+      params: {},
+      signal: new AbortController().signal,
+      messages: [{ role: "user", content: "run it" }],
+    });
+    expect(answer.kind).toBe("answer");
+    // The rewritten cell ran (2, not 1); the blocked one never did, and the model read why.
+    const results = upstream.bodies.slice(first + 1).map((body) => lastToolResult(body));
+    expect(results[0]).toMatchObject({ status: "completed", value: 2 });
+    expect(results[1]).toMatchObject({ status: "failed", code: "invalid_input" });
+    expect(results[1].error).toContain("Blocked by the host's policy.");
+    expect(seen.map((event) => event.metadata)).toEqual([
+      expect.objectContaining({ toolKind: "code_mode_exec", toolInputKind: "javascript" }),
+      expect.objectContaining({ toolKind: "code_mode_exec" }),
+    ]);
+    expect(seen[0]?.run).toMatchObject({
+      agentId: "codecell-agent",
+      sessionKey: "principal:p-hooks",
+      sessionId: expect.stringMatching(/^agent:p-hooks\//),
+    });
   });
 
   it("resumes a run waiting for a client tool after the host restarts on the same SQLite file", async () => {

@@ -206,6 +206,8 @@ export function createAgentRoutes(
           mcpServers: hostTools.mcpServers,
           // Nothing can ask this client for approvals: calls that need one are refused with a reason.
           executor: gateway.executorFor(sessionId, AGENT_APPROVALS),
+          // Plugins' before_tool_call hooks see the model's exec here as they do from an MCP client.
+          beforeExec: (input, metadata, run) => gateway.beforeExec(input, metadata, sessionId, run),
         };
       },
     });
