@@ -232,6 +232,9 @@ export class Gateway implements SessionHost {
       ...(config.snapshotStore.maxLiveRuns !== undefined
         ? { maxLiveRuns: config.snapshotStore.maxLiveRuns }
         : {}),
+      ...(config.snapshotStore.maxLiveRunsPerPrincipal !== undefined
+        ? { maxLiveRunsPerPrincipal: config.snapshotStore.maxLiveRunsPerPrincipal }
+        : {}),
       maxSnapshotBytes: config.codeMode.maxSnapshotBytes,
       snapshotTtlSeconds: config.codeMode.snapshotTtlSeconds,
     });

@@ -419,3 +419,91 @@ describe("the agent endpoint against a hostile upstream and hostile clients", ()
     });
   });
 });
+
+describe("shared caps between principals", () => {
+  const tokens = { mallory: "mallory-token-0123456789abcdef", alice: "alice-token-0123456789abcdefgh" };
+  let upstream: HostileUpstream;
+  let gateway: HttpGateway;
+
+  beforeAll(async () => {
+    upstream = new HostileUpstream();
+    const upstreamUrl = await upstream.start();
+    // Every request: the model runs a cell that hands the client's tool out (the run waits for it);
+    // once the cell's result is back, the model says it as its answer.
+    upstream.handler = (_req, res, body) => {
+      const messages = body.messages as Array<{ role: string; content?: string }>;
+      const last = messages.at(-1);
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(
+        last?.role === "tool"
+          ? completion({ content: String(last.content) })
+          : completion({
+              tool_calls: [
+                {
+                  id: `exec-${messages.length}`,
+                  type: "function",
+                  function: {
+                    name: "exec",
+                    arguments: JSON.stringify({ code: "return await tools.pick({})" }),
+                  },
+                },
+              ],
+            }),
+      );
+    };
+    gateway = await startHttpGateway(
+      makeSetup(
+        baseConfig({
+          tools: { codeMode: { enabled: true, timeoutMs: 3000 } },
+          mcpServers: {},
+          snapshotStore: { kind: "memory", maxLiveRuns: 4 },
+          http: { tokens: Object.entries(tokens).map(([name, token]) => ({ name, token })) },
+          agent: { upstream: { baseUrl: upstreamUrl, apiKey: "upstream-key", timeoutMs: 60_000 } },
+        }),
+      ).configPath,
+    );
+  }, 60_000);
+
+  afterAll(async () => {
+    await gateway?.stop();
+    await upstream?.close();
+  });
+
+  const handOut = async (who: keyof typeof tokens, index: number) => {
+    const response = await fetch(`${gateway.url}v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${tokens[who]}`, "content-type": "application/json" },
+      body: JSON.stringify({
+        model: "m",
+        messages: [{ role: "user", content: `go ${index}` }],
+        tools: TOOLS,
+      }),
+    });
+    expect(response.status).toBe(200);
+    return (
+      (await response.json()) as {
+        choices: Array<{ finish_reason: string; message: { content: string | null } }>;
+      }
+    ).choices[0]!;
+  };
+
+  it("one principal's waiting hand-outs fill only its share of maxLiveRuns; another's still wait, and the refusal names only the caller's runs", async () => {
+    const mallory = [];
+    for (let index = 0; index < 4; index++) mallory.push(await handOut("mallory", index));
+    // Half of maxLiveRuns (4) is mallory's: two runs wait, the next cells are refused.
+    expect(mallory.slice(0, 2).map((choice) => choice.finish_reason)).toEqual(["tool_calls", "tool_calls"]);
+    const refused = mallory[2]!;
+    expect(refused.finish_reason).toBe("stop");
+    expect(refused.message.content).toContain("this caller already has 2 suspended runs live");
+    expect(refused.message.content).toContain("maxLiveRunsPerPrincipal");
+    // Alice's hand-outs wait as usual: mallory could not take her share.
+    for (let index = 0; index < 2; index++)
+      expect((await handOut("alice", index)).finish_reason).toBe("tool_calls");
+    // Now the store is full: alice hears of her own two runs, not of mallory's.
+    const full = await handOut("alice", 2);
+    expect(full.message.content).toContain("this caller has 2 of them");
+    expect(full.message.content).not.toContain("4 suspended runs");
+    const response = await fetch(`${gateway.url}healthz`);
+    expect(response.status).toBe(200);
+  });
+});

@@ -82,6 +82,7 @@ async function putGet(kind, options = {}) {
   const store = await openSnapshotStore({
     backend: backendOf(kind, options),
     maxLiveRuns: ROUNDS + 50,
+    maxLiveRunsPerPrincipal: ROUNDS + 50,
     sweepIntervalMs: 0,
   });
   const put = [];
@@ -112,6 +113,7 @@ async function sweep(kind) {
   const store = await openSnapshotStore({
     backend: backendOf(kind),
     maxLiveRuns: SWEEP_RECORDS,
+    maxLiveRunsPerPrincipal: SWEEP_RECORDS,
     sweepIntervalMs: 0,
     clock: () => now,
   });
@@ -149,6 +151,7 @@ async function rssChild(kind) {
   const store = await openSnapshotStore({
     backend: backendOf(kind),
     maxLiveRuns: 2 * RSS_RECORDS,
+    maxLiveRunsPerPrincipal: 2 * RSS_RECORDS,
     sweepIntervalMs: 0,
   });
   const measure = () => {

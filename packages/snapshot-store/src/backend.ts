@@ -25,16 +25,13 @@ export interface SnapshotBackend {
   ): Promise<RecoveryReport>;
 
   /**
-   * Adds a `waiting` record unless `maxLiveRuns` live records exist already (checked atomically). A
-   * backend shared by replicas counts `maxLiveRuns` per live replica and answers the deployment's cap.
-   * `tombstoneMs` (the store's tombstone retention) lets a backend with its own expiry keep the record
-   * long enough to explain why it is gone.
+   * Adds a `waiting` record unless its principal (the scope's agentId and sessionKey) holds
+   * `maxLiveRunsPerPrincipal` live records, or `maxLiveRuns` live records exist in all (both checked
+   * atomically with the insert). A backend shared by replicas counts both caps per live replica and
+   * answers the deployment's caps. `tombstoneMs` (the store's tombstone retention) lets a backend with
+   * its own expiry keep the record long enough to explain why it is gone.
    */
-  insert(
-    record: BackendRecord,
-    maxLiveRuns: number,
-    tombstoneMs?: number,
-  ): Promise<{ status: "ok" } | { status: "full"; live: number; cap?: number } | { status: "taken" }>;
+  insert(record: BackendRecord, caps: LiveRunCaps, tombstoneMs?: number): Promise<BackendInsertAnswer>;
 
   /** Records a pending call's outcome on a live record, first outcome wins. */
   settle(request: SettleRequest): Promise<BackendSettleAnswer>;
@@ -94,6 +91,18 @@ export interface SnapshotBackend {
   /** Releases resources. A non-durable backend returns the live runs it dropped. */
   close(): Promise<DroppedRun[]>;
 }
+
+export type LiveRunCaps = { maxLiveRuns: number; maxLiveRunsPerPrincipal: number };
+
+/**
+ * `full`: `own` is the live records of the new record's principal (never anyone else's count); `limit`
+ * says which cap was reached; `cap` and `principalCap` are the deployment's caps where a shared backend
+ * scales them with its replicas.
+ */
+export type BackendInsertAnswer =
+  | { status: "ok" }
+  | { status: "full"; limit: "principal" | "store"; own: number; cap?: number; principalCap?: number }
+  | { status: "taken" };
 
 export type BackendPendingCall = {
   callId: string;

@@ -1,12 +1,14 @@
 export type {
   BackendClaimAnswer,
   BackendClaimedAnswer,
+  BackendInsertAnswer,
   BackendPendingCall,
   BackendRecord,
   BackendSettleAnswer,
   ClaimRequest,
   DroppedRun,
   FinishRequest,
+  LiveRunCaps,
   OutcomeWatcher,
   ReplaceRequest,
   SettleRequest,
@@ -20,7 +22,7 @@ export {
   type RedisSnapshotBackendOptions,
 } from "./redis-backend.js";
 export { newRunId, RUN_ID_RANDOM_BYTES } from "./run-id.js";
-export { callerMatches, selectorMatches } from "./scope.js";
+export { callerMatches, principalOf, selectorMatches } from "./scope.js";
 export {
   keyFileFor,
   loadSnapshotKey,

@@ -1,17 +1,19 @@
 import type {
   BackendClaimAnswer,
   BackendClaimedAnswer,
+  BackendInsertAnswer,
   BackendPendingCall,
   BackendRecord,
   BackendSettleAnswer,
   ClaimRequest,
   DroppedRun,
   FinishRequest,
+  LiveRunCaps,
   ReplaceRequest,
   SettleRequest,
   SnapshotBackend,
 } from "./backend.js";
-import { callerMatches, claimDecision, selectorMatches } from "./scope.js";
+import { callerMatches, claimDecision, principalOf, selectorMatches } from "./scope.js";
 import type { RecoveryReport, RunSelector, RunState, StoreStats } from "./types.js";
 
 type Entry = {
@@ -53,14 +55,19 @@ export class MemorySnapshotBackend implements SnapshotBackend {
   readonly #hostRecords = new Map<string, { valueJson: string; expiresAt: number }>();
   #live = 0;
   #liveBytes = 0;
+  /** Live records per principal (`principalOf`); a principal with none has no entry. */
+  readonly #livePerPrincipal = new Map<string, number>();
 
   async recover(): Promise<RecoveryReport> {
     return { liveRuns: this.#live, requeuedRuns: 0, interruptedCalls: 0 };
   }
 
-  async insert(record: BackendRecord, maxLiveRuns: number) {
-    if (this.#entries.has(record.runId)) return { status: "taken" as const };
-    if (this.#live >= maxLiveRuns) return { status: "full" as const, live: this.#live };
+  async insert(record: BackendRecord, caps: LiveRunCaps): Promise<BackendInsertAnswer> {
+    if (this.#entries.has(record.runId)) return { status: "taken" };
+    const principal = principalOf(record.scope);
+    const own = this.#livePerPrincipal.get(principal) ?? 0;
+    if (this.#live >= caps.maxLiveRuns) return { status: "full", limit: "store", own };
+    if (own >= caps.maxLiveRunsPerPrincipal) return { status: "full", limit: "principal", own };
     this.#entries.set(record.runId, {
       state: "waiting",
       record: {
@@ -74,7 +81,8 @@ export class MemorySnapshotBackend implements SnapshotBackend {
     });
     this.#live += 1;
     this.#liveBytes += record.bytes;
-    return { status: "ok" as const };
+    this.#livePerPrincipal.set(principal, own + 1);
+    return { status: "ok" };
   }
 
   async settle(request: SettleRequest): Promise<BackendSettleAnswer> {
@@ -248,6 +256,7 @@ export class MemorySnapshotBackend implements SnapshotBackend {
       if (isLive(entry.state)) dropped.push({ runId: entry.record.runId, bytes: entry.record.bytes });
     }
     this.#entries.clear();
+    this.#livePerPrincipal.clear();
     this.#live = 0;
     this.#liveBytes = 0;
     return dropped;
@@ -266,6 +275,10 @@ export class MemorySnapshotBackend implements SnapshotBackend {
     if (isLive(entry.state)) {
       this.#live -= 1;
       this.#liveBytes -= entry.record.bytes;
+      const principal = principalOf(entry.record.scope);
+      const own = (this.#livePerPrincipal.get(principal) ?? 1) - 1;
+      if (own > 0) this.#livePerPrincipal.set(principal, own);
+      else this.#livePerPrincipal.delete(principal);
     }
     entry.state = state;
     entry.claimToken = null;

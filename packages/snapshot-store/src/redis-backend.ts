@@ -4,11 +4,13 @@ import { CodeModeError } from "@codecell/contract";
 import type {
   BackendClaimAnswer,
   BackendClaimedAnswer,
+  BackendInsertAnswer,
   BackendRecord,
   BackendSettleAnswer,
   ClaimRequest,
   DroppedRun,
   FinishRequest,
+  LiveRunCaps,
   OutcomeWatcher,
   ReplaceRequest,
   SettleRequest,
@@ -190,26 +192,39 @@ export class RedisSnapshotBackend implements SnapshotBackend {
     this.#epoch = (await this.#client.get(this.#epochKey)) ?? "";
   }
 
-  async insert(record: BackendRecord, maxLiveRuns: number, tombstoneMs = DEFAULT_TOMBSTONE_MS) {
+  async insert(
+    record: BackendRecord,
+    caps: LiveRunCaps,
+    tombstoneMs = DEFAULT_TOMBSTONE_MS,
+  ): Promise<BackendInsertAnswer> {
     return this.#redis("suspend", async () => {
       const fields = this.#codec.insertFields(record, this.replicaId, tombstoneMs);
       const keyTtl = Math.max(1, record.expiresAt - record.createdAt) + tombstoneMs;
       const answer = (await this.#client.ccInsert(
         this.#key(record.runId),
         this.#live,
-        maxLiveRuns,
+        caps.maxLiveRuns,
         record.expiresAt,
         keyTtl,
         record.runId,
         this.#prefix,
         this.#leaseMs,
+        caps.maxLiveRunsPerPrincipal,
+        record.scope.agentId,
+        record.scope.sessionKey,
         ...fields,
-      )) as [string, number?, number?];
+      )) as [string, string?, number?, number?, number?];
       if (answer[0] === "full") {
-        return { status: "full" as const, live: Number(answer[1]), cap: Number(answer[2]) };
+        return {
+          status: "full",
+          limit: answer[1] === "principal" ? "principal" : "store",
+          own: Number(answer[2]),
+          cap: Number(answer[3]),
+          principalCap: Number(answer[4]),
+        };
       }
-      if (answer[0] === "taken") return { status: "taken" as const };
-      return { status: "ok" as const };
+      if (answer[0] === "taken") return { status: "taken" };
+      return { status: "ok" };
     });
   }
 

@@ -118,16 +118,26 @@ return 1
 `;
 
 /**
- * KEYS: run, live. ARGV: maxLive per replica, expiresAt, keyTtlMs, runId, prefix, leaseMs, then
- * field/value pairs. The cap is per replica: the deployment holds maxLive times its live replicas.
+ * KEYS: run, live. ARGV: maxLive per replica, expiresAt, keyTtlMs, runId, prefix, leaseMs, maxLive per
+ * principal per replica, agentId, sessionKey, then field/value pairs. Both caps are per replica: the
+ * deployment holds that many times its live replicas. The principal's live runs are counted from the
+ * live set (at most the deployment's cap), so no counter can drift from the runs themselves. Answers
+ * {'full', limit, own, cap, principalCap} where own is the principal's count, never the total.
  */
 export const INSERT = `${OWNER}
 if redis.call('EXISTS', KEYS[1]) == 1 then return {'taken'} end
-local live = redis.call('ZCARD', KEYS[2])
-local replicas = redis.call('ZCOUNT', ARGV[5] .. 'replicas', serverNow() - tonumber(ARGV[6]), '+inf')
-local cap = tonumber(ARGV[1]) * math.max(replicas, 1)
-if live >= cap then return {'full', live, cap} end
-redis.call('HSET', KEYS[1], unpack(ARGV, 7))
+local replicas = math.max(redis.call('ZCOUNT', ARGV[5] .. 'replicas', serverNow() - tonumber(ARGV[6]), '+inf'), 1)
+local cap = tonumber(ARGV[1]) * replicas
+local principalCap = tonumber(ARGV[7]) * replicas
+local runs = redis.call('ZRANGE', KEYS[2], 0, -1)
+local own = 0
+for _, runId in ipairs(runs) do
+  local head = redis.call('HMGET', ARGV[5] .. 'run:' .. runId, 'ag', 'sk')
+  if head[1] == ARGV[8] and head[2] == ARGV[9] then own = own + 1 end
+end
+if #runs >= cap then return {'full', 'store', own, cap, principalCap} end
+if own >= principalCap then return {'full', 'principal', own, cap, principalCap} end
+redis.call('HSET', KEYS[1], unpack(ARGV, 10))
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 redis.call('ZADD', KEYS[2], ARGV[2], ARGV[4])
 return {'ok'}

@@ -38,14 +38,46 @@ export function runTooLarge(bytes: number, snapshotBytes: number, maxSnapshotByt
   );
 }
 
-/** `cap` is the deployment's cap a shared backend answers (`maxLiveRuns` per live replica). */
-export function storeFull(live: number, cap: number | undefined, maxLiveRuns: number): CodeModeError {
+/**
+ * The store refused a new run: its principal holds its share of live runs, or the store holds all it
+ * may. The message and details give the caller's own count and the caps only, never how many runs
+ * other principals hold. `cap` and `principalCap` are a shared backend's deployment caps (per live
+ * replica times the replicas).
+ */
+export function storeFull(
+  full: {
+    limit: "principal" | "store";
+    own: number;
+    cap?: number | undefined;
+    principalCap?: number | undefined;
+  },
+  limits: { maxLiveRuns: number; maxLiveRunsPerPrincipal: number },
+): CodeModeError {
+  const perReplica = (name: string, value: number, deployment: number | undefined) =>
+    deployment === undefined ? `${value} (${name})` : `${deployment} (${name} ${value} per live replica)`;
+  const principalLimit = perReplica(
+    "maxLiveRunsPerPrincipal",
+    limits.maxLiveRunsPerPrincipal,
+    full.principalCap,
+  );
+  const details = {
+    live: full.own,
+    maxLiveRunsPerPrincipal: full.principalCap ?? limits.maxLiveRunsPerPrincipal,
+  };
+  if (full.limit === "principal") {
+    return new CodeModeError(
+      "snapshot_limit_exceeded",
+      `cannot suspend the run: this caller already has ${full.own} suspended runs live, its limit is ${principalLimit}. ` +
+        "Waiting runs are never evicted; resume, finish or abort some of yours, or raise maxLiveRunsPerPrincipal.",
+      details,
+    );
+  }
   return new CodeModeError(
     "snapshot_limit_exceeded",
-    `cannot suspend the run: ${live} suspended runs are already live, the limit is ${cap ?? maxLiveRuns}` +
-      (cap === undefined ? " (maxLiveRuns)" : ` (maxLiveRuns ${maxLiveRuns} per live replica)`) +
-      ". Waiting runs are never evicted; resume, finish or abort some of them, or raise maxLiveRuns.",
-    { live, maxLiveRuns },
+    `cannot suspend the run: the store holds as many suspended runs as it may, the limit is ${perReplica("maxLiveRuns", limits.maxLiveRuns, full.cap)}; ` +
+      `this caller has ${full.own} of them (its own limit is ${principalLimit}). ` +
+      "Waiting runs are never evicted; resume, finish or abort some of yours, try again later, or raise maxLiveRuns.",
+    { ...details, maxLiveRuns: full.cap ?? limits.maxLiveRuns },
   );
 }
 

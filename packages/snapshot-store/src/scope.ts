@@ -22,6 +22,14 @@ export function callerMatches(scope: RunScope, caller: CallerScope): boolean {
   );
 }
 
+/**
+ * The principal a run belongs to, for its share of the live-run cap: runs of the same agentId and
+ * sessionKey are one principal's (the gateway's sessionKey is `principal:<token name>`).
+ */
+export function principalOf(scope: RunScope): string {
+  return JSON.stringify([scope.agentId, scope.sessionKey]);
+}
+
 /** UTF-8 byte length of a string, what a record's JSON parts cost. */
 export function utf8Bytes(text: string): number {
   return Buffer.byteLength(text, "utf8");

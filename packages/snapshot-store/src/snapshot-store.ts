@@ -66,6 +66,7 @@ export class SnapshotStore {
   readonly maxSnapshotBytes: number;
   readonly snapshotTtlSeconds: number;
   readonly maxLiveRuns: number;
+  readonly maxLiveRunsPerPrincipal: number;
   readonly claimLeaseMs: number;
   readonly tombstoneSeconds: number;
   readonly #sweepIntervalMs: number;
@@ -84,6 +85,7 @@ export class SnapshotStore {
     this.maxSnapshotBytes = limits.maxSnapshotBytes;
     this.snapshotTtlSeconds = limits.snapshotTtlSeconds;
     this.maxLiveRuns = limits.maxLiveRuns;
+    this.maxLiveRunsPerPrincipal = limits.maxLiveRunsPerPrincipal;
     this.claimLeaseMs = limits.claimLeaseMs;
     this.tombstoneSeconds = limits.tombstoneSeconds;
     this.#sweepIntervalMs = limits.sweepIntervalMs;
@@ -140,7 +142,7 @@ export class SnapshotStore {
         bytes: parts.bytes,
         resumeCount: 0,
       },
-      this.maxLiveRuns,
+      { maxLiveRuns: this.maxLiveRuns, maxLiveRunsPerPrincipal: this.maxLiveRunsPerPrincipal },
       this.tombstoneSeconds * 1000,
     );
     if (answer.status === "taken") {
@@ -151,7 +153,7 @@ export class SnapshotStore {
     }
     if (answer.status === "full") {
       this.#emit("refused", runId, "store_full", parts.bytes);
-      throw storeFull(answer.live, answer.cap, this.maxLiveRuns);
+      throw storeFull(answer, this);
     }
     this.#emit("stored", runId, undefined, parts.bytes);
     return { runId, expiresAt: now + parts.ttlSeconds * 1000, bytes: parts.bytes };

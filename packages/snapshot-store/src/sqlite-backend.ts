@@ -10,6 +10,7 @@ import type {
   ClaimRequest,
   DroppedRun,
   FinishRequest,
+  LiveRunCaps,
   ReplaceRequest,
   SettleRequest,
   SnapshotBackend,
@@ -135,6 +136,9 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
       releaseHostRecord: db.prepare("DELETE FROM host_records WHERE key = ? AND value_json = ?"),
       purgeHostRecords: db.prepare("DELETE FROM host_records WHERE expires_at <= ?"),
       countLive: db.prepare<[], { n: number }>("SELECT count(*) AS n FROM runs WHERE live = 1"),
+      countLiveOf: db.prepare<[string, string], { n: number }>(
+        "SELECT count(*) AS n FROM runs WHERE live = 1 AND agent_id = ? AND session_key = ?",
+      ),
       runExists: db.prepare<[string], { one: number }>("SELECT 1 AS one FROM runs WHERE run_id = ?"),
       insertRun: db.prepare(
         `INSERT INTO runs (run_id, agent_id, session_key, session_id, parent_run_id, tool_call_id, state, live,
@@ -239,12 +243,15 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
     })();
   }
 
-  async insert(record: BackendRecord, maxLiveRuns: number) {
+  async insert(record: BackendRecord, caps: LiveRunCaps) {
     const statements = this.#statements;
     return this.#db.transaction(() => {
       if (statements.runExists.get(record.runId)) return { status: "taken" as const };
-      const live = statements.countLive.get()!.n;
-      if (live >= maxLiveRuns) return { status: "full" as const, live };
+      const own = statements.countLiveOf.get(record.scope.agentId, record.scope.sessionKey)!.n;
+      if (statements.countLive.get()!.n >= caps.maxLiveRuns)
+        return { status: "full" as const, limit: "store" as const, own };
+      if (own >= caps.maxLiveRunsPerPrincipal)
+        return { status: "full" as const, limit: "principal" as const, own };
       statements.insertRun.run({
         runId: record.runId,
         ...record.scope,

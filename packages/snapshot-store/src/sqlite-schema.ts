@@ -42,6 +42,7 @@ CREATE TABLE IF NOT EXISTS runs (
   mac BLOB
 );
 CREATE INDEX IF NOT EXISTS runs_live_expiry ON runs (live, expires_at);
+CREATE INDEX IF NOT EXISTS runs_live_principal ON runs (live, agent_id, session_key);
 CREATE INDEX IF NOT EXISTS runs_purge ON runs (live, purge_at);
 CREATE TABLE IF NOT EXISTS pending_calls (
   run_id TEXT NOT NULL,

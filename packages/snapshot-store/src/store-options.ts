@@ -12,6 +12,12 @@ export type SnapshotStoreOptions = {
   snapshotTtlSeconds?: number;
   /** Live (waiting or running) records allowed at once. Default 64. */
   maxLiveRuns?: number;
+  /**
+   * Live records one principal (a run scope's agentId and sessionKey together) may hold at once, so one
+   * principal's waiting runs never fill the store for everyone. At most `maxLiveRuns`. Default: half of
+   * `maxLiveRuns`, rounded up (32 of 64).
+   */
+  maxLiveRunsPerPrincipal?: number;
   /** How long a claim holds a run before another claim may take it over. Default 120000. */
   claimLeaseMs?: number;
   /** How long finished, expired and aborted runs are remembered, so `wait` can say why. Default 3600. */
@@ -34,6 +40,7 @@ export type StoreLimits = {
   maxSnapshotBytes: number;
   snapshotTtlSeconds: number;
   maxLiveRuns: number;
+  maxLiveRunsPerPrincipal: number;
   claimLeaseMs: number;
   tombstoneSeconds: number;
   sweepIntervalMs: number;
@@ -56,6 +63,18 @@ function positiveInteger(
 }
 
 export function storeLimits(options: SnapshotStoreOptions): StoreLimits {
+  const maxLiveRuns = positiveInteger(options.maxLiveRuns, DEFAULT_MAX_LIVE_RUNS, "maxLiveRuns");
+  const maxLiveRunsPerPrincipal = positiveInteger(
+    options.maxLiveRunsPerPrincipal,
+    Math.ceil(maxLiveRuns / 2),
+    "maxLiveRunsPerPrincipal",
+  );
+  if (maxLiveRunsPerPrincipal > maxLiveRuns) {
+    throw new CodeModeError(
+      "invalid_config",
+      `snapshot store option maxLiveRunsPerPrincipal (${maxLiveRunsPerPrincipal}) must not be above maxLiveRuns (${maxLiveRuns}); lower it or raise maxLiveRuns.`,
+    );
+  }
   return {
     maxSnapshotBytes: positiveInteger(
       options.maxSnapshotBytes,
@@ -70,7 +89,8 @@ export function storeLimits(options: SnapshotStoreOptions): StoreLimits {
             "snapshot store option snapshotTtlSeconds",
             "invalid_config",
           ),
-    maxLiveRuns: positiveInteger(options.maxLiveRuns, DEFAULT_MAX_LIVE_RUNS, "maxLiveRuns"),
+    maxLiveRuns,
+    maxLiveRunsPerPrincipal,
     claimLeaseMs: positiveInteger(options.claimLeaseMs, DEFAULT_CLAIM_LEASE_MS, "claimLeaseMs"),
     tombstoneSeconds: positiveInteger(
       options.tombstoneSeconds,

@@ -99,6 +99,7 @@ describe.skipIf(redisSkipReason !== null)("Redis backend: several replicas on on
         backend: new RedisSnapshotBackend({ url: server.url, secret: TEST_SECRET, keyPrefix: prefix }),
         sweepIntervalMs: 0,
         maxLiveRuns: 2,
+        maxLiveRunsPerPrincipal: 2,
       });
       stores.push(store);
       return store;

@@ -90,7 +90,7 @@ describe.each([
   });
 
   it("gives every run a distinct id", async () => {
-    const store = await open({ maxLiveRuns: 200 });
+    const store = await open({ maxLiveRuns: 200, maxLiveRunsPerPrincipal: 200 });
     const ids = new Set<string>();
     for (let index = 0; index < 200; index += 1) ids.add((await store.suspend(suspendInput())).runId);
     expect(ids.size).toBe(200);
@@ -370,7 +370,11 @@ describe.each([
     });
 
     it("sweeps more runs than one batch in a single call, letting the event loop run", async () => {
-      const store = await open({ maxLiveRuns: 1_300, snapshotTtlSeconds: 10 });
+      const store = await open({
+        maxLiveRuns: 1_300,
+        maxLiveRunsPerPrincipal: 1_300,
+        snapshotTtlSeconds: 10,
+      });
       const small = suspendInput({ snapshot: patternBytes(64, 1), pendingCalls: [] });
       for (let index = 0; index < 1_200; index += 1) await store.suspend(small);
       clock.advance(10_000);
@@ -496,13 +500,13 @@ describe.each([
     });
 
     it("refuses a new run when maxLiveRuns are live, evicting nothing", async () => {
-      const store = await open({ maxLiveRuns: 3 });
+      const store = await open({ maxLiveRuns: 3, maxLiveRunsPerPrincipal: 3 });
       const runs = [];
       for (let index = 0; index < 3; index += 1) runs.push(await store.suspend(suspendInput()));
       const full = await thrown(() => store.suspend(suspendInput()));
       expect(full.code).toBe("snapshot_limit_exceeded");
       expect(full.message).toContain("maxLiveRuns");
-      expect(full.details).toEqual({ live: 3, maxLiveRuns: 3 });
+      expect(full.details).toEqual({ live: 3, maxLiveRuns: 3, maxLiveRunsPerPrincipal: 3 });
       expect(events.at(-1)).toMatchObject({ event: "refused", reason: "store_full" });
       const claims = [];
       for (const run of runs) claims.push(await store.claim(run.runId, scopeFor()));
@@ -512,6 +516,43 @@ describe.each([
       await expect(store.suspend(suspendInput())).rejects.toMatchObject({
         code: "snapshot_limit_exceeded",
       });
+    });
+
+    it("gives each principal a share of maxLiveRuns, and a refusal names only the caller's own runs", async () => {
+      const store = await open({ maxLiveRuns: 6 });
+      const as = (sessionKey: string, agentId = "agent-main") =>
+        suspendInput({ scope: scopeFor({ sessionKey, agentId }) });
+      // The default share is half of maxLiveRuns: one principal's cheap waiting runs stop at three.
+      const mallorys = [];
+      for (let index = 0; index < 3; index += 1) mallorys.push(await store.suspend(as("principal:mallory")));
+      const own = await thrown(() => store.suspend(as("principal:mallory")));
+      expect(own.code).toBe("snapshot_limit_exceeded");
+      expect(own.message).toContain("this caller already has 3 suspended runs live");
+      expect(own.message).toContain("its limit is 3 (maxLiveRunsPerPrincipal");
+      expect(own.details).toEqual({ live: 3, maxLiveRunsPerPrincipal: 3 });
+      expect(own.message).not.toMatch(/maxLiveRuns\b/);
+      // Another principal, and the same session key under another agent, still get their share.
+      for (let index = 0; index < 2; index += 1) await store.suspend(as("principal:alice"));
+      await store.suspend(as("principal:mallory", "agent-other"));
+      // The store is full now: the refusal tells the caller its own count (none), not everyone's.
+      const full = await thrown(() => store.suspend(as("principal:bob")));
+      expect(full.code).toBe("snapshot_limit_exceeded");
+      expect(full.message).toContain("this caller has 0 of them");
+      expect(full.message).not.toMatch(/\b6 suspended runs\b|\b[1-6] suspended runs are already live/);
+      expect(full.details).toEqual({ live: 0, maxLiveRuns: 6, maxLiveRunsPerPrincipal: 3 });
+      // A principal's finished run gives its place back, to that principal or another.
+      const claim = await store.claim(mallorys[0]!.runId, scopeFor({ sessionKey: "principal:mallory" }));
+      await store.finish(claim, "completed");
+      await store.suspend(as("principal:bob"));
+    });
+
+    it("counts concurrent suspends of one principal atomically against its share", async () => {
+      const store = await open({ maxLiveRuns: 64, maxLiveRunsPerPrincipal: 5 });
+      const results = await Promise.allSettled(
+        Array.from({ length: 20 }, () => store.suspend(suspendInput())),
+      );
+      expect(results.filter((result) => result.status === "fulfilled")).toHaveLength(5);
+      expect((await store.stats()).live).toBe(5);
     });
   });
 
@@ -548,6 +589,8 @@ describe.each([
 
     it.each([
       [{ maxLiveRuns: 0 }],
+      [{ maxLiveRunsPerPrincipal: 0 }],
+      [{ maxLiveRuns: 4, maxLiveRunsPerPrincipal: 5 }],
       [{ maxSnapshotBytes: -1 }],
       [{ snapshotTtlSeconds: 86_401 }],
       [{ sweepIntervalMs: 1.5 }],

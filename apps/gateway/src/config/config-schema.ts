@@ -65,16 +65,22 @@ const maxLiveRuns = () => z.number().int().min(1).max(1_000_000).optional();
 
 export const snapshotStoreSchema = once(() =>
   z.discriminatedUnion("kind", [
-    z.strictObject({ kind: z.literal("memory"), maxLiveRuns: maxLiveRuns() }),
+    z.strictObject({
+      kind: z.literal("memory"),
+      maxLiveRuns: maxLiveRuns(),
+      maxLiveRunsPerPrincipal: maxLiveRuns(),
+    }),
     z.strictObject({
       kind: z.literal("sqlite"),
       path: z.string().min(1),
       secret: z.string().min(1).optional(),
       maxLiveRuns: maxLiveRuns(),
+      maxLiveRunsPerPrincipal: maxLiveRuns(),
     }),
     z.strictObject({
       kind: z.literal("redis"),
       maxLiveRuns: maxLiveRuns(),
+      maxLiveRunsPerPrincipal: maxLiveRuns(),
       url: z.url({ protocol: /^rediss?$/ }).optional(),
       sentinels: z
         .array(z.strictObject({ host: z.string().min(1), port: z.number().int().min(1).max(65_535) }))
@@ -213,6 +219,8 @@ export const FIELD_HINTS: Record<string, string> = {
   "snapshotStore.path": "a file path for the SQLite database, relative to the config file",
   "snapshotStore.maxLiveRuns":
     "how many runs may wait at once in the store (1 to 1000000, default 64; on Redis per live replica)",
+  "snapshotStore.maxLiveRunsPerPrincipal":
+    "how many of those runs one principal (token) may hold (1 to maxLiveRuns, default half of maxLiveRuns; on Redis per live replica)",
   "snapshotStore.url":
     'a Redis URL, "redis://[user:password@]host:port[/db]" or "rediss://..." for TLS (a standalone server; for Sentinel use "sentinels" and "name" instead)',
   "snapshotStore.sentinels":

@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { dirname } from "node:path";
-import { MIN_SNAPSHOT_KEY_BYTES } from "@codecell/snapshot-store";
+import { DEFAULT_MAX_LIVE_RUNS, MIN_SNAPSHOT_KEY_BYTES } from "@codecell/snapshot-store";
 import type { ConfigProblem } from "./config-problem.js";
 import type { GatewayConfigFile } from "./config-schema.js";
 import { absolute } from "./resolve-module.js";
@@ -22,7 +22,7 @@ export type SnapshotStoreSpec = (
           tls?: boolean;
         }
     ))
-) & { maxLiveRuns?: number };
+) & { maxLiveRuns?: number; maxLiveRunsPerPrincipal?: number };
 
 type SnapshotStoreSection = NonNullable<GatewayConfigFile["snapshotStore"]>;
 type SqliteSection = Extract<SnapshotStoreSection, { kind: "sqlite" }>;
@@ -112,5 +112,14 @@ export function resolveSnapshotStore(
         ? redisStore(section, file, problems)
         : { kind: "memory" };
   if (section?.maxLiveRuns !== undefined) store.maxLiveRuns = section.maxLiveRuns;
+  if (section?.maxLiveRunsPerPrincipal !== undefined) {
+    if (section.maxLiveRunsPerPrincipal > (section.maxLiveRuns ?? DEFAULT_MAX_LIVE_RUNS)) {
+      problems.push({
+        file,
+        path: "snapshotStore.maxLiveRunsPerPrincipal",
+        message: `${section.maxLiveRunsPerPrincipal} is above maxLiveRuns (${section.maxLiveRuns ?? DEFAULT_MAX_LIVE_RUNS}). Lower it, or raise snapshotStore.maxLiveRuns.`,
+      });
+    } else store.maxLiveRunsPerPrincipal = section.maxLiveRunsPerPrincipal;
+  }
   return store;
 }

@@ -213,6 +213,21 @@ describe("resolveGatewayConfig", () => {
     });
   });
 
+  it("takes a principal's share of the live-run cap, and refuses one above the cap", () => {
+    const ok = resolve({ snapshotStore: { kind: "memory", maxLiveRuns: 100, maxLiveRunsPerPrincipal: 10 } });
+    expect(ok.problems).toEqual([]);
+    expect(ok.config?.snapshotStore).toEqual({
+      kind: "memory",
+      maxLiveRuns: 100,
+      maxLiveRunsPerPrincipal: 10,
+    });
+    const above = resolve({ snapshotStore: { kind: "memory", maxLiveRunsPerPrincipal: 65 } });
+    const problem = above.problems.find(
+      (candidate) => candidate.path === "snapshotStore.maxLiveRunsPerPrincipal",
+    );
+    expect(problem?.message).toMatch(/65 is above maxLiveRuns \(64\)/);
+  });
+
   it("resolves a redis store on Sentinel, with the master's password from the environment", () => {
     const { config, problems } = resolve(
       {
