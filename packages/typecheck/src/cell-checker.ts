@@ -55,6 +55,7 @@ export type CellCheckerOptions = {
 
 type WorkerReply =
   | { id: number; outcome: WorkerOutcome; durationMs: number }
+  | { id?: undefined; loaded: true }
   | { id: number; warmed: true }
   | { id: number; error: string };
 type WorkerOutcome =
@@ -200,7 +201,14 @@ export class CellChecker {
             if (this.#pending.size === 0) worker.unref();
             return;
           }
-          resolve({ id, error: `the type check took longer than ${this.#timeoutMs} ms` });
+          // True to what held it: its own check, or checks sent before it that the thread still works on.
+          const ahead = [...this.#pending.keys()].some((other) => other < id);
+          resolve({
+            id,
+            error: ahead
+              ? `the checker was busy with earlier checks for ${this.#timeoutMs} ms, so this cell's check did not start`
+              : `the type check took longer than ${this.#timeoutMs} ms`,
+          });
           // A check that runs away holds the thread: a fresh worker serves the checks queued behind it.
           if (this.#worker === worker) {
             this.#restartAfter(worker);
@@ -243,6 +251,7 @@ export class CellChecker {
     const worker = new workerThreads.Worker(WORKER_URL, { execArgv: [] });
     worker.on("message", (reply: WorkerReply) => {
       if (this.#worker === worker) this.#ready = true;
+      if (reply.id === undefined) return;
       this.#pending.get(reply.id)?.settle(reply);
     });
     const fail = (why: string) => {

@@ -353,6 +353,15 @@ describe("bounds and skips", () => {
   });
 });
 
+/** A cell of `count` statements, each reading the one before: the compiler's time grows faster than the count. */
+function chainedCell(count: number): string {
+  return Array.from(
+    { length: count },
+    (_, index) =>
+      `const v${index} = await tools.read_file({ path: String(${index > 0 ? `v${index - 1}` : 0}) });`,
+  ).join("\n");
+}
+
 describe("a check that does not finish", () => {
   const cell = 'const file = await tools.read_file({ pth: "a" });\nreturn file.content;';
 
@@ -371,12 +380,7 @@ describe("a check that does not finish", () => {
     const patient = new CellChecker({ timeoutMs: 8_000 });
     try {
       await patient.warmUp();
-      const chained = Array.from(
-        { length: 10_000 },
-        (_, index) =>
-          `const v${index} = await tools.read_file({ path: String(${index > 0 ? `v${index - 1}` : 0}) });`,
-      );
-      const runaway = patient.check({ declarations, code: chained.join("\n"), language: "javascript" });
+      const runaway = patient.check({ declarations, code: chainedCell(10_000), language: "javascript" });
       const queued = patient.check({ declarations, code: cell, language: "javascript" });
       expect(await runaway).toMatchObject({
         status: "unfinished",
@@ -389,6 +393,28 @@ describe("a check that does not finish", () => {
       await patient.close();
     }
   }, 60_000);
+
+  it("a runaway check sent to a cold checker is stopped as a runaway, not taken for a slow load", async () => {
+    // No warm-up: the first check loads the compiler, then runs away. The thread says when the compiler
+    // is loaded, so the runaway is told the truth and stopped, and the cell queued behind it (another
+    // principal's, in a gateway) is checked on a new thread instead of being refused as "still loading".
+    // 12 s covers loading the compiler from source on a loaded machine; 20,000 chained statements keep
+    // it busy far longer than that.
+    const cold = new CellChecker({ timeoutMs: 12_000 });
+    try {
+      const runaway = cold.check({ declarations, code: chainedCell(20_000), language: "javascript" });
+      const queued = cold.check({ declarations, code: cell, language: "javascript" });
+      expect(await runaway).toMatchObject({
+        status: "unfinished",
+        reason: "the type check took longer than 12000 ms",
+      });
+      const behind = await queued;
+      expect(behind.status).toBe("checked");
+      expect(behind.status === "checked" && behind.diagnostics[0]?.message).toMatch(/'pth'/);
+    } finally {
+      await cold.close();
+    }
+  }, 90_000);
 
   it("is unfinished past its timeout, and a checker still loading the compiler is kept", async () => {
     // 1 ms: no thread can start and load the compiler in that time.

@@ -16,7 +16,12 @@ parentPort?.on(
   ) => {
     queue = queue.then(async () => {
       try {
-        core ??= createCheckerCore();
+        if (!core) {
+          core = createCheckerCore();
+          // The compiler is loaded: from now on a check that runs over is a check that runs away (or one
+          // queued behind it), never a slow load, and the host may stop the thread for it.
+          parentPort?.postMessage({ loaded: true });
+        }
         if (message.warm) {
           await core.warm();
           parentPort?.postMessage({ id: message.id, warmed: true });
