@@ -1,44 +1,36 @@
 import { buildToolCatalog, type ToolCatalog, toolsAllowedBy } from "@codecell/catalog";
-import { CodeModeError, type HostTool, type JsonValue } from "@codecell/contract";
+import { CodeModeError, type HostTool } from "@codecell/contract";
 import {
   type CodeModeEngine,
   createCodeModeEngine,
   type DebugFields,
   type EngineObserver,
-  EXEC_TOOL_NAME,
   type ExecHookMetadata,
-  type McpServerRequest,
   type PreparedRun,
   type RunContext,
   type ToolExecutor,
   type TrajectoryExport,
 } from "@codecell/engine";
 import { createMcpConnector, type McpConnector } from "@codecell/mcp-connector";
-import {
-  keyFileFor,
-  loadSnapshotKey,
-  MemorySnapshotBackend,
-  openSnapshotStore,
-  RedisSnapshotBackend,
-  type SnapshotBackend,
-  type SnapshotStore,
-  SqliteSnapshotBackend,
-} from "@codecell/snapshot-store";
+import type { SnapshotStore } from "@codecell/snapshot-store";
 import type { Meter } from "@opentelemetry/api";
 import type { GatewayConfig } from "./config/load-config.js";
 import { type CoreTool, createCoreTools, SHELL_TOOL_ID } from "./core-tools/core-tools.js";
 import { CODE_MODE_DEBUG_TAG, debugLine, debugSwitches } from "./debug-switches.js";
 import { log, logFormat, operatorLine } from "./logger.js";
-import { type ApprovalClient, requireApproval } from "./mcp/approvals.js";
-import { CoreToolCallContext, NestedCallRequest, PluginToolCallContext } from "./mcp/nested-call-request.js";
+import type { ApprovalClient } from "./mcp/approvals.js";
+import { NestedCallRequest } from "./mcp/nested-call-request.js";
 import { compilePatterns } from "./mcp/tool-patterns.js";
 import { type LoadedPlugin, loadPlugin } from "./plugins/load-plugins.js";
 import type { BeforeToolCallEvent } from "./plugins/plugin-shape.js";
 import { LOCAL_PRINCIPAL, ownerContext, type RunOwner } from "./sessions/run-owner.js";
 import { GatewaySession } from "./sessions/session.js";
 import type { SessionHost, ToolCallRequest } from "./sessions/session-host.js";
+import { openGatewayStore } from "./store/open-store.js";
 import type { GatewayMetrics } from "./telemetry/gateway-metrics.js";
 import type { RequestTracer } from "./telemetry/request-tracing.js";
+import { mcpRequest } from "./tools/mcp-operations.js";
+import { ToolRunner } from "./tools/tool-runner.js";
 
 export type GatewayOptions = {
   /** Operator log lines (startup, diagnostics); default stderr. */
@@ -59,51 +51,6 @@ export type GatewayOptions = {
 
 export type { ToolCallRequest } from "./sessions/session-host.js";
 
-/** The store's backend as the config names it. */
-function snapshotBackend(spec: GatewayConfig["snapshotStore"], snapshotSecret: string): SnapshotBackend {
-  switch (spec.kind) {
-    case "sqlite":
-      // The snapshot key also signs the rest of each row (outcomes, output, host state): a resume
-      // trusts them as much as the snapshot.
-      return new SqliteSnapshotBackend({ path: spec.path, secret: snapshotSecret });
-    case "redis":
-      return new RedisSnapshotBackend({
-        ...("url" in spec
-          ? { url: spec.url }
-          : {
-              sentinels: spec.sentinels,
-              name: spec.name,
-              ...(spec.username !== undefined ? { username: spec.username } : {}),
-              ...(spec.password !== undefined ? { password: spec.password } : {}),
-              ...(spec.db !== undefined ? { db: spec.db } : {}),
-              ...(spec.tls !== undefined ? { tls: spec.tls } : {}),
-            }),
-        secret: spec.secret,
-        ...(spec.keyPrefix !== undefined ? { keyPrefix: spec.keyPrefix } : {}),
-        ...(spec.replicaLeaseMs !== undefined ? { replicaLeaseMs: spec.replicaLeaseMs } : {}),
-      });
-    case "memory":
-      return new MemorySnapshotBackend();
-  }
-}
-
-/** A hook's rewritten input, as JSON (a copy, so the hook keeps no handle on what the tool receives). */
-function toJsonInput(value: unknown, pluginId: string): JsonValue {
-  let json: string | undefined;
-  try {
-    json = JSON.stringify(value);
-  } catch {
-    // A cycle or a BigInt: left undefined, and refused below with the plugin named.
-  }
-  if (json === undefined) {
-    throw new CodeModeError(
-      "nested_tool_failed",
-      `The before_tool_call hook of plugin "${pluginId}" rewrote the input to something that is not JSON.`,
-    );
-  }
-  return JSON.parse(json) as JsonValue;
-}
-
 function toolIdOf(tool: HostTool): string {
   return `${tool.source}:${tool.owner}:${tool.name}`;
 }
@@ -119,7 +66,7 @@ export class Gateway implements SessionHost {
   readonly connector: McpConnector;
   readonly plugins: readonly LoadedPlugin[];
   readonly coreTools: readonly CoreTool[];
-  readonly #needsApproval: (id: string, name: string) => boolean;
+  readonly #runner: ToolRunner;
   readonly #sessions = new Map<string, GatewaySession>();
   readonly #log: (line: string) => void;
   #toolsVersion = 0;
@@ -149,7 +96,12 @@ export class Gateway implements SessionHost {
     this.plugins = parts.plugins;
     this.coreTools = createCoreTools(config.workspace, config.workspaceLimits);
     this.#log = parts.log;
-    this.#needsApproval = compilePatterns(config.approval);
+    this.#runner = new ToolRunner({
+      coreTools: this.coreTools,
+      plugins: this.plugins,
+      connector: this.connector,
+      needsApproval: compilePatterns(config.approval),
+    });
     this.engine = createCodeModeEngine({
       config: config.codeMode,
       store: parts.store,
@@ -215,29 +167,7 @@ export class Gateway implements SessionHost {
 
   static async start(config: GatewayConfig, options: GatewayOptions = {}): Promise<Gateway> {
     const log = options.log ?? ((line: string) => operatorLine(line));
-    // Snapshots are always signed (HMAC-SHA-256): a durable store's key comes from the config or a
-    // 0600 key file generated beside it, so whoever can write the store file alone cannot forge a run.
-    // On Redis the config's secret is required, and every replica signs with it, so any replica can
-    // restore a snapshot another one took.
-    const spec = config.snapshotStore;
-    const snapshotSecret = loadSnapshotKey(
-      spec.kind === "memory"
-        ? { kind: "ephemeral" }
-        : spec.kind === "redis" || spec.secret
-          ? { kind: "secret", secret: spec.secret as string }
-          : { kind: "keyFile", path: keyFileFor(spec.path) },
-    );
-    const store = await openSnapshotStore({
-      backend: snapshotBackend(config.snapshotStore, snapshotSecret),
-      ...(config.snapshotStore.maxLiveRuns !== undefined
-        ? { maxLiveRuns: config.snapshotStore.maxLiveRuns }
-        : {}),
-      ...(config.snapshotStore.maxLiveRunsPerPrincipal !== undefined
-        ? { maxLiveRunsPerPrincipal: config.snapshotStore.maxLiveRunsPerPrincipal }
-        : {}),
-      maxSnapshotBytes: config.codeMode.maxSnapshotBytes,
-      snapshotTtlSeconds: config.codeMode.snapshotTtlSeconds,
-    });
+    const { store, snapshotSecret } = await openGatewayStore(config);
     const connector = createMcpConnector(config.mcpServers, { clientName: "codecell-gateway" });
     const plugins: LoadedPlugin[] = [];
     try {
@@ -405,7 +335,7 @@ export class Gateway implements SessionHost {
           { runId: call.parent.codeModeRunId, session: call.context.sessionId },
           new NestedCallRequest(call, sessionId, approvals),
         ),
-      mcpRequest: (request) => this.#mcpRequest(request),
+      mcpRequest: (request) => mcpRequest(this.connector, request),
     };
   }
 
@@ -439,169 +369,19 @@ export class Gateway implements SessionHost {
     }
   }
 
-  /**
-   * Runs one tool from any source. The order, for nested and direct calls alike: policy (the caller's
-   * catalog), then the plugins' `before_tool_call` hooks in plugin load order (each sees the input the
-   * previous one left, and may block the call or rewrite its input), then approval (here, of the input
-   * that will actually run), then the tool. Hook decisions and approvals are noted on the call's
-   * trajectory entry.
-   */
-  async runTool(request: ToolCallRequest): Promise<unknown> {
-    const { tool, toolId } = request;
-    // Without any before_tool_call hook the input runs as it is, without a trip through the hook loop.
-    const input = this.#hasBeforeToolCallHooks() ? await this.#beforeToolCall(request) : request.input;
-    if (this.#needsApproval(toolId, tool.name)) {
-      await requireApproval(request.approvals, toolId, input, request.signal);
-      request.note?.("approved by the user");
-    }
-    if (request.cancelled ? request.cancelled() : request.signal.aborted)
-      throw new CodeModeError("aborted", `The call to ${toolId} was cancelled before it started.`);
-    switch (tool.source) {
-      case "core": {
-        const core = this.coreTools.find((candidate) => candidate.name === tool.name);
-        if (!core) break;
-        return core.execute(input, new CoreToolCallContext(request));
-      }
-      case "plugin": {
-        const plugin = this.plugins.find((candidate) => candidate.plugin.id === tool.owner);
-        const pluginTool = plugin?.tool(tool.name);
-        if (!pluginTool) break;
-        return pluginTool.execute(input, new PluginToolCallContext(request));
-      }
-      case "mcp":
-        return this.connector.callTool(tool.owner, tool.name, input ?? {}, {
-          signal: request.signal,
-          ...(request.progress ? { onProgress: request.progress } : {}),
-        });
-      default:
-        break;
-    }
-    throw new CodeModeError("invalid_input", `The gateway has no tool ${toolId}.`);
+  /** Runs one tool from any source, after policy: hooks, approval, then the tool (see `ToolRunner`). */
+  runTool(request: ToolCallRequest): Promise<unknown> {
+    return this.#runner.runTool(request);
   }
 
-  #hasBeforeToolCallHooks(): boolean {
-    for (const loaded of this.plugins) if (loaded.plugin.hooks?.before_tool_call) return true;
-    return false;
-  }
-
-  /** Runs every plugin's `before_tool_call` hook; returns the input to run with, or throws a block. */
-  #beforeToolCall(request: ToolCallRequest): Promise<JsonValue> {
-    return this.#runBeforeHooks(
-      {
-        toolId: request.toolId,
-        toolName: request.tool.name,
-        source: request.tool.source,
-        owner: request.tool.owner,
-        input: request.input,
-        via: request.via ?? "direct",
-        sessionId: request.sessionId,
-        run: request.run ?? {
-          ...ownerContext({ principal: LOCAL_PRINCIPAL, conversation: request.sessionId }),
-        },
-      },
-      "nested_tool_failed",
-      request.note,
-    );
-  }
-
-  /**
-   * The plugins' `before_tool_call` hooks on the model's own code-mode exec call (spec: outer exec hook
-   * events carry `toolKind: "code_mode_exec"` and `toolInputKind`): the exec input to run, or a throw
-   * (`invalid_input`, with the plugin's reason) that fails the exec before anything runs.
-   */
-  async beforeExec(
+  /** The plugins' `before_tool_call` hooks on the model's own code-mode exec call (see `ToolRunner`). */
+  beforeExec(
     input: unknown,
     metadata: ExecHookMetadata,
     sessionId: string,
     run: BeforeToolCallEvent["run"],
   ): Promise<unknown> {
-    if (!this.#hasBeforeToolCallHooks()) return input;
-    return this.#runBeforeHooks(
-      {
-        toolId: EXEC_TOOL_NAME,
-        toolName: EXEC_TOOL_NAME,
-        source: "code_mode",
-        owner: "codecell",
-        // What the client sent, as JSON arrived: its exec input is JSON already.
-        input: (input ?? null) as JsonValue,
-        via: "direct",
-        ...metadata,
-        sessionId,
-        run,
-      },
-      "invalid_input",
-    );
-  }
-
-  async #runBeforeHooks(
-    event: BeforeToolCallEvent,
-    blockCode: "nested_tool_failed" | "invalid_input",
-    note?: (text: string) => void,
-  ): Promise<JsonValue> {
-    let input = event.input;
-    for (const loaded of this.plugins) {
-      const hook = loaded.plugin.hooks?.before_tool_call;
-      if (!hook) continue;
-      const pluginId = loaded.plugin.id;
-      let decision: unknown;
-      try {
-        decision = await hook.call(loaded.plugin.hooks, { ...event, input: structuredClone(input) });
-      } catch (error) {
-        // Fail closed: a hook that breaks cannot wave a call through.
-        note?.(`blocked: the before_tool_call hook of plugin "${pluginId}" failed`);
-        throw new CodeModeError(
-          blockCode,
-          `The before_tool_call hook of plugin "${pluginId}" failed (${(error as Error).message}), so ${event.toolId} was not called.`,
-        );
-      }
-      if (decision === undefined || decision === null) continue;
-      const answer = decision as { block?: unknown; reason?: unknown; input?: unknown };
-      if (answer.block === true) {
-        const reason = typeof answer.reason === "string" && answer.reason ? answer.reason : "no reason given";
-        note?.(`blocked by the before_tool_call hook of plugin "${pluginId}": ${reason.slice(0, 300)}`);
-        throw new CodeModeError(blockCode, `Blocked by plugin "${pluginId}": ${reason}`);
-      }
-      if ("input" in answer) {
-        input = toJsonInput(answer.input, pluginId);
-        note?.(`input rewritten by the before_tool_call hook of plugin "${pluginId}"`);
-      }
-    }
-    return input;
-  }
-
-  async #mcpRequest(request: McpServerRequest): Promise<unknown> {
-    const { server, op, args, signal } = request;
-    const first = args[0];
-    switch (op) {
-      case "resources.list":
-        return this.connector.listResources(server, { signal });
-      case "resources.read": {
-        const uri = typeof first === "string" ? first : (first as { uri?: unknown } | null)?.uri;
-        if (typeof uri !== "string") {
-          throw new CodeModeError(
-            "invalid_input",
-            'resources.read needs { uri: "..." } (a URI from resources.list()).',
-          );
-        }
-        return this.connector.readResource(server, { uri }, { signal });
-      }
-      case "prompts.list":
-        return this.connector.listPrompts(server, { signal });
-      case "prompts.get": {
-        const input = (typeof first === "string" ? { name: first } : first) as {
-          name?: unknown;
-          arguments?: Record<string, string>;
-        } | null;
-        if (typeof input?.name !== "string") {
-          throw new CodeModeError("invalid_input", 'prompts.get needs { name: "...", arguments?: {...} }.');
-        }
-        return this.connector.getPrompt(
-          server,
-          { name: input.name, ...(input.arguments ? { arguments: input.arguments } : {}) },
-          { signal },
-        );
-      }
-    }
+    return this.#runner.beforeExec(input, metadata, sessionId, run);
   }
 
   toolIdOf(tool: HostTool): string {
