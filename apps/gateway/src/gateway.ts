@@ -1,5 +1,5 @@
 import { buildToolCatalog, type ToolCatalog, toolsAllowedBy } from "@codecell/catalog";
-import { CodeModeError, type HostTool } from "@codecell/contract";
+import { type BeforeToolCallEvent, CodeModeError, type HostTool } from "@codecell/contract";
 import {
   type CodeModeEngine,
   createCodeModeEngine,
@@ -22,7 +22,6 @@ import type { ApprovalClient } from "./mcp/approvals.js";
 import { NestedCallRequest } from "./mcp/nested-call-request.js";
 import { compilePatterns } from "./mcp/tool-patterns.js";
 import { type LoadedPlugin, loadPlugin } from "./plugins/load-plugins.js";
-import type { BeforeToolCallEvent } from "./plugins/plugin-shape.js";
 import { LOCAL_PRINCIPAL, ownerContext, type RunOwner } from "./sessions/run-owner.js";
 import { GatewaySession } from "./sessions/session.js";
 import type { SessionHost, ToolCallRequest } from "./sessions/session-host.js";

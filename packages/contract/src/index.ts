@@ -42,6 +42,16 @@ export {
   waitInputJsonSchema,
 } from "./inputs.js";
 export type { JsonObject, JsonValue } from "./json.js";
+export type {
+  BeforeToolCallDecision,
+  BeforeToolCallEvent,
+  CodecellPlugin,
+  PluginFactory,
+  PluginHooks,
+  PluginSetup,
+  PluginTool,
+  PluginToolContext,
+} from "./plugins.js";
 export {
   type CodeModeCompletedResult,
   type CodeModeDiagnostic,

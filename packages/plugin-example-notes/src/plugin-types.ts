@@ -1,82 +1,23 @@
-import type { JsonValue } from "@codecell/contract";
+import type {
+  CodecellPlugin as CodecellPluginContract,
+  PluginFactory as PluginFactoryContract,
+} from "@codecell/contract";
 import type { CodeModeNamespaceRegistration } from "@codecell/namespaces";
 
-/** What a plugin tool's `execute` receives besides its input. */
-export type PluginToolContext = {
-  /** Aborted when the code-mode run (or the MCP request) that made the call goes away. */
-  signal: AbortSignal;
-  /** The gateway session the call belongs to. */
-  sessionId: string;
-};
+// The plugin contract lives in `@codecell/contract`, the one the gateway checks plugins against; here
+// it is bound to the namespace registrations of `@codecell/namespaces`, which this plugin gives cells.
 
-/** One tool a plugin contributes; it enters the hidden catalog as `plugin:<pluginId>:<name>`. */
-export type PluginTool = {
-  name: string;
-  label?: string;
-  description: string;
-  /** JSON Schema of the input object. */
-  parameters: Record<string, unknown>;
-  outputSchema?: Record<string, unknown>;
-  /** Runs the tool. Throw to fail the call: the guest sees a catchable error with your message. */
-  execute(input: JsonValue, context: PluginToolContext): unknown;
-};
+export type {
+  BeforeToolCallDecision,
+  BeforeToolCallEvent,
+  PluginHooks,
+  PluginSetup,
+  PluginTool,
+  PluginToolContext,
+} from "@codecell/contract";
 
-/** What a `before_tool_call` hook sees: every tool call the gateway runs, after policy, before approval. */
-export type BeforeToolCallEvent = {
-  /** Catalog id, e.g. `core:codecell:write_file`. */
-  toolId: string;
-  toolName: string;
-  source: string;
-  owner: string;
-  /** A copy: change it through the decision's `input`, not in place. */
-  input: JsonValue;
-  /** How the call was reached: from a cell (`tools.call`, `mcp`, `namespace`) or directly (code mode off). */
-  via: "tools.call" | "mcp" | "namespace" | "direct";
-  /** The MCP session the call came through. */
-  sessionId: string;
-  /** The run: its owner's session and, for nested calls, the runId the model was given and the parent call. */
-  run: {
-    agentId: string;
-    sessionKey: string;
-    sessionId: string;
-    runId: string;
-    codeModeRunId?: string;
-    parentToolCallId?: string;
-  };
-};
-
-/**
- * Nothing: the call goes on. `{ block: true, reason }`: it is not made, and the cell sees
- * `nested_tool_failed` with the reason. `{ input }`: it goes on with this input. Throwing blocks too.
- */
-export type BeforeToolCallDecision = { block: true; reason: string } | { input: JsonValue } | undefined;
-
-export type PluginHooks = {
-  before_tool_call?(event: BeforeToolCallEvent): BeforeToolCallDecision | Promise<BeforeToolCallDecision>;
-};
-
-/**
- * The object a plugin module hands the gateway. The gateway registers `namespaces` under `id` with
- * `@codecell/namespaces` and clears them again when the plugin is unloaded or fails to load.
- */
-export type CodecellPlugin = {
-  id: string;
-  description?: string;
-  tools: PluginTool[];
-  namespaces?: CodeModeNamespaceRegistration[];
-  /** Hooks the gateway runs on every tool call, in plugin load order, before approval. */
-  hooks?: PluginHooks;
-  /** Called when the gateway stops or unloads the plugin. */
-  close?(): void | Promise<void>;
-};
-
-/** What a plugin factory receives from the gateway that loads it. */
-export type PluginSetup = {
-  /** The `options` value written next to the plugin in the config file (`null` when absent). */
-  options: JsonValue;
-  /** The absolute path of the folder the config file lives in. */
-  configDir: string;
-};
+/** The object a plugin module hands the gateway, with `@codecell/namespaces` registrations. */
+export type CodecellPlugin = CodecellPluginContract<CodeModeNamespaceRegistration>;
 
 /** A module's `createPlugin` export: called once per gateway with the plugin's settings. */
-export type PluginFactory = (setup: PluginSetup) => CodecellPlugin | Promise<CodecellPlugin>;
+export type PluginFactory = PluginFactoryContract<CodeModeNamespaceRegistration>;

@@ -8,7 +8,7 @@ import {
 import { afterEach, describe, expect, it } from "vitest";
 import { createNotesPlugin, createPlugin, NOTES_PLUGIN_ID } from "../src/notes-plugin.js";
 
-const context = { signal: new AbortController().signal, sessionId: "s1" };
+const context = { signal: new AbortController().signal, sessionId: "s1", progress: () => {} };
 
 function run(plugin: ReturnType<typeof createNotesPlugin>, name: string, input: JsonValue): unknown {
   const tool = plugin.tools.find((candidate) => candidate.name === name);

@@ -1,6 +1,5 @@
-import type { HostTool, JsonValue } from "@codecell/contract";
+import type { BeforeToolCallEvent, HostTool, JsonValue, PluginToolContext } from "@codecell/contract";
 import type { NestedToolCall, ToolProgress } from "@codecell/engine";
-import type { BeforeToolCallEvent } from "../plugins/plugin-shape.js";
 import type { ToolCallRequest } from "../sessions/session-host.js";
 import type { ApprovalClient } from "./approvals.js";
 
@@ -71,7 +70,7 @@ export class CoreToolCallContext {
 }
 
 /** A plugin tool's context; `signal` is made when the tool reads it. */
-export class PluginToolCallContext {
+export class PluginToolCallContext implements PluginToolContext {
   readonly sessionId: string;
   readonly #request: ToolCallRequest;
 

@@ -1,14 +1,14 @@
 import { pathToFileURL } from "node:url";
-import { CodeModeError, type HostTool } from "@codecell/contract";
+import { CodeModeError, type HostTool, type PluginTool } from "@codecell/contract";
 import { clearCodeModeNamespacesForPlugin, registerCodeModeNamespaceForPlugin } from "@codecell/namespaces";
 import type { PluginSpec } from "../config/load-config.js";
-import { type GatewayPlugin, type GatewayPluginTool, pluginShapeProblems } from "./plugin-shape.js";
+import { type GatewayPlugin, pluginShapeProblems } from "./plugin-shape.js";
 
 export type LoadedPlugin = {
   plugin: GatewayPlugin;
   entry: string;
   hostTools: HostTool[];
-  tool(name: string): GatewayPluginTool | undefined;
+  tool(name: string): PluginTool | undefined;
   /** Clears the plugin's namespaces and lets it release what it holds. */
   unload(): Promise<void>;
 };

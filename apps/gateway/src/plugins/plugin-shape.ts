@@ -1,74 +1,11 @@
-import type { JsonValue } from "@codecell/contract";
+import type { CodecellPlugin } from "@codecell/contract";
 import type { CodeModeNamespaceRegistration } from "@codecell/namespaces";
 
 /**
- * What a plugin module provides (the example plugin, `@codecell/plugin-example-notes`, exports the same
- * types for authors). Kept structural here so the gateway depends on no plugin package's types.
+ * What a plugin module provides: the plugin contract of `@codecell/contract` (which the example plugin,
+ * `@codecell/plugin-example-notes`, is written against too), with `@codecell/namespaces` registrations.
  */
-export type GatewayPluginTool = {
-  name: string;
-  label?: string;
-  description: string;
-  parameters: Record<string, unknown>;
-  outputSchema?: Record<string, unknown>;
-  execute(
-    input: JsonValue,
-    context: {
-      signal: AbortSignal;
-      sessionId: string;
-      /** Reports progress while the tool runs; it reaches the MCP client as notifications/progress. */
-      progress(update: { progress: number; total?: number; message?: string }): void;
-    },
-  ): unknown;
-};
-
-/**
- * What a `before_tool_call` hook sees: every tool call the gateway runs, nested in a cell or direct,
- * after policy and before approval, and the model's own code-mode `exec` calls. `run` is the run
- * context (`codeModeRunId` and `parentToolCallId` are there for nested calls: the runId the model was
- * given and the exec/wait call the call ran under). A code-mode exec has `toolKind: "code_mode_exec"`
- * (and `toolInputKind` when the language is known), `toolId`/`toolName` `"exec"`, `source`
- * `"code_mode"`: a policy tells it from the shell tool `core:codecell:exec` by `toolKind`, not by name.
- */
-export type BeforeToolCallEvent = {
-  toolId: string;
-  toolName: string;
-  source: string;
-  owner: string;
-  input: JsonValue;
-  via: "tools.call" | "mcp" | "namespace" | "direct";
-  toolKind?: "code_mode_exec";
-  toolInputKind?: "javascript" | "typescript";
-  /** The MCP session the call came through. */
-  sessionId: string;
-  run: {
-    agentId: string;
-    sessionKey: string;
-    sessionId: string;
-    runId: string;
-    codeModeRunId?: string;
-    parentToolCallId?: string;
-  };
-};
-
-/**
- * A hook's answer: nothing (go on), `{ block: true, reason }` (the call is not made; the cell sees
- * `nested_tool_failed` with the reason), or `{ input }` (the call goes on with this input instead).
- */
-export type BeforeToolCallDecision = { block: true; reason: string } | { input: JsonValue } | undefined;
-
-export type GatewayPluginHooks = {
-  before_tool_call?(event: BeforeToolCallEvent): BeforeToolCallDecision | Promise<BeforeToolCallDecision>;
-};
-
-export type GatewayPlugin = {
-  id: string;
-  description?: string;
-  tools: GatewayPluginTool[];
-  namespaces?: CodeModeNamespaceRegistration[];
-  hooks?: GatewayPluginHooks;
-  close?(): void | Promise<void>;
-};
+export type GatewayPlugin = CodecellPlugin<CodeModeNamespaceRegistration>;
 
 const ID = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 const TOOL_NAME = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/;

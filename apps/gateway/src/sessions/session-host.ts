@@ -1,4 +1,4 @@
-import type { HostTool, JsonValue } from "@codecell/contract";
+import type { BeforeToolCallEvent, HostTool, JsonValue } from "@codecell/contract";
 import type {
   ExecHookMetadata,
   PreparedRun,
@@ -7,7 +7,6 @@ import type {
   TrajectoryExport,
 } from "@codecell/engine";
 import type { ApprovalClient } from "../mcp/approvals.js";
-import type { BeforeToolCallEvent } from "../plugins/plugin-shape.js";
 
 /** Where one tool call runs, whichever way it was reached (nested in a cell, or directly). */
 export type ToolCallRequest = {

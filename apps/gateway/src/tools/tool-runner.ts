@@ -1,11 +1,10 @@
-import { CodeModeError, type JsonValue } from "@codecell/contract";
+import { type BeforeToolCallEvent, CodeModeError, type JsonValue } from "@codecell/contract";
 import { EXEC_TOOL_NAME, type ExecHookMetadata } from "@codecell/engine";
 import type { McpConnector } from "@codecell/mcp-connector";
 import type { CoreTool } from "../core-tools/core-tools.js";
 import { requireApproval } from "../mcp/approvals.js";
 import { CoreToolCallContext, PluginToolCallContext } from "../mcp/nested-call-request.js";
 import type { LoadedPlugin } from "../plugins/load-plugins.js";
-import type { BeforeToolCallEvent } from "../plugins/plugin-shape.js";
 import { LOCAL_PRINCIPAL, ownerContext } from "../sessions/run-owner.js";
 import type { ToolCallRequest } from "../sessions/session-host.js";
 
