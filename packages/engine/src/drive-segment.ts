@@ -1,3 +1,13 @@
+// A run's state machine, file by file: prepared-run (the run: exec and wait, each a segment) →
+// run-segment (one segment's abort and progress) → drive-segment (the VM driven until it ends or waits)
+// → nested-call-dispatch (each host request the VM makes) → nested-calls (a request turned into its
+// call) → inflight-calls (the run's running calls and where their outcomes go) → suspend-segment (the
+// segment's end: a result, or the run stored until a wait).
+//
+// This file is the driver: it runs the VM of one segment, delivers the outcomes that are ready to it,
+// and waits when nothing is ready, until the cell completes, fails or must wait (pending calls past the
+// deadline, a handed-out call, a yield). How it ended (`SegmentEnd`) goes to suspend-segment.
+
 import type { HostRequest } from "@codecell/bridge";
 import { DOUBLE_ZERO, emptyReferenceArray, keepShapes } from "@codecell/bridge/v8-shapes";
 import {

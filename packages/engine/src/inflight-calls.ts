@@ -1,3 +1,13 @@
+// A run's state machine, file by file: prepared-run (the run: exec and wait, each a segment) →
+// run-segment (one segment's abort and progress) → drive-segment (the VM driven until it ends or waits)
+// → nested-call-dispatch (each host request the VM makes) → nested-calls (a request turned into its
+// call) → inflight-calls (the run's running calls and where their outcomes go) → suspend-segment (the
+// segment's end: a result, or the run stored until a wait).
+//
+// This file is the run's table of calls on the host: at most `maxPendingToolCalls` running, the rest
+// queued in order; each call's cancellation; and where outcomes go, to the driving segment's sink or,
+// while the run is suspended, to the snapshot store. It outlives segments.
+
 import { RequestTable } from "@codecell/bridge";
 import type { SettleOutcome } from "@codecell/sandbox";
 import type { SnapshotStore } from "@codecell/snapshot-store";

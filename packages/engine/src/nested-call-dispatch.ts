@@ -1,4 +1,13 @@
-// Dispatching the sandbox's host requests of one segment: yields noted, catalog answers queued, nested calls started in the in-flight table.
+// A run's state machine, file by file: prepared-run (the run: exec and wait, each a segment) →
+// run-segment (one segment's abort and progress) → drive-segment (the VM driven until it ends or waits)
+// → nested-call-dispatch (each host request the VM makes) → nested-calls (a request turned into its
+// call) → inflight-calls (the run's running calls and where their outcomes go) → suspend-segment (the
+// segment's end: a result, or the run stored until a wait).
+//
+// This file is where the VM's host requests enter the machine while a segment is driven: a yield is
+// noted, a catalog question (search, describe) is answered straight into the ready queue, and anything
+// else is started as a call (nested-calls) and placed in the run's in-flight table (inflight-calls).
+
 import type { HostRequest } from "@codecell/bridge";
 import type { CodeModeTelemetry } from "@codecell/contract";
 import type { ReadyQueue } from "./drive-segment.js";

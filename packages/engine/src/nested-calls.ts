@@ -1,3 +1,14 @@
+// A run's state machine, file by file: prepared-run (the run: exec and wait, each a segment) →
+// run-segment (one segment's abort and progress) → drive-segment (the VM driven until it ends or waits)
+// → nested-call-dispatch (each host request the VM makes) → nested-calls (a request turned into its
+// call) → inflight-calls (the run's running calls and where their outcomes go) → suspend-segment (the
+// segment's end: a result, or the run stored until a wait).
+//
+// This file turns one host request into what answers it: catalog answers (search, describe, the MCP
+// API header) at once, or a `HostCall` that runs through the host's `ToolExecutor` (`ToolCall` for a
+// tool, `McpOperationCall` for a server's resources and prompts), with its trajectory entry, span and
+// the view an executor gets (`ExecutorCall`, the `NestedToolCall` of types.ts).
+
 import type { HostRequest } from "@codecell/bridge";
 import { toErrorData } from "@codecell/bridge";
 import type { CatalogTool, ToolCatalog } from "@codecell/catalog";
@@ -361,11 +372,11 @@ function startMcpRequest(
       throw new CodeModeError("nested_tool_failed", `This host does not serve MCP ${op} requests.`);
     });
   }
-  return new McpServerRequest(request, server.name, op, mcpRequest, scope, parent);
+  return new McpOperationCall(request, server.name, op, mcpRequest, scope, parent);
 }
 
 /** A server's resources or prompts request (`MCP.<server>.resources.*`), through `executor.mcpRequest`. */
-class McpServerRequest extends HostCall {
+class McpOperationCall extends HostCall {
   constructor(
     readonly request: Extract<HostRequest, { kind: "mcp" }>,
     readonly server: string,

@@ -1,4 +1,14 @@
-// The active run: exec and wait as a state machine of segments (start or restore a VM, drive it, settle it), with their control records and spans.
+// A run's state machine, file by file: prepared-run (the run: exec and wait, each a segment) →
+// run-segment (one segment's abort and progress) → drive-segment (the VM driven until it ends or waits)
+// → nested-call-dispatch (each host request the VM makes) → nested-calls (a request turned into its
+// call) → inflight-calls (the run's running calls and where their outcomes go) → suspend-segment (the
+// segment's end: a result, or the run stored until a wait).
+//
+// This file is the machine's top: `ActiveRun` takes an exec or a wait (a control call), opens its
+// segment, starts a VM for an exec or restores the stored one for a wait, has the driver run it with the
+// segment's host requests dispatched, and settles how it ended. It also owns what outlives segments:
+// the run's abort, its namespaces and request scope, its control records and spans.
+
 import { setMaxListeners } from "node:events";
 import type { GuestSurface, HostRequest } from "@codecell/bridge";
 import type { CatalogTool, ToolCatalog } from "@codecell/catalog";

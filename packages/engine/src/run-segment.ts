@@ -1,4 +1,13 @@
-// One exec or wait segment of a run: its abort signal, its progress sink and counts, and where its calls' outcomes go.
+// A run's state machine, file by file: prepared-run (the run: exec and wait, each a segment) →
+// run-segment (one segment's abort and progress) → drive-segment (the VM driven until it ends or waits)
+// → nested-call-dispatch (each host request the VM makes) → nested-calls (a request turned into its
+// call) → inflight-calls (the run's running calls and where their outcomes go) → suspend-segment (the
+// segment's end: a result, or the run stored until a wait).
+//
+// This file is one segment's own state: the abort of the exec or wait call (the run's abort, or the
+// control call's own signal), its progress sink with the counts it reports, and the sink where the
+// outcomes of the segment's calls go (to the driver's ready queue while it drives the VM).
+
 import { setMaxListeners } from "node:events";
 import type { ReadyQueue } from "./drive-segment.js";
 import type { InflightCalls, OutcomeSink } from "./inflight-calls.js";

@@ -1,4 +1,13 @@
-// Ending a segment: a finished run's result, or a suspended run stored (with its pending calls and yields) and its waiting result.
+// A run's state machine, file by file: prepared-run (the run: exec and wait, each a segment) →
+// run-segment (one segment's abort and progress) → drive-segment (the VM driven until it ends or waits)
+// → nested-call-dispatch (each host request the VM makes) → nested-calls (a request turned into its
+// call) → inflight-calls (the run's running calls and where their outcomes go) → suspend-segment (the
+// segment's end: a result, or the run stored until a wait).
+//
+// This file ends a segment: a completed or failed cell becomes the run's result; a waiting one is
+// stored (its snapshot, its pending calls and yields, the outcomes already in) and the model gets a
+// waiting result with the runId to wait on.
+
 import type { CodeModeResult, CodeModeTelemetry, JsonValue } from "@codecell/contract";
 import { CodeModeError } from "@codecell/contract";
 import type { ClaimedRun, RunScope } from "@codecell/snapshot-store";
