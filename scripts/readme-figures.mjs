@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Writes measured figures into the root README, so the numbers there come from a bench run and are never
-// typed by hand. Reads packages/engine/bench-results/engine.json (written by
-// `pnpm --filter @codecell/engine bench`) and replaces the block between
+// typed by hand. Reads bench/bench-results/engine.json (written by
+// `pnpm --filter @codecell/bench bench:engine`) and replaces the block between
 // <!-- figures:engine-surface:start --> and <!-- figures:engine-surface:end -->.
 import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -48,12 +48,12 @@ export function replaceBlock(text, name, body) {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const benchFile = join(root, "packages", "engine", "bench-results", "engine.json");
+  const benchFile = join(root, "bench", "bench-results", "engine.json");
   let bench;
   try {
     bench = JSON.parse(readFileSync(benchFile, "utf8"));
   } catch {
-    console.error(`readme-figures: ${benchFile} is missing; run pnpm --filter @codecell/engine bench first.`);
+    console.error(`readme-figures: ${benchFile} is missing; run pnpm --filter @codecell/bench bench:engine first.`);
     process.exit(1);
   }
   const readme = join(root, "README.md");

