@@ -29,8 +29,8 @@ export type WorkerToHostMessage =
    * The job queue is empty with host calls pending. `pending` lists only requests the host has had no
    * request message of (a restored run's pending calls, in its first idle); otherwise it is empty.
    * `requests`, when present, are the requests the drain issued, in order, exactly as if each had come
-   * in its own request message just before this idle (one flat message per round trip: a batch of a
-   * request and an idle costs about 2 µs more to clone).
+   * in its own request message just before this idle (one flat message per round trip, because a nested
+   * batch of a request and an idle is dearer to clone).
    */
   | {
       type: "idle";

@@ -8,8 +8,9 @@
 /**
  * `readFile`, `read_file`, `Read-File`, `READ_FILE` to `["read", "file"]`. A name of ASCII only (almost
  * every tool name) is split by the same rules written for ASCII: V8 compiles the Unicode property classes
- * (`\p{L}` and the like) on a process's first call, ~1.5 ms of `codecell serve`'s start before its first
- * `tools/list`, while these compile in microseconds. `name-aliases.test.ts` checks both give the same words.
+ * (`\p{L}` and the like) on a process's first call, which lies on `codecell serve`'s path to its first
+ * `tools/list`, while the ASCII classes are cheap to compile. `name-aliases.test.ts` checks both give the
+ * same words.
  */
 export function nameWords(name: string): string[] {
   if (ASCII_ONLY.test(name)) {

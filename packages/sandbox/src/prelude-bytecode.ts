@@ -33,8 +33,8 @@ const IMAGE_FILE = "fresh-vm.image";
 
 /**
  * node:crypto, loaded on the first hash rather than with this module: this module loads before the
- * sandbox's early worker is started (src/worker-start.ts), and loading crypto first (about 10 ms of CPU
- * here) would start that thread, the first cell's critical path, that much later.
+ * sandbox's early worker is started (src/worker-start.ts), and loading crypto first would start that
+ * thread, the first cell's critical path, later by crypto's whole load.
  */
 let crypto: typeof import("node:crypto") | undefined;
 
@@ -47,8 +47,8 @@ function sha256(data: string | Uint8Array): string {
  * The export section of quickjs.wasm as the sandbox compiles it (only the functions quickjs-wasi calls;
  * see keepFunctionExports in wasm-module.ts), worked out by the build for exactly the wasm the manifest
  * names: the bytes to write at `offset` over the file as read. Filtering the section at every start
- * cost the host's thread ~3 ms and ~200 page faults on the way to `codecell serve`'s `tools/list`;
- * writing these bytes costs microseconds.
+ * would read and copy it on the host's thread on the way to `codecell serve`'s `tools/list`; writing
+ * these bytes is one small copy.
  */
 export type ShippedExportFilter = { offset: number; bytes: Uint8Array };
 
@@ -140,8 +140,8 @@ export function loadShippedForWasm(
 ): ShippedForWasm {
   let text: string;
   try {
-    // Read at once (about 60 KB): each step of an asynchronous read waits for a turn of the host's event
-    // loop, and the early worker waits for this check before it gets its `init` (see wasm-module.ts).
+    // Read at once (the file is small): each step of an asynchronous read waits for a turn of the host's
+    // event loop, and the early worker waits for this check before it gets its `init` (see wasm-module.ts).
     text = readFileSync(manifestUrl, "utf8");
   } catch {
     return NOTHING_SHIPPED;

@@ -44,8 +44,8 @@ export function loadQuickJsModule(location?: URL | string): Promise<CompiledModu
  * missing file is a rejection, not a throw). Why: the early worker waits for its `init`, which needs
  * the compiled module, and a host that starts that worker (the CLI, the engine) then runs long
  * synchronous stretches (the CLI compiles and runs its bundle, then reads its config), with no turn of
- * its event loop in between. Begun at the next turn, the compile started only after those stretches and
- * resolved ~30 ms after the worker was ready for it; begun here, it runs beside them. Why not
+ * its event loop in between. Begun at the next turn, the compile would start only after those stretches
+ * and keep the ready worker waiting; begun here, it runs beside them. Why not
  * `fs.promises.readFile`: its open, stat, read and close each wait for such a turn too.
  */
 async function compileNow(path: string): Promise<CompiledModule> {
@@ -72,8 +72,8 @@ export function preludeFor(module: CompiledModule): PreludeBytecode | null {
 // (Kept in this file, not one of its own: it loads with the early worker start, where each module file counts.)
 // Why: V8 builds a JavaScript wrapper object for every function a wasm module exports, for every instance.
 // quickjs.wasm exports 451 functions (the whole QuickJS C API and its libc); quickjs-wasi's JavaScript calls
-// about a hundred of them. Every run takes a fresh VM, so each run paid for some 350 wrappers nobody calls:
-// ~150 KB of the worker's V8 heap and most of the instantiation time. The sandbox therefore compiles a copy
+// about a hundred of them. Every run takes a fresh VM, so each run would pay for some 350 wrappers nobody
+// calls, in the worker's V8 heap and in instantiation time. The sandbox therefore compiles a copy
 // of the module whose export section lists only the functions quickjs-wasi uses (memory, table and
 // globals are all kept). The code itself is unchanged: an export is only a name for a function that the
 // module keeps either way.
@@ -246,9 +246,9 @@ const PADDING_HEADER = 7;
  * Rewrites a wasm binary's export section in place so that it keeps every non-function export and the
  * functions `keep` accepts; returns whether it changed anything. The section keeps its place and length:
  * the kept entries move up, and the bytes they free become a custom section (which every engine skips), so
- * nothing after it moves. Why in place: a new copy of the ~630 KB binary is fresh memory to fault in, which
- * cost 5-10 ms of the main thread on this machine on the way to the first worker's `init`, far more than
- * reading the section. Anything this reader does not follow (not a wasm binary, a section that overruns, an
+ * nothing after it moves. Why in place: a new copy of the whole binary is fresh memory to fault in, on the
+ * main thread on the way to the first worker's `init`, which costs far more than reading the section.
+ * Anything this reader does not follow (not a wasm binary, a section that overruns, an
  * export kind it does not know, a name that is not ASCII) leaves the bytes untouched, so the compile
  * reports the problem exactly as it would have.
  */

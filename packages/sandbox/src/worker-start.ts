@@ -36,8 +36,8 @@ let crypto: typeof import("node:crypto") | undefined;
 /**
  * Random bytes for a worker's QuickJS VMs (the `entropy` of its `init`). QuickJS's libc takes 4 bytes
  * through WASI's `random_get` as each VM is made; in the worker that meant Node's Web Crypto, whose first
- * use loads its modules into the fresh thread (16-24 ms of CPU here, under load), on the way to the first
- * cell. The host has node:crypto loaded by then (the prelude's hashes) and fills these in microseconds.
+ * use loads its modules into the fresh thread, on the way to the first cell. The host has node:crypto
+ * loaded by then (the prelude's hashes), so filling these there loads nothing.
  */
 export function workerEntropy(): Uint8Array {
   crypto ??= createRequire(import.meta.url)("node:crypto") as typeof import("node:crypto");

@@ -7,8 +7,8 @@ const RUN_ID_PATTERN = /^[A-Za-z0-9_-]{24}$/;
 
 /**
  * Bytes from the system CSPRNG taken a pool at a time, each handed out once and zeroed: one
- * `randomBytes` call per run id cost 10-25 µs of the main thread on the test machines under load (a
- * trivial cell through the gateway is about 1.5 ms of it), a pool of 227 ids one such call.
+ * `randomBytes` call per run id is a system call on the main thread for every cell, a pool of 227 ids
+ * one such call.
  */
 const POOL_BYTES = RUN_ID_RANDOM_BYTES * 227;
 const pool = Buffer.alloc(POOL_BYTES);

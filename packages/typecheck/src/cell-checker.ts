@@ -4,8 +4,8 @@ import type { Worker } from "node:worker_threads";
 import type { CodeModeDiagnostic, CodeModeLanguage } from "@codecell/contract";
 
 /**
- * node:worker_threads, loaded when the first checker starts: about 4 ms to load, which a host that never
- * type-checks a cell (the default) would otherwise pay at import.
+ * node:worker_threads, loaded when the first checker starts, so a host that never type-checks a cell
+ * (the default) does not pay for loading it at import.
  */
 let workerThreads: typeof import("node:worker_threads") | undefined;
 

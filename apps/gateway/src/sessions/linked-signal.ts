@@ -8,8 +8,7 @@ const nothingToRelease = () => {};
  * cancel, with the reason of whichever aborts first. `release()` unlinks it from both, so a long-lived
  * signal keeps nothing of calls that have ended. (`AbortSignal.any` would link them too, but on Node 20
  * every composite stays among the long-lived signal's dependants for that signal's life, even after
- * collection: 500,000 calls left 500,000 entries and ~100 MB more RSS in a measurement here;
- * nodejs/node#55351.)
+ * collection, so a long session's memory would grow with every call it ever made; nodejs/node#55351.)
  */
 export function linkSignals(outer: AbortSignal, inner: AbortSignal | undefined): LinkedSignal {
   if (inner === undefined) return { signal: outer, release: nothingToRelease };

@@ -8,7 +8,7 @@ import type { ReadinessState } from "../http/readiness.js";
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 /** Nested calls are quicker: from microseconds (an in-process tool) to a slow downstream server. */
 const NESTED_BUCKETS = [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30];
-/** Bytes: a fresh VM's snapshot is about 1.4 MB raw. */
+/** Bytes: from a small compressed snapshot up to a run holding a large heap. */
 const SNAPSHOT_BUCKETS = [64e3, 256e3, 512e3, 1e6, 2e6, 4e6, 8e6, 16e6, 32e6, 64e6];
 /** Seconds: an agent request or a model call, from a cached answer to a long multi-turn run. */
 const MODEL_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];

@@ -703,7 +703,7 @@ export const GUEST_PRELUDE_SOURCE = `(${guestPrelude.toString()})`;
  * The prelude's bytecode, compiled in `vm` (the build, scripts/build-prelude-bytecode.mjs, and a worker
  * without usable shipped bytecode both call this, so both make the same bytes). Compiled without its
  * source text: QuickJS otherwise keeps every prelude function's source in the heap, and each snapshot
- * carries it (about 10 KB compressed).
+ * carries it.
  * @param {import("quickjs-wasi").QuickJS} vm
  */
 export function compileGuestPrelude(vm) {

@@ -6,11 +6,10 @@ import { libraryOf, wasmExportsOf } from "./quickjs-wasi-internals.js";
  * A fresh VM's image, to make a used VM fresh again in place instead of making a new one, and to make a
  * new VM without QuickJS's start-up (instantiate; the build ships one image, see serialize).
  *
- * Why: making a VM is most of a trivial cell's cost (measured in the worker per back-to-back
- * `return 1 + 1`: instantiation 0.26 ms, QuickJS's allocator touching fresh pages 0.27 ms, QuickJS's
- * runtime and context and the prelude's bytecode, and the collections that free dropped VMs, about
- * 0.45 ms more on V8's helper threads). Writing a 1.9 MB image back into a used VM's memory (0.06-0.1 ms:
- * its non-zero pages, and zeros only where the run left bytes) costs a fraction of that and leaves
+ * Why: making a VM is most of a trivial cell's cost (instantiation, QuickJS's allocator touching fresh
+ * pages, QuickJS's runtime and context and the prelude's bytecode, and the collections on V8's helper
+ * threads that free dropped VMs). Writing the image back into a used VM's memory (its non-zero pages,
+ * and zeros only where the run left bytes) touches no fresh page, runs no start-up code and leaves
  * nothing for the collector.
  *
  * Why it is the same as a fresh VM: everything a QuickJS-WASI VM is lives in its linear memory and one
@@ -131,7 +130,7 @@ const SHIPPED_MAGIC = 0x49564343;
 const SHIPPED_FORMAT = 1;
 /** The 32-bit words before the cached handles' pointers (see VmImage.serialize). */
 const SHIPPED_HEADER_WORDS = 14;
-/** Far above a fresh VM's memory (2 MB); a larger one is not an image this build wrote. */
+/** Far above a fresh VM's memory; a larger one is not an image this build wrote. */
 const MAX_SHIPPED_MEMORY_BYTES = 64 * 1024 * 1024;
 
 /** @typedef {{ seedAt: number, originAt: number, timeOriginAt: number, timeOriginAddend: bigint }} Places */
@@ -294,8 +293,8 @@ export class VmImage {
    * Make `target` (a used VM's memory, of the image's size) the image without writing a page that is zero
    * in both: the image's non-zero pages are copied, and a page the image has as zeros is cleared only
    * where it is not zero already (checked 16 pages at a time). A page nobody wrote reads as zeros and
-   * holds nothing resident; writing it costs a page fault (about 20 µs in a worker on the 2-core test
-   * machine, so copying all 1.9 MB over a VM's memory the first time cost 8 ms) and keeps it resident.
+   * holds nothing resident; writing it costs a page fault (so copying the whole image over a VM's
+   * memory would fault in every page of it) and keeps it resident.
    * @param {Uint8Array} target
    */
   #writeInto(target) {

@@ -26,12 +26,12 @@ const WASM_PAGE_BYTES = 64 * 1024;
 /**
  * Dispose of a VM so that V8 frees its linear memory soon.
  *
- * A VM's linear memory (a fresh VM with the prelude touches about 0.3 MB of its 1.2 MB) is freed only
+ * A VM's linear memory (of which a fresh VM with the prelude touches a small part) is freed only
  * when V8 collects the wasm instance, and V8 allocates instances in the old generation, so only a
  * full collection of this worker's heap frees it. V8 starts one when the old generation has grown
  * enough, or when array buffers (a wasm memory counts at its byte length) have grown by 64 MB since
  * the last one. A VM adds little to this worker's heap (see the export filter in wasm-module.ts), so
- * in a loop of trivial cells 50-60 dropped VMs, 15-19 MB resident, waited for a collection. Growing a
+ * in a loop of trivial cells dozens of dropped VMs, all resident, would wait for a collection. Growing a
  * dropped memory maps address space that nothing ever touches (no resident memory, no page faults;
  * the instance is disposed, so no code runs in it again) and counts towards that 64 MB, so a full
  * collection comes after about 20 dropped VMs (test/vm-memory-release.test.ts counts them).

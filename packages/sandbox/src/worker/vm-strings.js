@@ -78,7 +78,7 @@ export class VmStrings {
   /**
    * A long string (a large tool result, a run's surface): UTF-8 encoded by Node straight into a buffer of
    * the VM's allocator, where the library first scans it for lone surrogates with a regular expression,
-   * encodes it into a fresh array and copies that in (1.5-2x the time for a 100 KB text). Text with a lone
+   * encodes it into a fresh array and copies that in (two passes and a copy more). Text with a lone
    * surrogate, which needs the library's WTF-8, goes through the library.
    * @param {string} text
    */

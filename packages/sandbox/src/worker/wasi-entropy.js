@@ -27,9 +27,9 @@ export function silentWasi(memory) {
 
 /**
  * Random bytes for this worker's VMs, each used once, and how many are used: first the host's (`init`'s
- * `entropy`: in a fresh worker thread Web Crypto's first use loads its modules, tens of ms, and QuickJS's
- * libc asks for 4 bytes as each VM is made, the first one included), then refilled from Web Crypto a
- * pool at a time (a call for each VM's 4 bytes costs about 10 µs, 1% of a trivial cell).
+ * `entropy`: in a fresh worker thread Web Crypto's first use loads its modules, and QuickJS's libc asks
+ * for 4 bytes as each VM is made, the first one included), then refilled from Web Crypto a pool at a
+ * time (one call for each VM's 4 bytes would put a crossing into Node's crypto on every trivial cell).
  * @type {Uint8Array | null}
  */
 let entropy = null;

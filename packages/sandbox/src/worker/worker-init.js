@@ -30,7 +30,7 @@ export function onInit(message, onFailure) {
 
 /**
  * Compiling in a VM of its own keeps the compiler's garbage out of the runs' heaps (and out of
- * their snapshots: compiled in the first run's VM it made that run's snapshot about 12 KB larger).
+ * their snapshots: compiled in the first run's VM it would make that run's snapshot larger).
  * @param {QuickJS} vm
  */
 function compilePrelude(vm) {
