@@ -53,7 +53,9 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   try {
     bench = JSON.parse(readFileSync(benchFile, "utf8"));
   } catch {
-    console.error(`readme-figures: ${benchFile} is missing; run pnpm --filter @codecell/bench bench:engine first.`);
+    console.error(
+      `readme-figures: ${benchFile} is missing; run pnpm --filter @codecell/bench bench:engine first.`,
+    );
     process.exit(1);
   }
   const readme = join(root, "README.md");
