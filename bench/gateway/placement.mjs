@@ -154,8 +154,9 @@ function tasksetRuns(cpu) {
 /**
  * Scheduler settings on the kernel's command line that change where a woken thread goes (Linux only):
  * the test machines' guest kernel boots with `sched_vcpu_pack=N`, a vCPU-packing patch mainline Linux
- * lacks, which puts a woken thread on its waker's busy vCPU while there is room (see the sandbox README's
- * "Placement"). Printed beside the rows, since the "as placed" ones depend on it.
+ * lacks, which puts a woken thread on its waker's busy vCPU while there is room (see FINDINGS.md, "The
+ * guest kernel packs threads onto one vCPU"). Printed beside the rows, since the "as placed" ones depend
+ * on it.
  */
 function kernelPlacementPolicy() {
   let commandLine;
