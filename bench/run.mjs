@@ -39,6 +39,9 @@ for (const area of asked.length > 0 ? asked : Object.keys(AREAS)) {
       cwd: fileURLToPath(new URL(`./${area}/`, import.meta.url)),
       stdio: "inherit",
     });
-    if (run.status !== 0) process.exit(run.status ?? 1);
+    if (run.status !== 0) {
+      console.error(`${area}/${script} failed: ${run.error?.message ?? `exit ${run.status ?? run.signal}`}`);
+      process.exit(run.status ?? 1);
+    }
   }
 }
