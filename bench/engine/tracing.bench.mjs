@@ -25,9 +25,13 @@ const ROUNDS = Number(process.env.TRACING_BENCH_ROUNDS ?? 3);
 const C1_RUNS = 300;
 const LOOP_RUNS = 60;
 const GUARD_CALLS = 2_000_000;
-/** The engine's build with tracing.js replaced by helpers that do nothing and check nothing. */
-const NO_TRACING_DIST = join(here, "../bench-results/no-tracing-engine/dist");
-const NO_TRACING = `// Written by bench/tracing.bench.mjs: the tracing module with nothing in it.
+/**
+ * The engine's build with tracing.js replaced by helpers that do nothing and check nothing. It sits in the
+ * engine's folder (under its ignored bench-results/) so that its imports resolve the engine's own
+ * dependencies, as the real build's do.
+ */
+const NO_TRACING_DIST = join(here, "../../packages/engine/bench-results/no-tracing-engine/dist");
+const NO_TRACING = `// Written by bench/engine/tracing.bench.mjs: the tracing module with nothing in it.
 export function tracingRegistered() { return false; }
 export class TracedSpan {}
 export function startSpan() { return null; }
