@@ -5,7 +5,7 @@
 export type AgentErrorKind =
   /** The client's request is wrong (fix it and send again). */
   | "invalid_request"
-  /** Nothing is served at the path (or the endpoint is off). */
+  /** Nothing is served at the path (or the endpoint is off), or what the request names (a stored response) is not there or not the principal's. */
   | "not_found"
   /** Tool results for calls that are not pending, or a run already being resumed. */
   | "conflict"

@@ -4,7 +4,13 @@ import type { AgentLoop, AgentTurnResult } from "./agent-loop.js";
 import { chatParamsForMessages, chatToolChoiceForMessages } from "./chat-to-messages.js";
 import { toWireFinish } from "./finish-reasons.js";
 import { completeTraced, forwardTraced, type RelayedAnswer } from "./model-call-span.js";
-import { contentText, fromOpenAiUsage, toOpenAiToolCall, toOpenAiUsage } from "./openai-messages.js";
+import {
+  contentText,
+  fromOpenAiUsage,
+  toOpenAiToolCall,
+  toOpenAiUsage,
+  toolFailure,
+} from "./openai-messages.js";
 import { OpenAiUpstream } from "./openai-upstream.js";
 import { relayResponse } from "./relay.js";
 import type { ModelUpstream, TurnMessage, TurnTool, TurnToolCall, TurnUsage } from "./turn.js";
@@ -304,26 +310,6 @@ function toTurnTools(tools: unknown): TurnTool[] {
       parameters: fn.parameters ?? { type: "object", properties: {} },
     };
   });
-}
-
-/**
- * A client's tool result counts as a failure (a catchable error in the cell) when its content is a
- * JSON object whose only key is `error`, such as `{"error": "no such file"}`.
- */
-function toolFailure(content: string): string | null {
-  try {
-    const parsed = JSON.parse(content) as unknown;
-    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) {
-      const keys = Object.keys(parsed);
-      if (keys.length === 1 && keys[0] === "error") {
-        const error = (parsed as { error: unknown }).error;
-        return typeof error === "string" ? error : JSON.stringify(error);
-      }
-    }
-  } catch {
-    // Not JSON: a plain result, not a failure.
-  }
-  return null;
 }
 
 function toTurnMessage(message: unknown, index: number): TurnMessage {

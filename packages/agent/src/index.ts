@@ -39,6 +39,13 @@ export {
 export { MessagesFront, type MessagesFrontOptions, messagesParams } from "./messages-front.js";
 export { DEFAULT_MAX_TOKENS, MessagesUpstream, type MessagesUpstreamOptions } from "./messages-upstream.js";
 export { OpenAiUpstream, type OpenAiUpstreamOptions } from "./openai-upstream.js";
+export {
+  type ResponseStore,
+  type StoredResponse,
+  snapshotStoreResponses,
+} from "./response-store.js";
+export { DROPPED_TOOLS_HEADER, ResponsesFront, type ResponsesFrontOptions } from "./responses-front.js";
+export type { HostedToolPolicy } from "./responses-items.js";
 export type {
   ModelCallOptions,
   ModelReply,

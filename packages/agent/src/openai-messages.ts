@@ -72,3 +72,23 @@ export function contentText(content: unknown): string {
     )
     .join("");
 }
+
+/**
+ * A client's tool result counts as a failure (a catchable error in the cell) when its content is a
+ * JSON object whose only key is `error`, such as `{"error": "no such file"}`.
+ */
+export function toolFailure(content: string): string | null {
+  try {
+    const parsed = JSON.parse(content) as unknown;
+    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) {
+      const keys = Object.keys(parsed);
+      if (keys.length === 1 && keys[0] === "error") {
+        const error = (parsed as { error: unknown }).error;
+        return typeof error === "string" ? error : JSON.stringify(error);
+      }
+    }
+  } catch {
+    // Not JSON: a plain result, not a failure.
+  }
+  return null;
+}

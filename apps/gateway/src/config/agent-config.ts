@@ -6,7 +6,7 @@ import { z } from "zod";
 import type { ConfigProblem } from "./config-problem.js";
 
 /**
- * The `agent` section: where `POST /v1/chat/completions` and `POST /v1/messages` send their model
+ * The `agent` section: where `POST /v1/chat/completions`, `/v1/messages` and `/v1/responses` send their model
  * calls, in which API, and the bounds of the loop. Parsed here, on its own, so the config loader only
  * hooks it in.
  */
@@ -29,6 +29,11 @@ export type AgentSettings = {
   transcriptTtlSeconds: number;
   /** What one request and one upstream answer may make the endpoint hold or do. */
   limits: AgentLimits;
+  /**
+   * Hosted tools of a Responses request (web_search, local_shell, ...), which no cell can run: left
+   * out of the run with the `codecell-dropped-tools` header ("drop"), or refused with a 400 ("refuse").
+   */
+  hostedTools: "drop" | "refuse";
 };
 
 export const DEFAULT_AGENT_TIMEOUT_MS = 120_000;
@@ -81,6 +86,7 @@ export const agentConfigSchema = () =>
       .min(1)
       .max(30 * 24 * 3600)
       .optional(),
+    hostedTools: z.enum(["drop", "refuse"]).optional(),
   });
 
 export const AGENT_FIELD_HINTS: Record<string, string> = {
@@ -108,6 +114,8 @@ export const AGENT_FIELD_HINTS: Record<string, string> = {
   "agent.limits.maxBodyBytes": `bytes of one request body (1024 to 1 GiB, default ${DEFAULT_LIMITS.maxBodyBytes})`,
   "agent.limits.maxJsonDepth": `nesting of arrays and objects in a request body (2 to 10000, default ${DEFAULT_LIMITS.maxJsonDepth})`,
   "agent.maxModelTurns": `upstream model calls one client request may make (1 to 1000, default ${DEFAULT_MAX_MODEL_TURNS})`,
+  "agent.hostedTools":
+    '"drop" (default: a Responses request\'s hosted tools such as web_search are left out of the run, named in the codecell-dropped-tools header) or "refuse" (such a request gets a 400)',
   "agent.transcriptTtlSeconds": `seconds a conversation's hidden transcript is kept after its last answer (default ${DEFAULT_TRANSCRIPT_TTL_SECONDS})`,
 };
 
@@ -155,5 +163,6 @@ export function resolveAgentSettings(
     maxModelTurns: raw.maxModelTurns ?? DEFAULT_MAX_MODEL_TURNS,
     transcriptTtlSeconds: raw.transcriptTtlSeconds ?? DEFAULT_TRANSCRIPT_TTL_SECONDS,
     limits: { ...DEFAULT_LIMITS, ...raw.limits },
+    hostedTools: raw.hostedTools ?? "drop",
   };
 }

@@ -13,7 +13,9 @@ import {
   openAiErrorBody,
   type RequestLimits,
   type ResponseSink,
+  ResponsesFront,
   snapshotStoreConversations,
+  snapshotStoreResponses,
 } from "@codecell/agent";
 import { debugLine, debugSwitches, redact } from "../debug-switches.js";
 import type { Gateway } from "../gateway.js";
@@ -39,10 +41,15 @@ export const AGENT_PATH_PREFIX = "/v1/";
 export const CHAT_COMPLETIONS_PATH = "/v1/chat/completions";
 /** The Anthropic Messages API, code mode in front of the same upstream. */
 export const MESSAGES_PATH = "/v1/messages";
+/** The OpenAI Responses API, code mode in front of the same upstream. */
+export const RESPONSES_PATH = "/v1/responses";
+/** `GET` and `DELETE /v1/responses/<id>`: a stored response. */
+const RESPONSE_PATH = /^\/v1\/responses\/([^/]+)$/;
 /** The routes that put code mode in front of the upstream model, by the API each speaks (the banner lists them). */
 export const AGENT_ROUTES = [
   { api: "OpenAI Chat Completions", path: CHAT_COMPLETIONS_PATH },
   { api: "Anthropic Messages", path: MESSAGES_PATH },
+  { api: "OpenAI Responses", path: RESPONSES_PATH },
 ] as const;
 /** `GET /v1/codecell/threads/<thread>/trajectory`: a thread's exec and wait calls with their nested calls. */
 const TRAJECTORY_PATH = /^\/v1\/codecell\/threads\/([^/]+)\/trajectory$/;
@@ -149,7 +156,12 @@ function decodedSegment(segment: string): string | null {
 export function createAgentRoutes(
   gateway: Gateway,
 ): (req: IncomingMessage, res: ServerResponse, auth: AuthOutcome, pathname: string) => Promise<void> {
-  type Built = { front: ChatCompletionsFront; messages: MessagesFront; loop: AgentLoop };
+  type Built = {
+    front: ChatCompletionsFront;
+    messages: MessagesFront;
+    responses: ResponsesFront;
+    loop: AgentLoop;
+  };
   let built: Built | null = null;
   let hostTools: {
     version: number;
@@ -222,7 +234,16 @@ export function createAgentRoutes(
       upstreamApi: settings.upstream.api,
       ...(settings.upstream.model ? { defaultModel: settings.upstream.model } : {}),
     });
-    built = { front, messages, loop };
+    const responses = new ResponsesFront({
+      loop,
+      upstream,
+      upstreamApi: settings.upstream.api,
+      responses: snapshotStoreResponses(gateway.store),
+      storeTtlSeconds: settings.transcriptTtlSeconds,
+      hostedTools: settings.hostedTools,
+      ...(settings.upstream.model ? { defaultModel: settings.upstream.model } : {}),
+    });
+    built = { front, messages, responses, loop };
     return built;
   };
 
@@ -243,14 +264,16 @@ export function createAgentRoutes(
       return;
     }
     const trajectory = TRAJECTORY_PATH.exec(pathname);
-    if (pathname !== CHAT_COMPLETIONS_PATH && pathname !== MESSAGES_PATH && !trajectory) {
+    const stored = RESPONSE_PATH.exec(pathname);
+    const fronts = [CHAT_COMPLETIONS_PATH, MESSAGES_PATH, RESPONSES_PATH];
+    if (!fronts.includes(pathname) && !trajectory && !stored) {
       sendJson(
         res,
         404,
         errorBody(
           new AgentError(
             "not_found",
-            `Nothing at ${pathname}. The agent endpoint serves POST ${CHAT_COMPLETIONS_PATH}, POST ${MESSAGES_PATH} and GET /v1/codecell/threads/<thread>/trajectory.`,
+            `Nothing at ${pathname}. The agent endpoint serves POST ${CHAT_COMPLETIONS_PATH}, POST ${MESSAGES_PATH}, POST ${RESPONSES_PATH}, GET and DELETE ${RESPONSES_PATH}/<id>, and GET /v1/codecell/threads/<thread>/trajectory.`,
           ),
         ),
       );
@@ -291,6 +314,10 @@ export function createAgentRoutes(
       sendJson(res, 200, agent.loop.trajectory(auth.principal, threadId));
       return;
     }
+    if (stored) {
+      await storedResponse(req, res, auth, frontFor()?.responses ?? null, decodeURIComponent(stored[1]!));
+      return;
+    }
     if (req.method !== "POST") {
       sendJson(
         res,
@@ -303,8 +330,21 @@ export function createAgentRoutes(
       return;
     }
     const agent = frontFor();
-    const chat = agent ? (pathname === MESSAGES_PATH ? agent.messages : agent.front) : null;
-    const record = new AgentRequestRecord(pathname === MESSAGES_PATH ? "messages" : "chat_completions", res);
+    const chat = !agent
+      ? null
+      : pathname === MESSAGES_PATH
+        ? agent.messages
+        : pathname === RESPONSES_PATH
+          ? agent.responses
+          : agent.front;
+    const record = new AgentRequestRecord(
+      pathname === MESSAGES_PATH
+        ? "messages"
+        : pathname === RESPONSES_PATH
+          ? "responses"
+          : "chat_completions",
+      res,
+    );
     const limits = gateway.config.agent?.limits ?? DEFAULT_LIMITS;
     const answer = () => answerTurn(req, res, auth, pathname, chat, errorBody, record, limits);
     // Traced, the request is a server span in the client's trace (its traceparent header): the model
@@ -327,7 +367,7 @@ async function answerTurn(
   res: ServerResponse,
   auth: Extract<AuthOutcome, { ok: true }>,
   pathname: string,
-  chat: ChatCompletionsFront | MessagesFront | null,
+  chat: ChatCompletionsFront | MessagesFront | ResponsesFront | null,
   errorBody: (error: AgentError, status?: number) => unknown,
   record: AgentRequestRecord,
   limits: RequestLimits,
@@ -379,4 +419,27 @@ async function answerTurn(
     },
     record.sink(sinkFor(res)),
   );
+}
+
+/** `GET` or `DELETE /v1/responses/<id>`: the principal's stored response. */
+async function storedResponse(
+  req: IncomingMessage,
+  res: ServerResponse,
+  auth: Extract<AuthOutcome, { ok: true }>,
+  responses: ResponsesFront | null,
+  id: string,
+): Promise<void> {
+  if (!responses || (req.method !== "GET" && req.method !== "DELETE")) {
+    const error = new AgentError(
+      "invalid_request",
+      responses
+        ? `Only GET and DELETE are served at ${RESPONSES_PATH}/<id>.`
+        : "The agent endpoint is off: the config has no agent section.",
+    );
+    sendJson(res, responses ? 405 : 404, openAiErrorBody(error), responses ? { allow: "GET, DELETE" } : {});
+    return;
+  }
+  const context = { principal: auth.principal, signal: new AbortController().signal };
+  if (req.method === "GET") await responses.retrieve(id, context, sinkFor(res));
+  else await responses.remove(id, context, sinkFor(res));
 }

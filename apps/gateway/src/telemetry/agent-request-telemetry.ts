@@ -4,7 +4,7 @@ import type { GatewayMetrics } from "./gateway-metrics.js";
 import type { IncomingRequest, ServerSpan } from "./request-tracing.js";
 
 /** Which API of the agent endpoint a request used, as the metrics' `api` label says it. */
-export type AgentApi = "chat_completions" | "messages";
+export type AgentApi = "chat_completions" | "messages" | "responses";
 
 /**
  * The server span of one agent-endpoint request. It is an HTTP server span, named after the HTTP

@@ -17,7 +17,7 @@ const READINESS_STATES: readonly ReadinessState[] = ["starting", "ready", "drain
 
 /** One agent-endpoint request that ended. */
 export type AgentRequestEvent = {
-  api: "chat_completions" | "messages";
+  api: "chat_completions" | "messages" | "responses";
   /** The HTTP status answered; null when the client went away before any answer. */
   statusCode: number | null;
   /** The failure's kind (an agent error kind, or the HTTP status of a passed-through answer); "" when it succeeded. */

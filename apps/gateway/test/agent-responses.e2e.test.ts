@@ -1,0 +1,649 @@
+import { createOpenAI } from "@ai-sdk/openai";
+import { type ScriptedUpstream, startScriptedUpstream } from "@codecell/agent/testing";
+import { Agent, tool as agentTool, OpenAIProvider, Runner, setTracingDisabled } from "@openai/agents";
+import { generateText, stepCountIs, streamText, tool } from "ai";
+import OpenAI from "openai";
+import type { FunctionTool, ResponseInputItem } from "openai/resources/responses/responses";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { baseConfig, type HttpGateway, makeSetup, startHttpGateway } from "./harness.js";
+import {
+  lastToolResult,
+  rejectionOf,
+  upstreamMessages,
+  upstreamToolNames,
+} from "./support/agent-endpoint.js";
+
+// The OpenAI Responses API front (POST /v1/responses) on both upstream kinds, with the real clients
+// that speak it by default: the openai package, the OpenAI Agents SDK and the AI SDK's openai(model).
+// The scripted upstream is the only fake.
+
+const ALICE = "agent-alice-token-0123456789";
+const BOB = "agent-bob-token-0123456789abc";
+
+const SELECT_FILE: FunctionTool = {
+  type: "function",
+  name: "select_file",
+  description: "Ask the user to pick a file in the editor.",
+  parameters: {
+    type: "object",
+    properties: { pattern: { type: "string" } },
+    required: ["pattern"],
+    additionalProperties: false,
+  },
+  strict: true,
+};
+const PICK_CELL =
+  'const picked = await tools.select_file({ pattern: "*.md" }); text("picked " + picked.path); return picked;';
+
+type Body = Record<string, unknown>;
+/** Tool names of an upstream body in either API (Chat Completions functions or Messages tools). */
+const toolNames = (body: Body | undefined) =>
+  ((body?.tools ?? []) as Array<{ name?: string; function?: { name: string } }>).map(
+    (entry) => entry.function?.name ?? entry.name,
+  );
+
+function client(gateway: HttpGateway, token = ALICE, headers: Record<string, string> = {}): OpenAI {
+  return new OpenAI({ baseURL: `${gateway.url}v1`, apiKey: token, maxRetries: 0, defaultHeaders: headers });
+}
+
+const apiError = (promise: Promise<unknown>) => rejectionOf(promise, OpenAI.APIError);
+
+setTracingDisabled(true);
+
+describe("the agent endpoint: POST /v1/responses", () => {
+  let upstream: ScriptedUpstream;
+  let messagesUpstream: ScriptedUpstream;
+  let gateway: HttpGateway;
+  /** On a Messages API upstream, with hosted tools refused (agent.hostedTools "refuse"). */
+  let onMessages: HttpGateway;
+  let off: HttpGateway;
+
+  beforeAll(async () => {
+    [upstream, messagesUpstream] = await Promise.all([
+      startScriptedUpstream(),
+      startScriptedUpstream({ api: "messages" }),
+    ]);
+    const http = {
+      tokens: [
+        { name: "alice", token: ALICE },
+        { name: "bob", token: BOB },
+      ],
+    };
+    const tools = { codeMode: { enabled: true, timeoutMs: 3000 }, deny: ["core:codecell:write_file"] };
+    const agentOn = (target: ScriptedUpstream, extra: Record<string, unknown> = {}) => ({
+      upstream: { baseUrl: target.baseUrl, apiKey: "upstream-key-123", timeoutMs: 2500, ...extra },
+      maxModelTurns: 4,
+    });
+    [gateway, onMessages, off] = await Promise.all([
+      startHttpGateway(
+        makeSetup(baseConfig({ tools, http, agent: agentOn(upstream, { model: "m-default" }) })).configPath,
+      ),
+      startHttpGateway(
+        makeSetup(
+          baseConfig({
+            tools,
+            http,
+            mcpServers: {},
+            agent: { ...agentOn(messagesUpstream, { api: "messages" }), hostedTools: "refuse" },
+          }),
+        ).configPath,
+      ),
+      startHttpGateway(
+        makeSetup(baseConfig({ tools: { codeMode: false }, mcpServers: {}, http, agent: agentOn(upstream) }))
+          .configPath,
+      ),
+    ]);
+  });
+  afterAll(async () => {
+    await Promise.all([gateway?.stop(), onMessages?.stop(), off?.stop()]);
+    await Promise.all([upstream?.close(), messagesUpstream?.close()]);
+  });
+  beforeEach(() => {
+    upstream.bodies.length = 0;
+    messagesUpstream.bodies.length = 0;
+  });
+
+  describe("with the openai client", () => {
+    it("hands a client tool out as a function_call item, and its function_call_output after previous_response_id resumes the cell", async () => {
+      const openai = client(gateway);
+      upstream.script(
+        { text: "Let me ask.", toolCalls: [{ name: "exec", arguments: { code: PICK_CELL } }] },
+        (body) => ({ text: `Cell said: ${JSON.stringify(lastToolResult(body))}` }),
+        { text: "Still here." },
+      );
+      const first = await openai.responses.create({
+        model: "m",
+        instructions: "You edit files.",
+        input: "open the readme",
+        tools: [SELECT_FILE],
+      });
+      expect(first.object).toBe("response");
+      expect(first.id).toMatch(/^resp_/);
+      expect(first.output.map((item) => item.type)).toEqual(["message", "function_call"]);
+      expect(first.output_text).toBe("Let me ask.");
+      const call = first.output[1]!;
+      if (call.type !== "function_call") throw new Error("not a function call");
+      expect(call.name).toBe("select_file");
+      expect(JSON.parse(call.arguments)).toEqual({ pattern: "*.md" });
+      // The run suspended at once: one upstream call, which offered exactly exec and wait.
+      expect(upstream.bodies).toHaveLength(1);
+      expect(upstreamToolNames(upstream.bodies[0])).toEqual(["exec", "wait"]);
+      expect(upstreamMessages(upstream.bodies[0])[0]).toEqual({ role: "system", content: "You edit files." });
+
+      const second = await openai.responses.create({
+        model: "m",
+        previous_response_id: first.id,
+        input: [{ type: "function_call_output", call_id: call.call_id, output: '{"path":"README.md"}' }],
+        tools: [SELECT_FILE],
+      });
+      expect(second.output_text).toContain("picked README.md");
+      expect(second.previous_response_id).toBe(first.id);
+      // The model saw its own exec and the cell's result, never the client's select_file call.
+      const resumed = upstreamMessages(upstream.bodies[1]);
+      expect(resumed.map((message) => message.role)).toEqual(["system", "user", "assistant", "tool"]);
+      expect(lastToolResult(upstream.bodies[1]!)).toMatchObject({
+        status: "completed",
+        value: { path: "README.md" },
+      });
+      expect(upstreamToolNames(upstream.bodies[1])).toEqual(["exec", "wait"]);
+
+      // A new user turn after the last response id: the hidden exec turns go upstream again.
+      const third = await openai.responses.create({
+        model: "m",
+        previous_response_id: second.id,
+        input: "and now?",
+        tools: [SELECT_FILE],
+      });
+      expect(third.output_text).toBe("Still here.");
+      const next = upstreamMessages(upstream.bodies[2]);
+      expect(next.map((message) => message.role)).toEqual([
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+      ]);
+      expect(JSON.stringify(next[2])).toContain("tools.select_file");
+
+      // Stored responses: GET returns what the client got, to its own principal only.
+      expect((await openai.responses.retrieve(first.id)).output).toEqual(first.output);
+      expect((await apiError(client(gateway, BOB).responses.retrieve(first.id))).status).toBe(404);
+      const bobFollows = await apiError(
+        client(gateway, BOB).responses.create({
+          model: "m",
+          previous_response_id: second.id,
+          input: "mine now",
+          tools: [SELECT_FILE],
+        }),
+      );
+      expect(bobFollows.status).toBe(400);
+      expect(bobFollows.message).toContain(second.id);
+      expect((await apiError(client(gateway, BOB).responses.delete(first.id))).status).toBe(404);
+      await openai.responses.delete(first.id);
+      const gone = await apiError(openai.responses.retrieve(first.id));
+      expect(gone.status).toBe(404);
+      expect(gone).toBeInstanceOf(OpenAI.NotFoundError);
+      expect(upstream.bodies).toHaveLength(3);
+    });
+
+    it("with store false, matches a client that sends the whole conversation again, and keeps nothing to GET", async () => {
+      const openai = client(gateway);
+      upstream.script({ toolCalls: [{ name: "exec", arguments: { code: PICK_CELL } }] }, (body) => ({
+        text: `value ${JSON.stringify(lastToolResult(body).value)}`,
+      }));
+      const input: ResponseInputItem[] = [
+        { role: "developer", content: "Be brief." },
+        { role: "user", content: [{ type: "input_text", text: "pick one" }] },
+      ];
+      const first = await openai.responses.create({
+        model: "m",
+        input,
+        tools: [SELECT_FILE],
+        store: false,
+        parallel_tool_calls: false,
+        include: ["reasoning.encrypted_content"],
+      });
+      const call = first.output.find((item) => item.type === "function_call");
+      if (call?.type !== "function_call") throw new Error("no function call");
+      expect((await apiError(openai.responses.retrieve(first.id))).status).toBe(404);
+      const second = await openai.responses.create({
+        model: "m",
+        input: [
+          ...input,
+          ...(first.output as ResponseInputItem[]),
+          {
+            type: "function_call_output",
+            call_id: call.call_id,
+            output: [{ type: "input_text", text: '{"path":"b.md"}' }],
+          },
+        ],
+        tools: [SELECT_FILE],
+        store: false,
+      });
+      expect(second.output_text).toBe('value {"path":"b.md"}');
+      expect(upstreamMessages(upstream.bodies[1]).map((message) => message.role)).toEqual([
+        "system",
+        "user",
+        "assistant",
+        "tool",
+      ]);
+    });
+
+    it("gives custom tools their string input, drops hosted tools with a note, and keeps a client tool named exec apart from codecell's", async () => {
+      const openai = client(gateway);
+      upstream.script(
+        {
+          toolCalls: [
+            {
+              name: "exec",
+              arguments: {
+                code: `
+                  const ids = ALL_TOOLS.map((tool) => tool.id);
+                  const patched = await tools.apply_patch({ input: "*** Begin Patch" });
+                  const ran = await tools.exec({ cmd: "ls" });
+                  return { ids, patched, ran };`,
+              },
+            },
+          ],
+        },
+        (body) => ({ text: JSON.stringify(lastToolResult(body).value) }),
+      );
+      const tools = [
+        { type: "custom" as const, name: "apply_patch", description: "Apply a patch to the workspace." },
+        {
+          type: "function" as const,
+          name: "exec",
+          description: "Run a shell command.",
+          parameters: { type: "object", properties: { cmd: { type: "string" } }, required: ["cmd"] },
+          strict: false,
+        },
+        { type: "web_search" as const },
+      ];
+      const { data: first, response } = await openai.responses
+        .create({ model: "m", input: "patch and list", tools })
+        .withResponse();
+      expect(response.headers.get("codecell-dropped-tools")).toBe("web_search");
+      expect(upstreamToolNames(upstream.bodies[0])).toEqual(["exec", "wait"]);
+      expect(first.output.map((item) => item.type)).toEqual(["custom_tool_call"]);
+      const patch = first.output[0]!;
+      if (patch.type !== "custom_tool_call") throw new Error("not a custom tool call");
+      expect(patch).toMatchObject({ name: "apply_patch", input: "*** Begin Patch" });
+      const second = await openai.responses.create({
+        model: "m",
+        previous_response_id: first.id,
+        input: [{ type: "custom_tool_call_output", call_id: patch.call_id, output: "patched" }],
+        tools,
+      });
+      const shell = second.output[0]!;
+      if (shell.type !== "function_call") throw new Error("not a function call");
+      expect(shell).toMatchObject({ name: "exec" });
+      expect(JSON.parse(shell.arguments)).toEqual({ cmd: "ls" });
+      const third = await openai.responses.create({
+        model: "m",
+        previous_response_id: second.id,
+        input: [{ type: "function_call_output", call_id: shell.call_id, output: '{"error":"denied"}' }],
+        tools,
+      });
+      // The client's failure is a catchable error in the cell: here it ended the cell with that message.
+      const result = lastToolResult(upstream.bodies[1]!);
+      expect(JSON.stringify(result)).toContain("denied");
+      expect(third.output_text).toBeDefined();
+      expect(upstream.bodies).toHaveLength(2);
+      for (const body of upstream.bodies) expect(upstreamToolNames(body)).toEqual(["exec", "wait"]);
+    });
+
+    it("answers errors in the Responses error shape", async () => {
+      const openai = client(gateway);
+      const unknown = await apiError(
+        openai.responses.create({
+          model: "m",
+          input: "x",
+          previous_response_id: "resp_nope",
+          tools: [SELECT_FILE],
+        }),
+      );
+      expect(unknown).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(unknown.message).toContain("resp_nope");
+      const badItem = await apiError(
+        openai.responses.create({
+          model: "m",
+          input: [{ type: "bogus_item" } as unknown as ResponseInputItem],
+          tools: [SELECT_FILE],
+        }),
+      );
+      expect(badItem.status).toBe(400);
+      expect(badItem.message).toContain("input[0]");
+      const conversation = await apiError(
+        openai.responses.create({ model: "m", input: "x", conversation: "conv_1", tools: [SELECT_FILE] }),
+      );
+      expect(conversation.message).toContain("previous_response_id");
+      const notPending = await apiError(
+        openai.responses.create({
+          model: "m",
+          input: [
+            { role: "user", content: "hi" },
+            { type: "function_call_output", call_id: "call_never", output: "1" },
+          ],
+          tools: [SELECT_FILE],
+        }),
+      );
+      expect(notPending.status).toBe(409);
+      expect(
+        (await apiError(client(gateway, "wrong-token").responses.create({ model: "m", input: "x" }))).status,
+      ).toBe(401);
+      expect(upstream.bodies).toHaveLength(0);
+    });
+
+    it("passes requests without tools through as one model call, with code mode off too", async () => {
+      upstream.script(
+        { text: "plain" },
+        { toolCalls: [{ name: "select_file", arguments: { pattern: "x" } }] },
+      );
+      const plain = await client(gateway).responses.create({
+        model: "m",
+        input: "hi",
+        max_output_tokens: 50,
+      });
+      expect(plain.output_text).toBe("plain");
+      expect(upstream.bodies[0]).toMatchObject({ max_completion_tokens: 50 });
+      expect(upstream.bodies[0]?.tools).toBeUndefined();
+      const direct = await client(off).responses.create({
+        model: "m",
+        input: "pick",
+        tools: [SELECT_FILE],
+        tool_choice: "required",
+      });
+      expect(toolNames(upstream.bodies[1])).toEqual(["select_file"]);
+      expect(upstream.bodies[1]).toMatchObject({ tool_choice: "required" });
+      expect(direct.output[0]).toMatchObject({ type: "function_call", name: "select_file" });
+    });
+  });
+
+  describe("streaming", () => {
+    it("streams the Responses events the openai client's stream helper and create({ stream: true }) read", async () => {
+      const openai = client(gateway);
+      upstream.script(
+        {
+          text: "Checking the files.",
+          toolCalls: [
+            {
+              name: "exec",
+              arguments: {
+                code: 'const [a, b] = await Promise.all([tools.select_file({ pattern: "a" }), tools.select_file({ pattern: "b" })]); return a + b;',
+              },
+            },
+          ],
+          usage: { prompt: 100, completion: 20 },
+        },
+        (body) => ({
+          text: `Both: ${lastToolResult(body).value}, streamed in pieces.`,
+          usage: { prompt: 150, completion: 30 },
+        }),
+      );
+      const deltas: string[] = [];
+      const helper = openai.responses.stream({ model: "m", input: "stream it", tools: [SELECT_FILE] });
+      helper.on("response.output_text.delta", (event) => deltas.push(event.delta));
+      const first = await helper.finalResponse();
+      expect(deltas.join("")).toBe("Checking the files.");
+      expect(deltas.length).toBeGreaterThan(1);
+      expect(first.output_text).toBe("Checking the files.");
+      const calls = first.output.filter((item) => item.type === "function_call");
+      expect(calls.map((call) => JSON.parse(call.arguments))).toEqual([{ pattern: "a" }, { pattern: "b" }]);
+      expect(first.usage).toMatchObject({ input_tokens: 100, output_tokens: 20, total_tokens: 120 });
+      expect(upstream.bodies[0]).toMatchObject({ stream: true });
+      // The stream's final response is the stored one.
+      const stored = await openai.responses.retrieve(first.id);
+      expect(stored.output.map((item) => item.id)).toEqual(first.output.map((item) => item.id));
+      expect(stored.output_text).toBe("Checking the files.");
+
+      const events = [];
+      const stream = await openai.responses.create({
+        model: "m",
+        previous_response_id: first.id,
+        input: calls.map((call, index) => ({
+          type: "function_call_output" as const,
+          call_id: call.call_id,
+          output: JSON.stringify(`<${index}>`),
+        })),
+        tools: [SELECT_FILE],
+        stream: true,
+      });
+      for await (const event of stream) events.push(event);
+      expect(events.map((event) => event.sequence_number)).toEqual(events.map((_, index) => index));
+      const types = [...new Set(events.map((event) => event.type))];
+      expect(types).toEqual([
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.output_text.delta",
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.completed",
+      ]);
+      const text = events.flatMap((event) =>
+        event.type === "response.output_text.delta" ? [event.delta] : [],
+      );
+      expect(text.join("")).toBe("Both: <0><1>, streamed in pieces.");
+      const completed = events.at(-1);
+      if (completed?.type !== "response.completed") throw new Error("no response.completed");
+      expect(completed.response.usage).toMatchObject({ input_tokens: 150, output_tokens: 30 });
+      expect(completed.response.previous_response_id).toBe(first.id);
+    });
+
+    it("streams function_call arguments as delta and done events", async () => {
+      upstream.script({ toolCalls: [{ name: "exec", arguments: { code: PICK_CELL } }] });
+      const stream = await client(gateway).responses.create({
+        model: "m",
+        input: "pick",
+        tools: [SELECT_FILE],
+        stream: true,
+      });
+      const events = [];
+      for await (const event of stream) events.push(event);
+      const done = events.find((event) => event.type === "response.function_call_arguments.done");
+      if (done?.type !== "response.function_call_arguments.done") throw new Error("no arguments done event");
+      expect(JSON.parse(done.arguments)).toEqual({ pattern: "*.md" });
+      const delta = events.find((event) => event.type === "response.function_call_arguments.delta");
+      expect(delta).toMatchObject({ item_id: done.item_id, delta: done.arguments });
+      expect(events.at(-1)?.type).toBe("response.completed");
+    });
+
+    it("ends a stream that already started with an error event the openai client raises", async () => {
+      upstream.script(
+        { text: "Working on it.", toolCalls: [{ name: "exec", arguments: { code: "return 1" } }] },
+        { status: 500, body: { error: { message: "upstream fell over" } } },
+      );
+      const stream = await client(gateway).responses.create({
+        model: "m",
+        input: "fail later",
+        tools: [SELECT_FILE],
+        stream: true,
+      });
+      const seen: string[] = [];
+      const failure = await rejectionOf(
+        (async () => {
+          for await (const event of stream) seen.push(event.type);
+        })(),
+        OpenAI.APIError,
+      );
+      expect(seen).toContain("response.output_text.delta");
+      expect(failure.message).toContain("upstream fell over");
+    });
+
+    it("drives the AI SDK's openai(model) with streamText", async () => {
+      const openai = createOpenAI({ baseURL: `${gateway.url}v1`, apiKey: ALICE });
+      const asked: string[] = [];
+      upstream.script(
+        {
+          toolCalls: [
+            {
+              name: "exec",
+              arguments: { code: 'const f = await tools.select_file({ pattern: "*.ts" }); return f.path;' },
+            },
+          ],
+        },
+        (body) => ({ text: `You picked ${lastToolResult(body).value}.` }),
+      );
+      const result = streamText({
+        model: openai("m-sdk"),
+        prompt: "pick a ts file",
+        tools: {
+          select_file: tool({
+            description: "Ask the user to pick a file in the editor.",
+            inputSchema: z.object({ pattern: z.string() }),
+            execute: async ({ pattern }) => {
+              asked.push(pattern);
+              return { path: "main.ts" };
+            },
+          }),
+        },
+        stopWhen: stepCountIs(4),
+      });
+      let streamed = "";
+      for await (const delta of result.textStream) streamed += delta;
+      expect(asked).toEqual(["*.ts"]);
+      expect(streamed).toBe("You picked main.ts.");
+      expect(upstream.bodies).toHaveLength(2);
+      for (const body of upstream.bodies) expect(upstreamToolNames(body)).toEqual(["exec", "wait"]);
+    });
+  });
+
+  describe("on a Messages API upstream", () => {
+    it("runs the same round trip, with the parameters mapped, and refuses hosted tools when configured to", async () => {
+      const openai = client(onMessages);
+      messagesUpstream.script({ toolCalls: [{ name: "exec", arguments: { code: PICK_CELL } }] }, (body) => {
+        const blocks = (body.messages as Array<{ content: unknown }>).flatMap((message) =>
+          Array.isArray(message.content) ? (message.content as Array<Record<string, unknown>>) : [],
+        );
+        const result = blocks.filter((block) => block.type === "tool_result").at(-1);
+        return { text: `got ${JSON.parse(String(result?.content)).value.path}` };
+      });
+      const first = await openai.responses.create({
+        model: "claude-x",
+        instructions: "Be kind.",
+        input: "pick",
+        tools: [SELECT_FILE],
+        max_output_tokens: 77,
+        temperature: 0.3,
+      });
+      expect(messagesUpstream.bodies[0]).toMatchObject({
+        system: "Be kind.",
+        max_tokens: 77,
+        temperature: 0.3,
+      });
+      expect(toolNames(messagesUpstream.bodies[0])).toEqual(["exec", "wait"]);
+      const call = first.output.find((item) => item.type === "function_call");
+      if (call?.type !== "function_call") throw new Error("no function call");
+      const second = await openai.responses.create({
+        model: "claude-x",
+        previous_response_id: first.id,
+        input: [{ type: "function_call_output", call_id: call.call_id, output: '{"path":"c.md"}' }],
+        tools: [SELECT_FILE],
+      });
+      expect(second.output_text).toBe("got c.md");
+      expect(toolNames(messagesUpstream.bodies[1])).toEqual(["exec", "wait"]);
+
+      const refused = await apiError(
+        openai.responses.create({
+          model: "claude-x",
+          input: "search",
+          tools: [SELECT_FILE, { type: "web_search" }],
+        }),
+      );
+      expect(refused.status).toBe(400);
+      expect(refused.message).toContain("web_search");
+      expect(messagesUpstream.bodies).toHaveLength(2);
+    });
+  });
+
+  describe("with the agent SDKs", () => {
+    it("runs an OpenAI Agents SDK agent: its function tool runs in the client and the cell gets the result", async () => {
+      const asked: string[] = [];
+      upstream.script(
+        {
+          toolCalls: [
+            {
+              name: "exec",
+              arguments: {
+                code: 'const w = await tools.get_weather({ city: "Oslo" }); return "weather: " + w;',
+              },
+            },
+          ],
+        },
+        (body) => ({ text: `The cell says ${lastToolResult(body).value}` }),
+      );
+      const getWeather = agentTool({
+        name: "get_weather",
+        description: "The weather in a city.",
+        parameters: z.object({ city: z.string() }),
+        execute: async ({ city }) => {
+          asked.push(city);
+          return `sunny in ${city}`;
+        },
+      });
+      const agent = new Agent({
+        name: "helper",
+        instructions: "Help.",
+        model: "m-agents",
+        tools: [getWeather],
+      });
+      const runner = new Runner({ modelProvider: new OpenAIProvider({ openAIClient: client(gateway) }) });
+      const result = await runner.run(agent, "weather in Oslo?");
+      expect(asked).toEqual(["Oslo"]);
+      expect(result.finalOutput).toBe("The cell says weather: sunny in Oslo");
+      expect(upstream.bodies).toHaveLength(2);
+      for (const body of upstream.bodies) expect(upstreamToolNames(body)).toEqual(["exec", "wait"]);
+      // The second request resumed the suspended cell rather than starting a new one.
+      expect(upstreamMessages(upstream.bodies[1]).map((message) => message.role)).toEqual([
+        "system",
+        "user",
+        "assistant",
+        "tool",
+      ]);
+    });
+
+    it("drives the AI SDK's openai(model) (the Responses API) with generateText", async () => {
+      const openai = createOpenAI({ baseURL: `${gateway.url}v1`, apiKey: ALICE });
+      const asked: string[] = [];
+      upstream.script(
+        {
+          text: "Looking.",
+          toolCalls: [
+            {
+              name: "exec",
+              arguments: {
+                code: 'const f = await tools.select_file({ pattern: "*.json" }); return "size of " + f.path + ": " + f.size;',
+              },
+            },
+          ],
+        },
+        (body) => ({ text: `The cell says: ${lastToolResult(body).value}` }),
+      );
+      const result = await generateText({
+        model: openai("m-sdk"),
+        prompt: "how big is the config?",
+        tools: {
+          select_file: tool({
+            description: "Ask the user to pick a file in the editor.",
+            inputSchema: z.object({ pattern: z.string() }),
+            execute: async ({ pattern }) => {
+              asked.push(pattern);
+              return { path: "package.json", size: 512 };
+            },
+          }),
+        },
+        stopWhen: stepCountIs(4),
+      });
+      expect(asked).toEqual(["*.json"]);
+      expect(result.text).toBe("The cell says: size of package.json: 512");
+      expect(result.steps).toHaveLength(2);
+      expect(upstream.bodies).toHaveLength(2);
+      for (const body of upstream.bodies) expect(upstreamToolNames(body)).toEqual(["exec", "wait"]);
+      expect(lastToolResult(upstream.bodies[1]!)).toMatchObject({ status: "completed" });
+    });
+  });
+});
