@@ -62,7 +62,7 @@ describe("the agent endpoint: POST /v1/responses", () => {
   beforeAll(async () => {
     [upstream, messagesUpstream] = await Promise.all([
       startScriptedUpstream(),
-      startScriptedUpstream({ api: "messages" }),
+      startScriptedUpstream({ api: "messages", models: ["claude-a", "claude-b"] }),
     ]);
     const http = {
       tokens: [
@@ -509,6 +509,16 @@ describe("the agent endpoint: POST /v1/responses", () => {
       expect(streamed).toBe("You picked main.ts.");
       expect(upstream.bodies).toHaveLength(2);
       for (const body of upstream.bodies) expect(upstreamToolNames(body)).toEqual(["exec", "wait"]);
+    });
+  });
+
+  describe("GET /v1/models", () => {
+    it("lists the upstream's models, or the configured model when the upstream has no list", async () => {
+      const own = await client(gateway).models.list();
+      expect(own.data.map((model) => model.id)).toEqual(["m-default"]);
+      const listed = await client(onMessages).models.list();
+      expect(listed.data.map((model) => model.id)).toEqual(["claude-a", "claude-b"]);
+      expect(listed.data[0]).toMatchObject({ object: "model", display_name: "CLAUDE-A" });
     });
   });
 

@@ -38,6 +38,7 @@ export {
 } from "./limits.js";
 export { MessagesFront, type MessagesFrontOptions, messagesParams } from "./messages-front.js";
 export { DEFAULT_MAX_TOKENS, MessagesUpstream, type MessagesUpstreamOptions } from "./messages-upstream.js";
+export { modelList } from "./model-list.js";
 export { OpenAiUpstream, type OpenAiUpstreamOptions } from "./openai-upstream.js";
 export {
   type ResponseStore,

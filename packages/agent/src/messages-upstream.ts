@@ -189,6 +189,11 @@ export class MessagesUpstream implements ModelUpstream {
     this.#defaultMaxTokens = options.defaultMaxTokens ?? DEFAULT_MAX_TOKENS;
   }
 
+  /** The upstream's `GET /models` answer, or null when it has none. */
+  models(signal: AbortSignal): Promise<unknown> {
+    return this.#transport.getJson("/models", signal);
+  }
+
   /** The body the loop sends for one model call; the final payload check runs on it (fail closed). */
   body(request: ModelRequest, stream: boolean): Record<string, unknown> {
     const { system, messages } = toMessagesWire(request.messages);

@@ -57,6 +57,11 @@ export class OpenAiUpstream implements ModelUpstream {
     this.baseUrl = this.#transport.baseUrl;
   }
 
+  /** The upstream's `GET /models` answer, or null when it has none. */
+  models(signal: AbortSignal): Promise<unknown> {
+    return this.#transport.getJson("/models", signal);
+  }
+
   /** The body the loop sends for one model call; the final payload check runs on it (fail closed). */
   body(request: ModelRequest, stream: boolean): Record<string, unknown> {
     const tools = request.tools.map((tool) => ({

@@ -84,4 +84,6 @@ export interface ModelUpstream {
   /** Where it sends requests, for the spans' `server.address` and `server.port`. */
   readonly baseUrl?: string;
   complete(request: ModelRequest, options: ModelCallOptions): Promise<ModelReply>;
+  /** The upstream's own `GET /models` answer (any shape with a `data` list of `id`s), or null. */
+  models?(signal: AbortSignal): Promise<unknown>;
 }

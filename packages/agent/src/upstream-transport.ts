@@ -212,19 +212,24 @@ export class UpstreamTransport {
    * a connection reset may come after the upstream read the request.
    */
   #send(
-    payload: Buffer,
+    payload: Buffer | null,
     signal: AbortSignal,
     headers: Readonly<Record<string, string>> | undefined,
+    url = this.url,
   ): Promise<UpstreamResponse> {
     return new Promise((resolve, reject) => {
       if (signal.aborted) {
         reject(signal.reason ?? new Error("aborted"));
         return;
       }
-      const request = this.#request(this.url, {
-        method: "POST",
+      const request = this.#request(url, {
+        method: payload ? "POST" : "GET",
         agent: this.#agent,
-        headers: { ...this.#headers, ...headers, "content-length": String(payload.length) },
+        headers: {
+          ...this.#headers,
+          ...headers,
+          ...(payload ? { "content-length": String(payload.length) } : {}),
+        },
       });
       let answered = false;
       const timer = setTimeout(
@@ -248,8 +253,22 @@ export class UpstreamTransport {
         message.on("close", done);
         resolve(responseOf(message, this.limits.maxAnswerBytes));
       });
-      request.end(payload);
+      request.end(payload ?? undefined);
     });
+  }
+
+  /**
+   * The JSON a GET under the API root answers (such as `/models`), or null when there is none: the
+   * upstream has no such path, answers an error, or cannot be reached in time.
+   */
+  async getJson(path: string, signal: AbortSignal): Promise<unknown> {
+    try {
+      const response = await this.#send(null, signal, undefined, `${this.baseUrl}${path}`);
+      const text = await response.text();
+      return response.status < 300 ? (JSON.parse(text) as unknown) : null;
+    } catch {
+      return null;
+    }
   }
 
   /** An answer's whole body as text; a body that breaks off is `upstream_unavailable`. */

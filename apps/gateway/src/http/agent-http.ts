@@ -9,6 +9,7 @@ import {
   MessagesFront,
   MessagesUpstream,
   messagesErrorBody,
+  modelList,
   OpenAiUpstream,
   openAiErrorBody,
   type RequestLimits,
@@ -51,6 +52,8 @@ export const AGENT_ROUTES = [
   { api: "Anthropic Messages", path: MESSAGES_PATH },
   { api: "OpenAI Responses", path: RESPONSES_PATH },
 ] as const;
+/** `GET /v1/models`: the upstream's models, or the configured one. */
+export const MODELS_PATH = "/v1/models";
 /** `GET /v1/codecell/threads/<thread>/trajectory`: a thread's exec and wait calls with their nested calls. */
 const TRAJECTORY_PATH = /^\/v1\/codecell\/threads\/([^/]+)\/trajectory$/;
 
@@ -161,6 +164,7 @@ export function createAgentRoutes(
     messages: MessagesFront;
     responses: ResponsesFront;
     loop: AgentLoop;
+    models: (signal: AbortSignal) => Promise<unknown>;
   };
   let built: Built | null = null;
   let hostTools: {
@@ -243,7 +247,8 @@ export function createAgentRoutes(
       hostedTools: settings.hostedTools,
       ...(settings.upstream.model ? { defaultModel: settings.upstream.model } : {}),
     });
-    built = { front, messages, responses, loop };
+    const models = (signal: AbortSignal) => modelList(upstream, settings.upstream.model, signal);
+    built = { front, messages, responses, loop, models };
     return built;
   };
 
@@ -265,7 +270,7 @@ export function createAgentRoutes(
     }
     const trajectory = TRAJECTORY_PATH.exec(pathname);
     const stored = RESPONSE_PATH.exec(pathname);
-    const fronts = [CHAT_COMPLETIONS_PATH, MESSAGES_PATH, RESPONSES_PATH];
+    const fronts = [CHAT_COMPLETIONS_PATH, MESSAGES_PATH, RESPONSES_PATH, MODELS_PATH];
     if (!fronts.includes(pathname) && !trajectory && !stored) {
       sendJson(
         res,
@@ -273,7 +278,7 @@ export function createAgentRoutes(
         errorBody(
           new AgentError(
             "not_found",
-            `Nothing at ${pathname}. The agent endpoint serves POST ${CHAT_COMPLETIONS_PATH}, POST ${MESSAGES_PATH}, POST ${RESPONSES_PATH}, GET and DELETE ${RESPONSES_PATH}/<id>, and GET /v1/codecell/threads/<thread>/trajectory.`,
+            `Nothing at ${pathname}. The agent endpoint serves POST ${CHAT_COMPLETIONS_PATH}, POST ${MESSAGES_PATH}, POST ${RESPONSES_PATH}, GET and DELETE ${RESPONSES_PATH}/<id>, GET ${MODELS_PATH} and GET /v1/codecell/threads/<thread>/trajectory.`,
           ),
         ),
       );
@@ -312,6 +317,21 @@ export function createAgentRoutes(
         return;
       }
       sendJson(res, 200, agent.loop.trajectory(auth.principal, threadId));
+      return;
+    }
+    if (pathname === MODELS_PATH) {
+      const agent = frontFor();
+      if (req.method !== "GET" || !agent) {
+        const error = new AgentError(
+          "invalid_request",
+          "Only GET is served here, with an agent section in the config.",
+        );
+        sendJson(res, agent ? 405 : 404, errorBody(error), agent ? { allow: "GET" } : {});
+        return;
+      }
+      const abort = new AbortController();
+      res.once("close", () => abort.abort());
+      sendJson(res, 200, await agent.models(abort.signal));
       return;
     }
     if (stored) {

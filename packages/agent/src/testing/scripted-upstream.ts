@@ -84,7 +84,11 @@ function completion(reply: Answered, model: string) {
 }
 
 /** Which API the scripted server speaks: Chat Completions (the default) or the Messages API. */
-export type ScriptedUpstreamOptions = { api?: "chat-completions" | "messages" };
+export type ScriptedUpstreamOptions = {
+  api?: "chat-completions" | "messages";
+  /** Served as `GET /models` in the API's shape; without it that path is a 404, as on many servers. */
+  models?: string[];
+};
 
 type Answered = Exclude<
   ScriptedReply,
@@ -176,6 +180,18 @@ export async function startScriptedUpstream(
   const headers: IncomingHttpHeaders[] = [];
   const hung: import("node:http").ServerResponse[] = [];
   const server: Server = createServer((req, res) => {
+    if (req.method === "GET") {
+      const found = req.url === "/v1/models" && options.models;
+      const data = (options.models ?? []).map((id) =>
+        api === "messages"
+          ? { type: "model", id, display_name: id.toUpperCase(), created_at: "2026-01-02T00:00:00Z" }
+          : { id, object: "model", created: 1_700_000_000, owned_by: "scripted" },
+      );
+      res
+        .writeHead(found ? 200 : 404, { "content-type": "application/json" })
+        .end(JSON.stringify(found ? { object: "list", data } : { error: { message: "no such path" } }));
+      return;
+    }
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", async () => {
