@@ -56,9 +56,39 @@ export interface ConversationStore {
   release(principal: string, key: string, holder: string): Promise<void>;
 }
 
-const KIND = "agent-conversation";
 /** The mark of a conversation being answered: a lease beside its record, under the same id. */
 const TAKEN_KIND = "agent-conversation-taken";
+
+/** Records of one kind, scoped by principal (the owner), in the snapshot store's host records. */
+export type PrincipalRecords<T> = {
+  get(principal: string, key: string): Promise<T | null>;
+  put(principal: string, key: string, record: T, ttlSeconds: number): Promise<void>;
+  /** True for the one caller that removed the record. */
+  delete(principal: string, key: string): Promise<boolean>;
+};
+
+/** Host records of `kind` in a snapshot store, owned by the principal that put them. */
+export function hostRecords<T>(
+  store: SnapshotStore | Promise<SnapshotStore>,
+  kind: string,
+): PrincipalRecords<T> {
+  const opened = Promise.resolve(store);
+  return {
+    async get(principal, key) {
+      return (await opened).getHostRecord<T>({ kind, owner: principal, id: key });
+    },
+    async put(principal, key, record, ttlSeconds) {
+      await (await opened).putHostRecord(
+        { kind, owner: principal, id: key },
+        record as unknown as JsonValue,
+        ttlSeconds,
+      );
+    },
+    async delete(principal, key) {
+      return (await opened).deleteHostRecord({ kind, owner: principal, id: key });
+    },
+  };
+}
 
 /**
  * Conversation records as host records of the snapshot store the engine uses: memory, SQLite or Redis
@@ -67,19 +97,7 @@ const TAKEN_KIND = "agent-conversation-taken";
 export function snapshotStoreConversations(store: SnapshotStore | Promise<SnapshotStore>): ConversationStore {
   const opened = Promise.resolve(store);
   return {
-    async get(principal, key) {
-      return (await opened).getHostRecord<ConversationRecord>({ kind: KIND, owner: principal, id: key });
-    },
-    async put(principal, key, record, ttlSeconds) {
-      await (await opened).putHostRecord(
-        { kind: KIND, owner: principal, id: key },
-        record as unknown as JsonValue,
-        ttlSeconds,
-      );
-    },
-    async delete(principal, key) {
-      return (await opened).deleteHostRecord({ kind: KIND, owner: principal, id: key });
-    },
+    ...hostRecords<ConversationRecord>(opened, "agent-conversation"),
     async take(principal, key, holder, ttlSeconds) {
       return (await opened).leaseHostRecord(
         { kind: TAKEN_KIND, owner: principal, id: key },

@@ -1,5 +1,5 @@
-import type { JsonValue } from "@codecell/contract";
 import type { SnapshotStore } from "@codecell/snapshot-store";
+import { hostRecords, type PrincipalRecords } from "./conversation-store.js";
 import type { TurnMessage } from "./turn.js";
 
 /**
@@ -15,30 +15,9 @@ export type StoredResponse = {
 };
 
 /** Where stored responses live, scoped by principal: another principal's id finds nothing. */
-export interface ResponseStore {
-  get(principal: string, id: string): Promise<StoredResponse | null>;
-  put(principal: string, id: string, stored: StoredResponse, ttlSeconds: number): Promise<void>;
-  delete(principal: string, id: string): Promise<boolean>;
-}
-
-const KIND = "agent-response";
+export type ResponseStore = PrincipalRecords<StoredResponse>;
 
 /** Stored responses as host records of the snapshot store: memory, SQLite or Redis, as configured. */
 export function snapshotStoreResponses(store: SnapshotStore | Promise<SnapshotStore>): ResponseStore {
-  const opened = Promise.resolve(store);
-  return {
-    async get(principal, id) {
-      return (await opened).getHostRecord<StoredResponse>({ kind: KIND, owner: principal, id });
-    },
-    async put(principal, id, stored, ttlSeconds) {
-      await (await opened).putHostRecord(
-        { kind: KIND, owner: principal, id },
-        stored as unknown as JsonValue,
-        ttlSeconds,
-      );
-    },
-    async delete(principal, id) {
-      return (await opened).deleteHostRecord({ kind: KIND, owner: principal, id });
-    },
-  };
+  return hostRecords<StoredResponse>(store, "agent-response");
 }
