@@ -3,6 +3,7 @@ import { AgentError, type AgentErrorKind } from "./agent-error.js";
 import type { AgentLoop, AgentTurnResult } from "./agent-loop.js";
 import { chatParamsForMessages, chatToolChoiceForMessages } from "./chat-to-messages.js";
 import { toWireFinish } from "./finish-reasons.js";
+import { MessagesUpstream } from "./messages-upstream.js";
 import { completeTraced, forwardTraced, type RelayedAnswer } from "./model-call-span.js";
 import {
   contentText,
@@ -216,7 +217,15 @@ export class ChatCompletionsFront {
     }
     const turn = this.#toTurn(request);
     const tools = request.tools === undefined ? [] : toTurnTools(request.tools);
-    const choice = chatToolChoiceForMessages(request.tool_choice, request.parallel_tool_calls);
+    const choice =
+      this.#options.upstream instanceof MessagesUpstream
+        ? chatToolChoiceForMessages(request.tool_choice, request.parallel_tool_calls)
+        : {
+            ...(request.tool_choice !== undefined ? { tool_choice: request.tool_choice } : {}),
+            ...(request.parallel_tool_calls !== undefined
+              ? { parallel_tool_calls: request.parallel_tool_calls }
+              : {}),
+          };
     const chunks = this.#chunkWriter(request, sink, turn.model);
     const reply = await completeTraced(
       this.#options.upstream,
@@ -272,7 +281,8 @@ export class ChatCompletionsFront {
     const own: Record<string, unknown> = {};
     for (const [key, value] of Object.entries(request)) if (!LOOP_FIELDS.has(key)) own[key] = value;
     // A Chat Completions upstream takes the client's parameters as they are; another gets them mapped.
-    const params = this.#options.upstream instanceof OpenAiUpstream ? own : chatParamsForMessages(own);
+    // (A Responses upstream maps Chat Completions parameters itself.)
+    const params = this.#options.upstream instanceof MessagesUpstream ? chatParamsForMessages(own) : own;
     return {
       model,
       messages: request.messages.map(toTurnMessage),

@@ -47,6 +47,7 @@ export {
 } from "./response-store.js";
 export { DROPPED_TOOLS_HEADER, ResponsesFront, type ResponsesFrontOptions } from "./responses-front.js";
 export type { HostedToolPolicy } from "./responses-items.js";
+export { ResponsesUpstream, type ResponsesUpstreamOptions } from "./responses-upstream.js";
 export type {
   ModelCallOptions,
   ModelReply,

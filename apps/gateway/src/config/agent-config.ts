@@ -12,8 +12,8 @@ import type { ConfigProblem } from "./config-problem.js";
  */
 export type AgentSettings = {
   upstream: {
-    /** The API the upstream speaks: OpenAI Chat Completions, or Anthropic's Messages API. */
-    api: "chat-completions" | "messages";
+    /** The API the upstream speaks: OpenAI Chat Completions, Anthropic's Messages API, or OpenAI's Responses API. */
+    api: "chat-completions" | "messages" | "responses";
     baseUrl: string;
     apiKey?: string;
     /** The model for requests that name none. */
@@ -44,7 +44,7 @@ export const DEFAULT_UPSTREAM_MAX_TOKENS = 4_096;
 export const agentConfigSchema = () =>
   z.strictObject({
     upstream: z.strictObject({
-      api: z.enum(["chat-completions", "messages"]).optional(),
+      api: z.enum(["chat-completions", "messages", "responses"]).optional(),
       baseUrl: z.url({ protocol: /^https?$/ }),
       apiKey: z.string().optional(),
       model: z.string().min(1).optional(),
@@ -94,7 +94,7 @@ export const AGENT_FIELD_HINTS: Record<string, string> = {
     'an object such as { "upstream": { "baseUrl": "https://api.openai.com/v1", "apiKey": "${OPENAI_API_KEY}" } }',
   "agent.upstream": '{ "baseUrl": "https://.../v1", "apiKey": "${OPENAI_API_KEY}", "model": "gpt-4.1" }',
   "agent.upstream.api":
-    '"chat-completions" (default: an OpenAI-compatible server) or "messages" (the Anthropic Messages API)',
+    '"chat-completions" (default: an OpenAI-compatible server), "messages" (the Anthropic Messages API) or "responses" (OpenAI\'s Responses API)',
   "agent.upstream.baseUrl":
     'the API root of the upstream, such as "https://api.openai.com/v1" or, with api "messages", "https://api.anthropic.com/v1"',
   "agent.upstream.apiKey": 'the upstream\'s API key, best from the environment: "${OPENAI_API_KEY}"',

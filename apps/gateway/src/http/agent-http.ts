@@ -15,6 +15,7 @@ import {
   type RequestLimits,
   type ResponseSink,
   ResponsesFront,
+  ResponsesUpstream,
   snapshotStoreConversations,
   snapshotStoreResponses,
 } from "@codecell/agent";
@@ -195,7 +196,12 @@ export function createAgentRoutes(
     const upstream =
       settings.upstream.api === "messages"
         ? new MessagesUpstream({ ...transport, defaultMaxTokens: settings.upstream.maxTokens })
-        : new OpenAiUpstream(transport);
+        : settings.upstream.api === "responses"
+          ? new ResponsesUpstream(transport)
+          : new OpenAiUpstream(transport);
+    // The fronts write parameters and content parts in Chat Completions terms for any OpenAI upstream
+    // (a Responses upstream maps them itself).
+    const upstreamApi = settings.upstream.api === "messages" ? "messages" : "chat-completions";
     const loop = new AgentLoop({
       engine: gateway.engine,
       // Each model call counted in /metrics (read when the call ends: metrics may be enabled later).
@@ -235,13 +241,13 @@ export function createAgentRoutes(
     const messages = new MessagesFront({
       loop,
       upstream,
-      upstreamApi: settings.upstream.api,
+      upstreamApi,
       ...(settings.upstream.model ? { defaultModel: settings.upstream.model } : {}),
     });
     const responses = new ResponsesFront({
       loop,
       upstream,
-      upstreamApi: settings.upstream.api,
+      upstreamApi,
       responses: snapshotStoreResponses(gateway.store),
       storeTtlSeconds: settings.transcriptTtlSeconds,
       hostedTools: settings.hostedTools,

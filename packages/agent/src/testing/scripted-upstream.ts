@@ -1,5 +1,5 @@
 // A test double for hosts and for this repository: a model server that answers from a script in the
-// Chat Completions or the Messages API (see startScriptedUpstream). Exported as `@codecell/agent/testing`;
+// Chat Completions, the Messages or the Responses API (see startScriptedUpstream). Exported as `@codecell/agent/testing`;
 // the loop never imports it.
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -85,7 +85,7 @@ function completion(reply: Answered, model: string) {
 
 /** Which API the scripted server speaks: Chat Completions (the default) or the Messages API. */
 export type ScriptedUpstreamOptions = {
-  api?: "chat-completions" | "messages";
+  api?: "chat-completions" | "messages" | "responses";
   /** Served as `GET /models` in the API's shape; without it that path is a 404, as on many servers. */
   models?: string[];
 };
@@ -171,6 +171,89 @@ function writeMessageStream(
   res.end();
 }
 
+/** A scripted reply as a Responses API response object: a message item, then function_call items. */
+function responseAnswer(reply: Answered, model: string, id: string) {
+  const usage = reply.usage ?? { prompt: 10, completion: 5 };
+  const calls = "toolCalls" in reply ? reply.toolCalls : [];
+  const output: Array<Record<string, unknown>> = [
+    ...(reply.text
+      ? [
+          {
+            type: "message",
+            id: `msg_${id}`,
+            status: "completed",
+            role: "assistant",
+            content: [{ type: "output_text", text: reply.text, annotations: [] }],
+          },
+        ]
+      : []),
+    ...calls.map((call, index) => ({
+      type: "function_call",
+      id: `fc_${id}_${index}`,
+      status: "completed",
+      call_id: call.id ?? `call_up_${++callNumber}`,
+      name: call.name,
+      arguments: typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments),
+    })),
+  ];
+  return {
+    id,
+    object: "response",
+    created_at: 1,
+    status: "completed",
+    model,
+    output,
+    usage: {
+      input_tokens: usage.prompt,
+      output_tokens: usage.completion,
+      total_tokens: usage.prompt + usage.completion,
+    },
+  };
+}
+
+/** A response as the Responses event stream: text in small deltas, each call's arguments in two. */
+function writeResponseStream(
+  res: import("node:http").ServerResponse,
+  answer: ReturnType<typeof responseAnswer>,
+): void {
+  res.writeHead(200, { "content-type": "text/event-stream" });
+  let sequence = 0;
+  const send = (type: string, data: Record<string, unknown>) =>
+    res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data, sequence_number: sequence++ })}\n\n`);
+  send("response.created", { response: { ...answer, status: "in_progress", output: [] } });
+  answer.output.forEach((item, index) => {
+    if (item.type === "message") {
+      const text = (item.content as Array<{ text: string }>)[0]!.text;
+      send("response.output_item.added", { output_index: index, item: { ...item, content: [] } });
+      for (let at = 0; at < text.length; at += 4) {
+        send("response.output_text.delta", {
+          item_id: item.id,
+          output_index: index,
+          content_index: 0,
+          delta: text.slice(at, at + 4),
+        });
+      }
+    } else {
+      const args = String(item.arguments);
+      const half = Math.floor(args.length / 2);
+      send("response.output_item.added", { output_index: index, item: { ...item, arguments: "" } });
+      send("response.function_call_arguments.delta", {
+        item_id: item.id,
+        output_index: index,
+        delta: args.slice(0, half),
+      });
+      send("response.function_call_arguments.delta", {
+        item_id: item.id,
+        output_index: index,
+        delta: args.slice(half),
+      });
+    }
+    send("response.output_item.done", { output_index: index, item });
+  });
+  send("response.completed", { response: answer });
+  res.end();
+}
+
 export async function startScriptedUpstream(
   options: ScriptedUpstreamOptions = {},
 ): Promise<ScriptedUpstream> {
@@ -231,6 +314,12 @@ export async function startScriptedUpstream(
         return;
       }
       const model = typeof body.model === "string" ? body.model : "scripted";
+      if (api === "responses") {
+        const answer = responseAnswer(reply, model, `resp_up_${bodies.length}`);
+        if (body.stream === true) writeResponseStream(res, answer);
+        else res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(answer));
+        return;
+      }
       if (api === "messages") {
         const answer = message(reply, model, `msg_up_${bodies.length}`);
         if (body.stream === true && !reply.whole) writeMessageStream(res, answer);

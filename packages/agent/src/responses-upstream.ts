@@ -1,0 +1,310 @@
+import { assertCodeModePayload } from "@codecell/engine";
+import { AgentError } from "./agent-error.js";
+import { contentText } from "./openai-messages.js";
+import { checkedCalls } from "./openai-upstream.js";
+import { readSseEvents } from "./sse.js";
+import type {
+  ModelCallOptions,
+  ModelReply,
+  ModelRequest,
+  ModelUpstream,
+  TurnMessage,
+  TurnUsage,
+} from "./turn.js";
+import type { UpstreamDebug } from "./upstream-debug.js";
+import { type UpstreamResponse, UpstreamTransport, upstreamMessage } from "./upstream-transport.js";
+
+export type ResponsesUpstreamOptions = {
+  /** The API root, such as `https://api.openai.com/v1`; requests go to `<baseUrl>/responses`. */
+  baseUrl: string;
+  apiKey?: string;
+  headers?: Readonly<Record<string, string>>;
+  /** How long one upstream request may take, answer included. Default 120000. */
+  timeoutMs?: number;
+  debug?: UpstreamDebug;
+};
+
+const DEFAULT_TIMEOUT_MS = 120_000;
+
+const record = (value: unknown): Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : {};
+
+function invalid(message: string): AgentError {
+  return new AgentError("invalid_request", message);
+}
+
+/** A user message's Chat Completions parts as Responses input parts. */
+function inputParts(content: TurnMessage["content"]): string | unknown[] {
+  if (typeof content === "string" || content === null) return content ?? "";
+  return content.map((part) => {
+    const fields = record(part);
+    if (fields.type === "text") return { type: "input_text", text: String(fields.text ?? "") };
+    const url = record(fields.image_url).url;
+    if (fields.type === "image_url" && typeof url === "string") {
+      const detail = record(fields.image_url).detail;
+      return {
+        type: "input_image",
+        image_url: url,
+        ...(typeof detail === "string" ? { detail } : { detail: "auto" }),
+      };
+    }
+    throw invalid(
+      `A ${JSON.stringify(fields.type)} content part cannot be sent to this gateway's upstream, which speaks the Responses API (agent.upstream.api): send text and images only.`,
+    );
+  });
+}
+
+/** The loop's messages as Responses `input` items: calls and results as their own items. */
+export function toResponsesInput(messages: readonly TurnMessage[]): unknown[] {
+  const input: unknown[] = [];
+  for (const message of messages) {
+    switch (message.role) {
+      case "system":
+        input.push({ role: "system", content: contentText(message.content) });
+        break;
+      case "user":
+        input.push({ role: "user", content: inputParts(message.content) });
+        break;
+      case "assistant":
+        if (message.content) input.push({ role: "assistant", content: message.content });
+        for (const call of message.toolCalls ?? []) {
+          input.push({ type: "function_call", call_id: call.id, name: call.name, arguments: call.arguments });
+        }
+        break;
+      default:
+        input.push({
+          type: "function_call_output",
+          call_id: message.toolCallId,
+          // The failure convention of the other APIs: the Responses API marks no output as an error.
+          output: message.isError ? JSON.stringify({ error: message.content }) : message.content,
+        });
+    }
+  }
+  return input;
+}
+
+/**
+ * Parameters in Chat Completions terms (what every front writes for an OpenAI upstream) as the
+ * Responses API's; those it has no counterpart for are refused by name.
+ */
+function responsesParams(params: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const mapped: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(params)) {
+    if (value === undefined || value === null) continue;
+    switch (key) {
+      case "temperature":
+      case "top_p":
+      case "user":
+      case "safety_identifier":
+      case "service_tier":
+      case "prompt_cache_key":
+      case "metadata":
+      case "parallel_tool_calls":
+        mapped[key] = value;
+        break;
+      case "max_tokens":
+      case "max_completion_tokens":
+        mapped.max_output_tokens = value;
+        break;
+      case "reasoning_effort":
+        mapped.reasoning = { effort: value };
+        break;
+      case "response_format": {
+        const format = record(value);
+        if (format.type === "json_schema")
+          mapped.text = { format: { type: "json_schema", ...record(format.json_schema) } };
+        else if (format.type === "json_object") mapped.text = { format: { type: "json_object" } };
+        break;
+      }
+      case "tool_choice": {
+        const name = record(record(value).function).name;
+        mapped.tool_choice = typeof name === "string" ? { type: "function", name } : value;
+        break;
+      }
+      case "store":
+      case "n":
+        break;
+      default:
+        throw invalid(
+          `"${key}" has no counterpart in the Responses API, which this gateway's upstream speaks (agent.upstream.api): leave it out.`,
+        );
+    }
+  }
+  return mapped;
+}
+
+function fromResponsesUsage(usage: unknown): TurnUsage | null {
+  const fields = record(usage);
+  if (typeof fields.input_tokens !== "number" && typeof fields.output_tokens !== "number") return null;
+  const input = typeof fields.input_tokens === "number" ? fields.input_tokens : 0;
+  const output = typeof fields.output_tokens === "number" ? fields.output_tokens : 0;
+  return {
+    promptTokens: input,
+    completionTokens: output,
+    totalTokens: typeof fields.total_tokens === "number" ? fields.total_tokens : input + output,
+  };
+}
+
+/**
+ * An upstream that speaks OpenAI's Responses API (`<baseUrl>/responses`, bearer key). Each model call
+ * sends the whole hidden conversation as `input` with `store: false`: the loop keeps the transcript,
+ * so nothing depends on the upstream keeping responses.
+ */
+export class ResponsesUpstream implements ModelUpstream {
+  readonly providerName = "openai";
+  readonly baseUrl: string;
+  readonly #transport: UpstreamTransport;
+
+  constructor(options: ResponsesUpstreamOptions) {
+    this.#transport = new UpstreamTransport({
+      baseUrl: options.baseUrl,
+      path: "/responses",
+      headers: {
+        "content-type": "application/json",
+        ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}),
+        ...options.headers,
+      },
+      timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      ...(options.debug ? { debug: options.debug } : {}),
+      answerKind: "a Responses API answer",
+      baseUrlHint:
+        'Check that agent.upstream.baseUrl is a Responses API root (it ends in /v1 for most) and agent.upstream.api is "responses".',
+    });
+    this.baseUrl = this.#transport.baseUrl;
+  }
+
+  /** The upstream's `GET /models` answer, or null when it has none. */
+  models(signal: AbortSignal): Promise<unknown> {
+    return this.#transport.getJson("/models", signal);
+  }
+
+  /** The body the loop sends for one model call; the final payload check runs on it (fail closed). */
+  body(request: ModelRequest, stream: boolean): Record<string, unknown> {
+    const tools = request.tools.map((tool) => ({
+      type: "function",
+      name: tool.name,
+      description: tool.description,
+      parameters: tool.parameters,
+      strict: false,
+    }));
+    const body: Record<string, unknown> = {
+      ...responsesParams(request.params),
+      model: request.model,
+      input: toResponsesInput(request.messages),
+      ...(tools.length ? { tools } : {}),
+      store: false,
+      stream,
+    };
+    if (request.codeModeDirectOnly !== null) {
+      assertCodeModePayload(
+        tools.map((tool) => tool.name),
+        request.codeModeDirectOnly,
+      );
+    }
+    return body;
+  }
+
+  async complete(request: ModelRequest, options: ModelCallOptions): Promise<ModelReply> {
+    const stream = options.onTextDelta !== undefined;
+    let body: Record<string, unknown>;
+    try {
+      body = this.body(request, stream);
+    } catch (error) {
+      if (AgentError.is(error)) throw error;
+      throw new AgentError("internal", (error as Error).message, { cause: error });
+    }
+    const response = await this.#transport.post(body, options.signal, options.headers);
+    if (!stream || !(response.headers.get("content-type") ?? "").includes("text/event-stream")) {
+      const text = await this.#transport.readText(response, options.signal);
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        throw this.#transport.malformed(`an answer that is not JSON (${text.slice(0, 80) || "empty"})`);
+      }
+      return this.#reply(parsed);
+    }
+    return this.#readStream(response, options);
+  }
+
+  /** A whole response object as the loop's reply: its message text, its function calls, its usage. */
+  #reply(parsed: unknown): ModelReply {
+    const response = record(parsed);
+    if (!Array.isArray(response.output)) throw this.#transport.malformed("an answer without an output array");
+    const text: string[] = [];
+    const calls: Array<{ id: string; name: string; arguments: string }> = [];
+    for (const item of response.output as unknown[]) {
+      const fields = record(item);
+      if (fields.type === "message") {
+        for (const part of Array.isArray(fields.content) ? fields.content : []) {
+          const partFields = record(part);
+          if (partFields.type === "output_text" && typeof partFields.text === "string")
+            text.push(partFields.text);
+        }
+      } else if (fields.type === "function_call") {
+        calls.push({
+          id: typeof fields.call_id === "string" ? fields.call_id : "",
+          name: typeof fields.name === "string" ? fields.name : "",
+          arguments: typeof fields.arguments === "string" ? fields.arguments : "{}",
+        });
+      } else if (fields.type !== "reasoning") {
+        // A hosted tool's call would mean the model ran a tool besides exec and wait.
+        throw this.#transport.malformed(`an output item of type ${JSON.stringify(fields.type)}`);
+      }
+    }
+    const toolCalls = checkedCalls(calls, this.#transport);
+    const incomplete = record(response.incomplete_details).reason;
+    return {
+      content: text.length ? text.join("") : null,
+      toolCalls,
+      finishReason: toolCalls.length
+        ? "tool_calls"
+        : incomplete === "max_output_tokens"
+          ? "length"
+          : incomplete === "content_filter"
+            ? "content_filter"
+            : "stop",
+      usage: fromResponsesUsage(response.usage),
+      model: typeof response.model === "string" ? response.model : "",
+    };
+  }
+
+  async #readStream(response: UpstreamResponse, options: ModelCallOptions): Promise<ModelReply> {
+    const transport = this.#transport;
+    let events = 0;
+    let final: unknown = null;
+    try {
+      for await (const data of readSseEvents(response.body, options.signal)) {
+        events++;
+        transport.traceSse(events, data);
+        let event: Record<string, unknown>;
+        try {
+          event = JSON.parse(data) as Record<string, unknown>;
+        } catch {
+          throw transport.malformed(`an SSE event that is not JSON (${data.slice(0, 80)})`);
+        }
+        switch (event.type) {
+          case "response.output_text.delta":
+            if (typeof event.delta === "string" && event.delta !== "") options.onTextDelta?.(event.delta);
+            break;
+          case "response.completed":
+          case "response.incomplete":
+            final = event.response;
+            break;
+          case "response.failed":
+          case "error":
+            throw new AgentError(
+              "upstream_error",
+              `The upstream model stream failed: ${upstreamMessage(JSON.stringify(event))}.`,
+            );
+        }
+      }
+    } catch (error) {
+      throw transport.streamFailure(error, options.signal);
+    }
+    if (final === null) throw transport.malformed("a stream that ended without response.completed");
+    return this.#reply(final);
+  }
+}
