@@ -145,13 +145,18 @@ try {
   const direct = `${upstream.baseUrl}/chat/completions`;
   const plain = (i) => ({ model: "m", messages: [{ role: "user", content: `question ${i}` }] });
   const withTools = (i) => ({ ...plain(i), tools: TOOLS });
+  // The same turn through the Responses front (function tools are flat there; stored, as by default).
+  const responsesEndpoint = `${gateway.base}/v1/responses`;
+  const responsesTools = TOOLS.map((tool) => ({ type: "function", ...tool.function }));
+  const responsesTurn = (i) => ({ model: "m", input: `question ${i}`, tools: responsesTools });
 
   // Interleaved in blocks, so a slow phase of the shared machine hits both paths alike.
   const directRuns = [];
   const proxyRuns = [];
   const passRuns = [];
   const turnRuns = [];
-  const cpu = { bareProxy: 0, passThrough: 0, turn: 0, roundTrip: 0 };
+  const responsesRuns = [];
+  const cpu = { bareProxy: 0, passThrough: 0, turn: 0, responsesTurn: 0, roundTrip: 0 };
   const pid = gateway.child.pid;
   for (let block = 0; block < 3; block++) {
     directRuns.push(await timeTurns(direct, TURNS / 3, withTools));
@@ -164,6 +169,11 @@ try {
     before = gatewayCpuMs(pid);
     turnRuns.push(await timeTurns(endpoint, TURNS / 3, (i) => withTools(i + block * 100000)));
     cpu.turn += gatewayCpuMs(pid) - before;
+    before = gatewayCpuMs(pid);
+    responsesRuns.push(
+      await timeTurns(responsesEndpoint, TURNS / 3, (i) => responsesTurn(i + block * 100000)),
+    );
+    cpu.responsesTurn += gatewayCpuMs(pid) - before;
   }
   const perRequest = (ms, count) => Math.round((ms / count) * 1000) / 1000;
   const warmedCount = 3 * (TURNS / 3 + WARMUP);
@@ -172,6 +182,7 @@ try {
   const proxyStats = { p50Ms: mid(proxyRuns, "p50Ms"), p99Ms: mid(proxyRuns, "p99Ms") };
   const passStats = { p50Ms: mid(passRuns, "p50Ms"), p99Ms: mid(passRuns, "p99Ms") };
   const turnStats = { p50Ms: mid(turnRuns, "p50Ms"), p99Ms: mid(turnRuns, "p99Ms") };
+  const responsesStats = { p50Ms: mid(responsesRuns, "p50Ms"), p99Ms: mid(responsesRuns, "p99Ms") };
 
   // Client tool round trip: hand-out, then the client's result resumes the run and the model answers.
   const handOut = [];
@@ -212,6 +223,7 @@ try {
       bareProxy: perRequest(cpu.bareProxy, warmedCount),
       passThrough: perRequest(cpu.passThrough, warmedCount),
       codeModeTurnWithoutCell: perRequest(cpu.turn, warmedCount),
+      responsesTurnWithoutCell: perRequest(cpu.responsesTurn, warmedCount),
       clientToolRoundTrip: perRequest(cpu.roundTrip, 5 + ROUND_TRIPS),
     },
     turns: TURNS,
@@ -220,8 +232,10 @@ try {
     bareProxy: proxyStats,
     passThrough: passStats,
     codeModeTurnWithoutCell: turnStats,
+    responsesTurnWithoutCell: responsesStats,
     addedPassThroughP50Ms: Math.round((passStats.p50Ms - directStats.p50Ms) * 1000) / 1000,
     addedTurnWithoutCellP50Ms: Math.round((turnStats.p50Ms - directStats.p50Ms) * 1000) / 1000,
+    addedResponsesTurnP50Ms: Math.round((responsesStats.p50Ms - directStats.p50Ms) * 1000) / 1000,
     addedBareProxyP50Ms: Math.round((proxyStats.p50Ms - directStats.p50Ms) * 1000) / 1000,
     clientToolHandOut: stats(handOut),
     clientToolResume: stats(resume),
@@ -236,6 +250,11 @@ try {
     },
     { path: "endpoint, pass-through", "p50 ms": passStats.p50Ms, "p99 ms": passStats.p99Ms },
     { path: "endpoint, code-mode turn without a cell", "p50 ms": turnStats.p50Ms, "p99 ms": turnStats.p99Ms },
+    {
+      path: "Responses front, code-mode turn without a cell",
+      "p50 ms": responsesStats.p50Ms,
+      "p99 ms": responsesStats.p99Ms,
+    },
     {
       path: "client tool: exec to hand-out",
       "p50 ms": results.clientToolHandOut.p50Ms,
@@ -253,10 +272,10 @@ try {
     },
   ]);
   console.log(
-    `CPU per request: bare proxy ${results.gatewayCpuMsPerRequest.bareProxy} ms; gateway pass-through ${results.gatewayCpuMsPerRequest.passThrough} ms, code-mode turn without a cell ${results.gatewayCpuMsPerRequest.codeModeTurnWithoutCell} ms, client tool round trip (two requests) ${results.gatewayCpuMsPerRequest.clientToolRoundTrip} ms; load average ${results.loadAverage.toFixed(1)} on ${(await import("node:os")).cpus().length} cores`,
+    `CPU per request: bare proxy ${results.gatewayCpuMsPerRequest.bareProxy} ms; gateway pass-through ${results.gatewayCpuMsPerRequest.passThrough} ms, code-mode turn without a cell ${results.gatewayCpuMsPerRequest.codeModeTurnWithoutCell} ms (Responses front ${results.gatewayCpuMsPerRequest.responsesTurnWithoutCell} ms), client tool round trip (two requests) ${results.gatewayCpuMsPerRequest.clientToolRoundTrip} ms; load average ${results.loadAverage.toFixed(1)} on ${(await import("node:os")).cpus().length} cores`,
   );
   console.log(
-    `added p50 over a direct call: bare proxy ${results.addedBareProxyP50Ms} ms, pass-through ${results.addedPassThroughP50Ms} ms, code-mode turn without a cell ${results.addedTurnWithoutCellP50Ms} ms (target < 3 ms)`,
+    `added p50 over a direct call: bare proxy ${results.addedBareProxyP50Ms} ms, pass-through ${results.addedPassThroughP50Ms} ms, code-mode turn without a cell ${results.addedTurnWithoutCellP50Ms} ms, through the Responses front ${results.addedResponsesTurnP50Ms} ms (target < 3 ms)`,
   );
   const outDirectory = join(benchDir, "bench-results");
   mkdirSync(outDirectory, { recursive: true });
