@@ -3,7 +3,7 @@ import type { MessageParam, Tool } from "@anthropic-ai/sdk/resources/messages";
 import { type ScriptedUpstream, startScriptedUpstream } from "@codecell/agent/testing";
 import OpenAI from "openai";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
-import type { FunctionTool } from "openai/resources/responses/responses";
+import type { FunctionTool, ResponseInputItem } from "openai/resources/responses/responses";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { baseConfig, type HttpGateway, makeSetup, startHttpGateway } from "./harness.js";
 
@@ -192,6 +192,58 @@ describe("the agent endpoint on a Responses API upstream", () => {
       "function_call_output",
     ]);
     for (const body of upstream.bodies) expect(toolNames(body)).toEqual(["exec", "wait"]);
+  });
+
+  it("keeps a reasoning model's encrypted reasoning beside the exec call it led to, across a hand-out and a resume", async () => {
+    const openai = new OpenAI({ baseURL: `${gateway.url}v1`, apiKey: ALICE, maxRetries: 0 });
+    const tools: FunctionTool[] = [
+      {
+        type: "function",
+        name: "select_file",
+        description: "Pick a file.",
+        parameters: PICK_PARAMETERS,
+        strict: false,
+      },
+    ];
+    upstream.script(
+      { reasoning: "enc-chain-1", toolCalls: [{ name: "exec", arguments: { code: PICK_CELL } }] },
+      (body) => ({ text: `picked ${(lastToolResult(body).value as { path: string }).path}` }),
+    );
+    const first = await openai.responses.create({
+      model: "m-reasoning",
+      input: "pick",
+      tools,
+      reasoning: { effort: "low" },
+      store: false,
+    });
+    expect(upstream.bodies[0]).toMatchObject({
+      reasoning: { effort: "low" },
+      include: ["reasoning.encrypted_content"],
+      store: false,
+    });
+    // The client sees no hidden reasoning: only its own tool's call.
+    expect(first.output.map((item) => item.type)).toEqual(["function_call"]);
+    const call = first.output[0]!;
+    if (call.type !== "function_call") throw new Error("no function call");
+    const second = await openai.responses.create({
+      model: "m-reasoning",
+      input: [
+        { role: "user", content: "pick" },
+        ...(first.output as ResponseInputItem[]),
+        { type: "function_call_output", call_id: call.call_id, output: '{"path":"r.md"}' },
+      ],
+      tools,
+      reasoning: { effort: "low" },
+      store: false,
+    });
+    expect(second.output_text).toBe("picked r.md");
+    expect(kinds(upstream.bodies[1])).toEqual([
+      "message:user",
+      "reasoning",
+      "function_call",
+      "function_call_output",
+    ]);
+    expect(inputItems(upstream.bodies[1])[1]).toMatchObject({ encrypted_content: "enc-chain-1" });
   });
 
   it("answers 502 when the upstream calls a tool it was not offered", async () => {

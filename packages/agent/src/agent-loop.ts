@@ -661,6 +661,8 @@ class Turn {
     this.upstream.push({
       role: "assistant",
       content: reply.content,
+      // Kept beside the calls it led to, so the upstream gets its own chain back with their results.
+      ...(reply.reasoning?.length ? { reasoning: reply.reasoning } : {}),
       ...(reply.toolCalls.length ? { toolCalls: reply.toolCalls } : {}),
     });
     this.unanswered = [...reply.toolCalls];

@@ -68,6 +68,7 @@ export function toResponsesInput(messages: readonly TurnMessage[]): unknown[] {
         input.push({ role: "user", content: inputParts(message.content) });
         break;
       case "assistant":
+        input.push(...(message.reasoning ?? []));
         if (message.content) input.push({ role: "assistant", content: message.content });
         for (const call of message.toolCalls ?? []) {
           input.push({ type: "function_call", call_id: call.id, name: call.name, arguments: call.arguments });
@@ -193,6 +194,9 @@ export class ResponsesUpstream implements ModelUpstream {
       ...responsesParams(request.params),
       model: request.model,
       input: toResponsesInput(request.messages),
+      // A reasoning model's chain comes back encrypted (nothing is stored upstream) and goes with the
+      // hidden turns it belongs to; asked for only where the request sets a reasoning effort.
+      ...(request.params.reasoning_effort !== undefined ? { include: ["reasoning.encrypted_content"] } : {}),
       ...(tools.length ? { tools } : {}),
       store: false,
       stream,
@@ -234,6 +238,7 @@ export class ResponsesUpstream implements ModelUpstream {
     const response = record(parsed);
     if (!Array.isArray(response.output)) throw this.#transport.malformed("an answer without an output array");
     const text: string[] = [];
+    const reasoning: unknown[] = [];
     const calls: Array<{ id: string; name: string; arguments: string }> = [];
     for (const item of response.output as unknown[]) {
       const fields = record(item);
@@ -249,7 +254,9 @@ export class ResponsesUpstream implements ModelUpstream {
           name: typeof fields.name === "string" ? fields.name : "",
           arguments: typeof fields.arguments === "string" ? fields.arguments : "{}",
         });
-      } else if (fields.type !== "reasoning") {
+      } else if (fields.type === "reasoning") {
+        reasoning.push(item);
+      } else {
         // A hosted tool's call would mean the model ran a tool besides exec and wait.
         throw this.#transport.malformed(`an output item of type ${JSON.stringify(fields.type)}`);
       }
@@ -268,6 +275,7 @@ export class ResponsesUpstream implements ModelUpstream {
             : "stop",
       usage: fromResponsesUsage(response.usage),
       model: typeof response.model === "string" ? response.model : "",
+      ...(reasoning.length ? { reasoning } : {}),
     };
   }
 

@@ -19,7 +19,13 @@ export type TurnContent = string | readonly unknown[];
 export type TurnMessage =
   | { role: "system"; content: TurnContent }
   | { role: "user"; content: TurnContent }
-  | { role: "assistant"; content: string | null; toolCalls?: TurnToolCall[] }
+  | {
+      role: "assistant";
+      content: string | null;
+      toolCalls?: TurnToolCall[];
+      /** The upstream's own reasoning items of this turn (opaque; only an upstream of that API reads them). */
+      reasoning?: unknown[];
+    }
   /** A tool's result; `isError` when the caller reported a failure rather than a value. */
   | { role: "tool"; toolCallId: string; content: string; isError?: boolean };
 
@@ -59,6 +65,8 @@ export type ModelReply = {
   usage: TurnUsage | null;
   /** The model that answered, as the upstream names it. */
   model: string;
+  /** Reasoning items the upstream returned (its encrypted chain), to send back with this turn. */
+  reasoning?: unknown[];
 };
 
 export type ModelCallOptions = {

@@ -15,6 +15,8 @@ export type ScriptedReply =
   | ({
       toolCalls: Array<{ name: string; arguments: unknown; id?: string }>;
       text?: string;
+      /** A Responses upstream answers a reasoning item first, with this as its encrypted content. */
+      reasoning?: string;
       usage?: { prompt: number; completion: number };
     } & AnswerOptions)
   /** An error status with its body, and headers such as a 429's `retry-after`. */
@@ -175,7 +177,9 @@ function writeMessageStream(
 function responseAnswer(reply: Answered, model: string, id: string) {
   const usage = reply.usage ?? { prompt: 10, completion: 5 };
   const calls = "toolCalls" in reply ? reply.toolCalls : [];
+  const reasoning = "reasoning" in reply ? reply.reasoning : undefined;
   const output: Array<Record<string, unknown>> = [
+    ...(reasoning ? [{ type: "reasoning", id: `rs_${id}`, summary: [], encrypted_content: reasoning }] : []),
     ...(reply.text
       ? [
           {
@@ -222,7 +226,9 @@ function writeResponseStream(
     res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data, sequence_number: sequence++ })}\n\n`);
   send("response.created", { response: { ...answer, status: "in_progress", output: [] } });
   answer.output.forEach((item, index) => {
-    if (item.type === "message") {
+    if (item.type === "reasoning") {
+      send("response.output_item.added", { output_index: index, item });
+    } else if (item.type === "message") {
       const text = (item.content as Array<{ text: string }>)[0]!.text;
       send("response.output_item.added", { output_index: index, item: { ...item, content: [] } });
       for (let at = 0; at < text.length; at += 4) {
