@@ -605,6 +605,11 @@ describe("the agent endpoint: POST /v1/responses", () => {
       const result = await runner.run(agent, "weather in Oslo?");
       expect(asked).toEqual(["Oslo"]);
       expect(result.finalOutput).toBe("The cell says weather: sunny in Oslo");
+      // It spoke the Responses API: its last response is stored here.
+      expect(result.lastResponseId).toMatch(/^resp_/);
+      expect((await client(gateway).responses.retrieve(result.lastResponseId!)).output_text).toBe(
+        result.finalOutput,
+      );
       expect(upstream.bodies).toHaveLength(2);
       for (const body of upstream.bodies) expect(upstreamToolNames(body)).toEqual(["exec", "wait"]);
       // The second request resumed the suspended cell rather than starting a new one.
@@ -651,6 +656,8 @@ describe("the agent endpoint: POST /v1/responses", () => {
       expect(asked).toEqual(["*.json"]);
       expect(result.text).toBe("The cell says: size of package.json: 512");
       expect(result.steps).toHaveLength(2);
+      // openai(model) spoke the Responses API.
+      expect(result.response.id).toMatch(/^resp_/);
       expect(upstream.bodies).toHaveLength(2);
       for (const body of upstream.bodies) expect(upstreamToolNames(body)).toEqual(["exec", "wait"]);
       expect(lastToolResult(upstream.bodies[1]!)).toMatchObject({ status: "completed" });
