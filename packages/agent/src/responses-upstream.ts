@@ -1,5 +1,6 @@
 import { assertCodeModePayload } from "@codecell/engine";
 import { AgentError } from "./agent-error.js";
+import { jsonDepth, MAX_ANSWER_DEPTH, type UpstreamLimits } from "./limits.js";
 import { contentText } from "./openai-messages.js";
 import { checkedCalls } from "./openai-upstream.js";
 import { readSseEvents } from "./sse.js";
@@ -22,6 +23,10 @@ export type ResponsesUpstreamOptions = {
   /** How long one upstream request may take, answer included. Default 120000. */
   timeoutMs?: number;
   debug?: UpstreamDebug;
+  /** Bounds on each answer (bytes, SSE event size, tool calls); `DEFAULT_LIMITS` for those not given. */
+  limits?: Partial<UpstreamLimits>;
+  /** Name the upstream's address in errors clients get. Default false. */
+  showAddress?: boolean;
 };
 
 const DEFAULT_TIMEOUT_MS = 120_000;
@@ -169,6 +174,8 @@ export class ResponsesUpstream implements ModelUpstream {
       },
       timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
       ...(options.debug ? { debug: options.debug } : {}),
+      ...(options.limits ? { limits: options.limits } : {}),
+      ...(options.showAddress ? { showAddress: true } : {}),
       answerKind: "a Responses API answer",
       baseUrlHint:
         'Check that agent.upstream.baseUrl is a Responses API root (it ends in /v1 for most) and agent.upstream.api is "responses".',
@@ -222,6 +229,9 @@ export class ResponsesUpstream implements ModelUpstream {
     const response = await this.#transport.post(body, options.signal, options.headers);
     if (!stream || !(response.headers.get("content-type") ?? "").includes("text/event-stream")) {
       const text = await this.#transport.readText(response, options.signal);
+      if (jsonDepth(text, MAX_ANSWER_DEPTH) > MAX_ANSWER_DEPTH) {
+        throw this.#transport.malformed(`an answer nested more than ${MAX_ANSWER_DEPTH} levels deep`);
+      }
       let parsed: unknown;
       try {
         parsed = JSON.parse(text);
@@ -284,7 +294,11 @@ export class ResponsesUpstream implements ModelUpstream {
     let events = 0;
     let final: unknown = null;
     try {
-      for await (const data of readSseEvents(response.body, options.signal)) {
+      for await (const data of readSseEvents(
+        response.body,
+        options.signal,
+        transport.limits.maxSseEventBytes,
+      )) {
         events++;
         transport.traceSse(events, data);
         let event: Record<string, unknown>;
