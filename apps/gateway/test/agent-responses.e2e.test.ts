@@ -330,6 +330,13 @@ describe("the agent endpoint: POST /v1/responses", () => {
         }),
       );
       expect(notPending.status).toBe(409);
+      const broken = await fetch(`${gateway.url}v1/responses/resp_%E0%A4%A`, {
+        headers: { authorization: `Bearer ${ALICE}` },
+      });
+      expect(broken.status).toBe(400);
+      expect(((await broken.json()) as { error: { message: string } }).error.message).toContain(
+        "percent-encoding",
+      );
       expect(
         (await apiError(client(gateway, "wrong-token").responses.create({ model: "m", input: "x" }))).status,
       ).toBe(401);

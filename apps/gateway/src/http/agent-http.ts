@@ -341,7 +341,16 @@ export function createAgentRoutes(
       return;
     }
     if (stored) {
-      await storedResponse(req, res, auth, frontFor()?.responses ?? null, decodeURIComponent(stored[1]!));
+      const id = decodedSegment(stored[1]!);
+      if (id === null) {
+        const error = new AgentError(
+          "invalid_request",
+          "The response id in the path has broken percent-encoding. Send the id as the response gave it.",
+        );
+        sendJson(res, 400, errorBody(error));
+        return;
+      }
+      await storedResponse(req, res, auth, frontFor()?.responses ?? null, id);
       return;
     }
     if (req.method !== "POST") {
