@@ -1,4 +1,5 @@
 import { createOpenAI } from "@ai-sdk/openai";
+import { FINISH_REASONS, type FinishReason, type WireApi } from "@codecell/agent";
 import { type ScriptedUpstream, startScriptedUpstream } from "@codecell/agent/testing";
 import { Agent, tool as agentTool, OpenAIProvider, Runner, setTracingDisabled } from "@openai/agents";
 import { generateText, stepCountIs, streamText, tool } from "ai";
@@ -8,6 +9,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { baseConfig, type HttpGateway, makeSetup, startHttpGateway } from "./harness.js";
 import {
+  heldReply,
   lastToolResult,
   rejectionOf,
   upstreamMessages,
@@ -669,5 +671,285 @@ describe("the agent endpoint: POST /v1/responses", () => {
       for (const body of upstream.bodies) expect(upstreamToolNames(body)).toEqual(["exec", "wait"]);
       expect(lastToolResult(upstream.bodies[1]!)).toMatchObject({ status: "completed" });
     });
+  });
+});
+
+/** The upstream's words as the table reads them: the first row that lists a word is its reason. */
+function readAs(api: WireApi, word: string): FinishReason {
+  const rows = Object.entries(FINISH_REASONS) as Array<[FinishReason, Record<WireApi, readonly string[]>]>;
+  return rows.find(([, words]) => words[api].includes(word))![0];
+}
+
+/** Every word an upstream of `api` may end an answer with (the client's own tool calls aside). */
+const answerWords = (api: WireApi) => [
+  ...new Set(
+    (Object.keys(FINISH_REASONS) as FinishReason[])
+      .filter((reason) => reason !== "tool_calls")
+      .flatMap((reason) => FINISH_REASONS[reason][api]),
+  ),
+];
+
+/** How a Responses client reads a response's end: its status, and why when it is incomplete. */
+type Ending = { status: string | undefined; reason: string | null; messageStatus: string | null };
+
+const endingOf = (response: OpenAI.Responses.Response): Ending => {
+  const message = response.output.find((item) => item.type === "message");
+  return {
+    status: response.status,
+    reason: response.incomplete_details?.reason ?? null,
+    messageStatus: message?.type === "message" ? message.status : null,
+  };
+};
+
+/** What the table says a Responses client reads for an upstream's `word`. */
+function expectedEnding(upstreamApi: WireApi, word: string): Ending {
+  const written = FINISH_REASONS[readAs(upstreamApi, word)].responses[0]!;
+  return written === "completed"
+    ? { status: "completed", reason: null, messageStatus: "completed" }
+    : { status: "incomplete", reason: written, messageStatus: "incomplete" };
+}
+
+const UPSTREAM_APIS: readonly WireApi[] = ["chat-completions", "messages", "responses"];
+
+/** A response's text, as `output_text` gives it (the raw stream's response objects have no such field). */
+const textOf = (response: OpenAI.Responses.Response) =>
+  response.output
+    .flatMap((item) => (item.type === "message" ? item.content : []))
+    .map((part) => (part.type === "output_text" ? part.text : ""))
+    .join("");
+
+// What the Responses front's answers say on every upstream kind: why the answer ended (the finish-reason
+// table's Responses column: a cut-off answer is incomplete), the thread header before the first
+// streamed byte, a conversation being answered refused with 409, an upstream's Retry-After, and errors
+// in the Responses API's words.
+describe("the Responses front's answers, on each upstream kind", () => {
+  const upstreams = new Map<WireApi, ScriptedUpstream>();
+  const gateways = new Map<WireApi, HttpGateway>();
+
+  beforeAll(async () => {
+    for (const api of UPSTREAM_APIS) upstreams.set(api, await startScriptedUpstream({ api }));
+    const started = await Promise.all(
+      UPSTREAM_APIS.map((api) =>
+        startHttpGateway(
+          makeSetup(
+            baseConfig({
+              tools: { codeMode: { enabled: true, timeoutMs: 5000 } },
+              mcpServers: {},
+              http: { tokens: [{ name: "alice", token: ALICE }] },
+              agent: { upstream: { api, baseUrl: upstreams.get(api)!.baseUrl, timeoutMs: 30_000 } },
+            }),
+          ).configPath,
+        ),
+      ),
+    );
+    for (const [index, api] of UPSTREAM_APIS.entries()) gateways.set(api, started[index]!);
+  });
+  afterAll(async () => {
+    await Promise.all([...gateways.values()].map((gateway) => gateway?.stop()));
+    for (const upstream of upstreams.values()) await upstream.close();
+  });
+  beforeEach(() => {
+    for (const upstream of upstreams.values()) upstream.bodies.length = 0;
+  });
+
+  /** A response streamed through the openai client: its event types, final response and thread header. */
+  async function streamed(openai: OpenAI, params: OpenAI.Responses.ResponseCreateParamsNonStreaming) {
+    const { data, response } = await openai.responses.create({ ...params, stream: true }).withResponse();
+    const types: string[] = [];
+    let final: OpenAI.Responses.Response | null = null;
+    for await (const event of data) {
+      types.push(event.type);
+      if (event.type === "response.completed" || event.type === "response.incomplete") final = event.response;
+    }
+    if (!final) throw new Error(`the stream ended without a response: ${types.join(", ")}`);
+    return { types, final, thread: response.headers.get("codecell-thread") };
+  }
+
+  for (const upstreamApi of UPSTREAM_APIS) {
+    it(`answers a cut-off answer as incomplete with the table's reason, streamed and not, in code mode and passed through (${upstreamApi} upstream)`, async () => {
+      const upstream = upstreams.get(upstreamApi)!;
+      const openai = client(gateways.get(upstreamApi)!);
+      for (const word of answerWords(upstreamApi)) {
+        const expected = expectedEnding(upstreamApi, word);
+        for (const stream of [false, true]) {
+          for (const codeMode of [true, false]) {
+            const where = `${word}, ${stream ? "streamed" : "not streamed"}, ${codeMode ? "code mode" : "passed through"}`;
+            upstream.script(
+              ...(codeMode ? [{ toolCalls: [{ name: "exec", arguments: { code: "return 1" } }] }] : []),
+              { text: `Ended by ${word}.`, finish: word },
+            );
+            const params = {
+              model: "m",
+              input: `finish ${where}`,
+              ...(codeMode ? { tools: [SELECT_FILE] } : {}),
+            };
+            let response: OpenAI.Responses.Response;
+            if (stream) {
+              const { types, final } = await streamed(openai, params);
+              // The last event is the one the status names: response.incomplete for a cut-off answer.
+              expect({ where, last: types.at(-1) }).toEqual({ where, last: `response.${expected.status}` });
+              response = final;
+            } else {
+              response = await openai.responses.create(params);
+            }
+            expect({ where, text: textOf(response), ...endingOf(response) }).toEqual({
+              where,
+              text: `Ended by ${word}.`,
+              ...expected,
+            });
+            // The stored response says the same.
+            expect(endingOf(await openai.responses.retrieve(response.id))).toEqual(expected);
+          }
+        }
+      }
+    });
+
+    it(`sends the thread header before the first streamed byte (${upstreamApi} upstream)`, async () => {
+      const upstream = upstreams.get(upstreamApi)!;
+      const openai = client(gateways.get(upstreamApi)!);
+      // The model's text streams before the answer ends: the header cannot wait for the end.
+      upstream.script(
+        { text: "Looking.", toolCalls: [{ name: "exec", arguments: { code: "return 2" } }] },
+        { text: "The answer is 2." },
+        { text: "Still 2." },
+      );
+      const first = await streamed(openai, { model: "m", input: "what is 2", tools: [SELECT_FILE] });
+      expect(textOf(first.final)).toBe("Looking.\n\nThe answer is 2.");
+      expect(first.types.filter((type) => type === "response.output_text.delta").length).toBeGreaterThan(1);
+      expect(first.thread).toMatch(/^thread_/);
+      // The follow-up goes on in the same thread.
+      const { response } = await openai.responses
+        .create({ model: "m", input: "again", previous_response_id: first.final.id, tools: [SELECT_FILE] })
+        .withResponse();
+      expect(response.headers.get("codecell-thread")).toBe(first.thread);
+    });
+
+    it(`passes an upstream 429's Retry-After on (${upstreamApi} upstream)`, async () => {
+      const upstream = upstreams.get(upstreamApi)!;
+      const openai = client(gateways.get(upstreamApi)!);
+      for (const tools of [true, false]) {
+        for (const stream of [false, true]) {
+          upstream.script({
+            status: 429,
+            body: { error: { type: "rate_limit_error", message: "slow down" } },
+            headers: { "retry-after": "7" },
+          });
+          const limited = await apiError(
+            openai.responses.create({
+              model: "m",
+              input: "hurry",
+              stream,
+              ...(tools ? { tools: [SELECT_FILE] } : {}),
+            }),
+          );
+          expect({
+            tools,
+            stream,
+            status: limited.status,
+            // The client keeps the response headers as a fetch Headers object.
+            retryAfter: (limited.headers as Headers | undefined)?.get("retry-after"),
+          }).toEqual({ tools, stream, status: 429, retryAfter: "7" });
+          expect(limited.message).toContain("slow down");
+        }
+      }
+    });
+  }
+
+  it("refuses a second request of a conversation being answered with 409 in the Responses error shape, and loses nothing of the first", async () => {
+    const upstream = upstreams.get("chat-completions")!;
+    const openai = client(gateways.get("chat-completions")!, ALICE, { "codecell-session": "busy-responses" });
+    const held = heldReply({ text: "First answer." });
+    upstream.script(
+      { toolCalls: [{ name: "exec", arguments: { code: 'text("ran"); return 1' } }] },
+      held.step,
+      { text: "Second answer." },
+    );
+    const first = openai.responses.create({ model: "m", input: "one", tools: [SELECT_FILE] });
+    await held.reached;
+    for (const stream of [false, true]) {
+      const busy = await apiError(
+        openai.responses.create({ model: "m", input: "something else", tools: [SELECT_FILE], stream }),
+      );
+      expect(busy.status).toBe(409);
+      expect(busy.error).toMatchObject({ type: "invalid_request_error" });
+      expect(busy.message).toContain("being answered right now");
+    }
+    // The refused requests never reached the model.
+    expect(upstream.bodies).toHaveLength(2);
+    held.release();
+    const answered = await first;
+    expect(answered.output_text).toBe("First answer.");
+    const next = await openai.responses.create({
+      model: "m",
+      input: "two",
+      previous_response_id: answered.id,
+      tools: [SELECT_FILE],
+    });
+    expect(next.output_text).toBe("Second answer.");
+    // The model sees the first request's hidden exec call and its result.
+    expect(upstreamMessages(upstream.bodies[2]).map((message) => message.role)).toEqual([
+      "user",
+      "assistant",
+      "tool",
+      "assistant",
+      "user",
+    ]);
+  });
+
+  it("refuses a second store: false request with the same input while the first streams", async () => {
+    const upstream = upstreams.get("responses")!;
+    const openai = client(gateways.get("responses")!);
+    const held = heldReply({ text: "Streamed answer." });
+    upstream.script({ toolCalls: [{ name: "exec", arguments: { code: "return 1" } }] }, held.step);
+    const input = "same words, store false";
+    const first = streamed(openai, { model: "m", input, store: false, tools: [SELECT_FILE] });
+    await held.reached;
+    const busy = await apiError(
+      openai.responses.create({ model: "m", input, store: false, tools: [SELECT_FILE] }),
+    );
+    expect(busy.status).toBe(409);
+    expect(upstream.bodies).toHaveLength(2);
+    held.release();
+    expect(textOf((await first).final)).toBe("Streamed answer.");
+  });
+
+  it("words the loop's errors in Responses terms: function_call_output items, not tool messages", async () => {
+    const upstream = upstreams.get("chat-completions")!;
+    const openai = client(gateways.get("chat-completions")!);
+    upstream.script({ toolCalls: [{ name: "exec", arguments: { code: PICK_CELL } }] });
+    const first = await openai.responses.create({ model: "m", input: "pick one", tools: [SELECT_FILE] });
+    const call = first.output.find((item) => item.type === "function_call");
+    expect(call).toMatchObject({ name: "select_file" });
+    // A new message before the call's result.
+    const early = await apiError(
+      openai.responses.create({
+        model: "m",
+        previous_response_id: first.id,
+        input: [
+          { role: "user", content: "never mind" },
+          {
+            type: "function_call_output",
+            call_id: call?.type === "function_call" ? call.call_id : "",
+            output: "{}",
+          },
+        ],
+        tools: [SELECT_FILE],
+      }),
+    );
+    expect(early.status).toBe(400);
+    expect(early.message).toContain("function_call_output item");
+    expect(early.message).not.toContain('"tool" message');
+    // No result at all.
+    const missing = await apiError(
+      openai.responses.create({
+        model: "m",
+        previous_response_id: first.id,
+        input: [{ role: "user", content: "and now?" }],
+        tools: [SELECT_FILE],
+      }),
+    );
+    expect(missing.status).toBe(400);
+    expect(missing.message).toContain("function_call items");
+    expect(upstream.bodies).toHaveLength(1);
   });
 });

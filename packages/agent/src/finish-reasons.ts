@@ -6,7 +6,7 @@
  */
 
 /** The APIs of the table's columns. */
-export type WireApi = "chat-completions" | "messages";
+export type WireApi = "chat-completions" | "messages" | "responses";
 
 export type FinishReason =
   /** The model ended its turn. */
@@ -23,13 +23,28 @@ export type FinishReason =
   | "tool_calls";
 
 export const FINISH_REASONS: Readonly<Record<FinishReason, Readonly<Record<WireApi, readonly string[]>>>> = {
-  stop: { "chat-completions": ["stop"], messages: ["end_turn"] },
-  // Chat Completions reports a stop sequence as "stop": it reads back as the plain stop above.
-  stop_sequence: { "chat-completions": ["stop"], messages: ["stop_sequence"] },
-  length: { "chat-completions": ["length"], messages: ["max_tokens"] },
-  context_window: { "chat-completions": ["length"], messages: ["model_context_window_exceeded"] },
-  content_filter: { "chat-completions": ["content_filter", "refusal"], messages: ["refusal"] },
-  tool_calls: { "chat-completions": ["tool_calls", "function_call"], messages: ["tool_use"] },
+  stop: { "chat-completions": ["stop"], messages: ["end_turn"], responses: ["completed"] },
+  // Chat Completions reports a stop sequence as "stop", and a Responses response as completed: both
+  // read back as the plain stop above.
+  stop_sequence: { "chat-completions": ["stop"], messages: ["stop_sequence"], responses: ["completed"] },
+  length: { "chat-completions": ["length"], messages: ["max_tokens"], responses: ["max_output_tokens"] },
+  // The Responses API names no context window reason: the answer is cut off as by its token limit.
+  context_window: {
+    "chat-completions": ["length"],
+    messages: ["model_context_window_exceeded"],
+    responses: ["max_output_tokens"],
+  },
+  content_filter: {
+    "chat-completions": ["content_filter", "refusal"],
+    messages: ["refusal"],
+    responses: ["content_filter"],
+  },
+  // A response that hands calls out is completed; its function_call items say the rest.
+  tool_calls: {
+    "chat-completions": ["tool_calls", "function_call"],
+    messages: ["tool_use"],
+    responses: ["completed"],
+  },
 };
 
 const ROWS = Object.entries(FINISH_REASONS) as Array<[FinishReason, Record<WireApi, readonly string[]>]>;

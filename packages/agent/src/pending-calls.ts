@@ -17,6 +17,12 @@ const WORDS: Record<WireApi, { calls: string; result: string; where: string }> =
     result: "a tool_result block",
     where: "at the start of the user message that follows it, before any text",
   },
+  responses: {
+    calls: "function_call items",
+    result: "a function_call_output item",
+    where:
+      "first in the next request's input (after previous_response_id, or after those items), before any message",
+  },
 };
 
 /**

@@ -3,6 +3,7 @@ import type { AgentLoop } from "./agent-loop.js";
 import type { UpstreamApi } from "./anthropic-messages.js";
 import { type ChatCompletionsContext, openAiErrorBody, type ResponseSink } from "./chat-completions-front.js";
 import { chatToolChoiceForMessages } from "./chat-to-messages.js";
+import type { FinishReason } from "./finish-reasons.js";
 import { completeTraced } from "./model-call-span.js";
 import type { ResponseStore, StoredResponse } from "./response-store.js";
 import {
@@ -12,6 +13,7 @@ import {
   type HostedToolPolicy,
   ResponseIds,
   responseOfItem,
+  responsesEnding,
   toResponsesOutput,
   toResponsesUsage,
 } from "./responses-items.js";
@@ -51,7 +53,13 @@ function notFound(id: string, kind: "not_found" | "invalid_request" = "not_found
 }
 
 /** One answer in the front's terms: the loop's result, or a passed-through model call's reply. */
-type Answer = { content: string | null; toolCalls: readonly TurnToolCall[]; usage: TurnUsage; model: string };
+type Answer = {
+  content: string | null;
+  toolCalls: readonly TurnToolCall[];
+  finishReason: FinishReason;
+  usage: TurnUsage;
+  model: string;
+};
 
 /**
  * The OpenAI Responses API (`POST /v1/responses`, `GET` and `DELETE /v1/responses/{id}`) in front of
@@ -146,11 +154,18 @@ export class ResponsesFront {
         answer = {
           content: reply.content,
           toolCalls: reply.toolCalls,
+          finishReason: reply.finishReason,
           usage: reply.usage ?? { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
           model: reply.model || model,
         };
       } else {
         const result = await loop.drive({
+          api: "responses",
+          // The thread is known before the first model call: its header goes out with the first event.
+          onThread: (threadId) => {
+            sink.thread?.(threadId);
+            writer?.setHeaders({ "codecell-thread": threadId });
+          },
           principal: context.principal,
           ...(context.conversation !== undefined ? { conversation: context.conversation } : {}),
           model,
@@ -161,12 +176,12 @@ export class ResponsesFront {
           ...stream,
         });
         headers["codecell-thread"] = result.threadId;
-        sink.thread?.(result.threadId);
         answer = result;
       }
+      const ending = responsesEnding(answer.finishReason);
       const response = responseObject(request, settings, {
         ...answer,
-        output: toResponsesOutput(ids, answer.content, answer.toolCalls, tools.custom),
+        output: toResponsesOutput(ids, answer.content, answer.toolCalls, tools.custom, ending.status),
       });
       if (request.store !== false) {
         const answered: TurnMessage = {
@@ -234,7 +249,7 @@ export class ResponsesFront {
     sink.failed?.(failure);
     if (context.signal.aborted) return;
     if (writer?.started) writer.fail(failure);
-    else sink.json(failure.status, openAiErrorBody(failure));
+    else sink.json(failure.status, openAiErrorBody(failure), { ...failure.headers });
   }
 }
 
@@ -251,10 +266,9 @@ function responseObject(
     id: settings.id,
     object: "response",
     created_at: settings.createdAt,
-    status: answer ? "completed" : "in_progress",
+    ...(answer ? responsesEnding(answer.finishReason) : { status: "in_progress", incomplete_details: null }),
     background: false,
     error: null,
-    incomplete_details: null,
     instructions: settings.instructions,
     max_output_tokens: request.max_output_tokens ?? null,
     metadata: request.metadata ?? {},

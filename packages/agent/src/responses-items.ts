@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { AgentError } from "./agent-error.js";
+import { type FinishReason, toWireFinish } from "./finish-reasons.js";
 import { contentText, toolFailure } from "./openai-messages.js";
 import type { TurnMessage, TurnTool, TurnToolCall, TurnUsage } from "./turn.js";
 
@@ -258,15 +259,29 @@ export function responseOfItem(itemId: string): string | null {
 
 export type ResponsesOutputItem = Record<string, unknown> & { type: string; id: string };
 
-/** A message output item holding the answer's text. */
+/** A message output item holding the answer's text (none yet while it is `in_progress`). */
 export function messageItem(id: string, text: string, status = "completed"): ResponsesOutputItem {
   return {
     type: "message",
     id,
     status,
     role: "assistant",
-    content: status === "completed" ? [outputTextPart(text)] : [],
+    content: status === "in_progress" ? [] : [outputTextPart(text)],
   };
+}
+
+/**
+ * How a response ends, from the loop's reason (the finish-reason table's Responses column): completed,
+ * or incomplete with the reason the answer was cut off.
+ */
+export function responsesEnding(reason: FinishReason): {
+  status: "completed" | "incomplete";
+  incomplete_details: { reason: string } | null;
+} {
+  const word = toWireFinish("responses", reason);
+  return word === "completed"
+    ? { status: "completed", incomplete_details: null }
+    : { status: "incomplete", incomplete_details: { reason: word } };
 }
 
 export function outputTextPart(text: string): Record<string, unknown> {
@@ -306,15 +321,19 @@ export function callItem(
   };
 }
 
-/** The answer as output items: a message with its text (when there is any), then one item per call. */
+/**
+ * The answer as output items: a message with its text (when there is any; `incomplete` when the
+ * answer was cut off), then one item per call.
+ */
 export function toResponsesOutput(
   ids: ResponseIds,
   content: string | null,
   toolCalls: readonly TurnToolCall[],
   custom: ReadonlySet<string>,
+  status: "completed" | "incomplete" = "completed",
 ): ResponsesOutputItem[] {
   return [
-    ...(content ? [messageItem(ids.messageId, content)] : []),
+    ...(content ? [messageItem(ids.messageId, content, status)] : []),
     ...toolCalls.map((call) => callItem(ids, call, custom)),
   ];
 }

@@ -5,15 +5,17 @@ import { messageItem, outputTextPart, type ResponsesOutputItem } from "./respons
 /**
  * The Responses API's event stream on a sink: `response.created` and `response.in_progress`, the
  * message item whose `output_text.delta`s go out as the model writes, then one item per handed-out
- * call (its arguments as one delta), and `response.completed` with the whole response. Every event
- * carries its `sequence_number`. The stream starts with the first text (or at the end), so headers
- * known only at the end can still go out.
+ * call (its arguments as one delta), and `response.completed` with the whole response
+ * (`response.incomplete` for an answer cut off). Every event carries its `sequence_number`. The stream
+ * starts with the first text (or at the end), with the headers known by then.
  */
 export class ResponsesStreamWriter {
   #sequence = 0;
   #started = false;
   #textOpen = false;
   #text = "";
+  /** Headers of the stream, known before its first byte (the thread's). */
+  #headers: Record<string, string> = {};
 
   constructor(
     readonly sink: ResponseSink,
@@ -32,10 +34,14 @@ export class ResponsesStreamWriter {
     this.sink.write(`event: ${type}\ndata: ${JSON.stringify(payload)}\n\n`);
   }
 
+  setHeaders(headers: Record<string, string>): void {
+    Object.assign(this.#headers, headers);
+  }
+
   #start(headers?: Record<string, string>): void {
     if (this.#started) return;
     this.#started = true;
-    this.sink.startStream(headers);
+    this.sink.startStream({ ...this.#headers, ...headers });
     this.#event("response.created", { response: this.inProgress });
     this.#event("response.in_progress", { response: this.inProgress });
   }
@@ -65,7 +71,10 @@ export class ResponsesStreamWriter {
     });
   }
 
-  /** The items the stream has not shown yet, then `response.completed` with the final response. */
+  /**
+   * The items the stream has not shown yet, then `response.completed` with the final response, or
+   * `response.incomplete` when it is cut off.
+   */
   finish(response: Record<string, unknown>, headers?: Record<string, string>): void {
     this.#start(headers);
     const output = (response.output ?? []) as ResponsesOutputItem[];
@@ -105,7 +114,9 @@ export class ResponsesStreamWriter {
       });
       this.#event("response.output_item.done", { output_index: index, item });
     });
-    this.#event("response.completed", { response });
+    this.#event(response.status === "incomplete" ? "response.incomplete" : "response.completed", {
+      response,
+    });
     this.sink.end();
   }
 

@@ -1,5 +1,6 @@
 import { assertCodeModePayload } from "@codecell/engine";
 import { AgentError } from "./agent-error.js";
+import { fromWireFinish } from "./finish-reasons.js";
 import { jsonDepth, MAX_ANSWER_DEPTH, type UpstreamLimits } from "./limits.js";
 import { contentText } from "./openai-messages.js";
 import { checkedCalls } from "./openai-upstream.js";
@@ -272,17 +273,12 @@ export class ResponsesUpstream implements ModelUpstream {
       }
     }
     const toolCalls = checkedCalls(calls, this.#transport);
-    const incomplete = record(response.incomplete_details).reason;
+    // An incomplete response says why in incomplete_details; the table reads that word.
+    const ending = record(response.incomplete_details).reason ?? response.status;
     return {
       content: text.length ? text.join("") : null,
       toolCalls,
-      finishReason: toolCalls.length
-        ? "tool_calls"
-        : incomplete === "max_output_tokens"
-          ? "length"
-          : incomplete === "content_filter"
-            ? "content_filter"
-            : "stop",
+      finishReason: toolCalls.length ? "tool_calls" : fromWireFinish("responses", ending),
       usage: fromResponsesUsage(response.usage),
       model: typeof response.model === "string" ? response.model : "",
       ...(reasoning.length ? { reasoning } : {}),

@@ -29,7 +29,10 @@ export type ScriptedReply =
 
 /** How an answer ends and comes: the API's own finish (stop) reason, and whole JSON despite `stream: true`. */
 export type AnswerOptions = {
-  /** The finish_reason (Chat Completions) or stop_reason (Messages) sent, instead of the usual one. */
+  /**
+   * The finish_reason (Chat Completions) or stop_reason (Messages) sent, instead of the usual one; for
+   * the Responses API, the incomplete_details reason of an incomplete response ("completed": none).
+   */
   finish?: string;
   /** Answers one JSON body even when the request asks for a stream, as some servers do. */
   whole?: true;
@@ -200,11 +203,14 @@ function responseAnswer(reply: Answered, model: string, id: string) {
       arguments: typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments),
     })),
   ];
+  // A finish word other than "completed" is why the response is incomplete (its incomplete_details).
+  const incomplete = reply.finish !== undefined && reply.finish !== "completed";
   return {
     id,
     object: "response",
     created_at: 1,
-    status: "completed",
+    status: incomplete ? "incomplete" : "completed",
+    incomplete_details: incomplete ? { reason: reply.finish } : null,
     model,
     output,
     usage: {
@@ -256,7 +262,7 @@ function writeResponseStream(
     }
     send("response.output_item.done", { output_index: index, item });
   });
-  send("response.completed", { response: answer });
+  send(answer.status === "incomplete" ? "response.incomplete" : "response.completed", { response: answer });
   res.end();
 }
 
@@ -322,7 +328,7 @@ export async function startScriptedUpstream(
       const model = typeof body.model === "string" ? body.model : "scripted";
       if (api === "responses") {
         const answer = responseAnswer(reply, model, `resp_up_${bodies.length}`);
-        if (body.stream === true) writeResponseStream(res, answer);
+        if (body.stream === true && !reply.whole) writeResponseStream(res, answer);
         else res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(answer));
         return;
       }
