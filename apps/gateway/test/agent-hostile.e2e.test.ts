@@ -273,32 +273,42 @@ describe("the agent endpoint against a hostile upstream and hostile clients", ()
   });
 
   describe("backpressure", () => {
-    it("a streaming client that does not read holds the upstream back; when it goes, the upstream call ends", async () => {
-      upstream.handler = (_req, res) => {
-        res.writeHead(200, { "content-type": "text/event-stream" });
-        void upstream.flood(res, chunk({ content: "w".repeat(16 * 1024) }), 256 * MIB);
-      };
-      const { port } = new URL(roomy.url);
-      const body = JSON.stringify(turn({ stream: true }));
-      const socket = connect(Number(port), "127.0.0.1");
-      await new Promise<void>((resolve) => socket.once("connect", resolve));
-      socket.write(
-        `POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\nauthorization: Bearer ${TOKEN}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-      );
-      socket.pause(); // Reads nothing of the answer.
-      await until(() => upstream.flooded > 0);
-      // Wait until the flood stops moving (the buffers between are full) or has sent everything.
-      let last = -1;
-      for (let round = 0; round < 120 && upstream.flooded !== last && upstream.flooded < 256 * MIB; round++) {
-        last = upstream.flooded;
-        await new Promise((resolve) => setTimeout(resolve, 500));
-      }
-      expect(upstream.flooded).toBeLessThan(128 * MIB);
-      expect(upstream.floodClosed).toBe(false);
-      socket.destroy();
-      await until(() => upstream.floodClosed);
-      await healthy(roomy);
-    });
+    it.each([
+      ["/v1/chat/completions", () => turn({ stream: true })],
+      ["/v1/responses", () => ({ model: "m", input: "go", stream: true })],
+    ])(
+      "a streaming client of %s that does not read holds the upstream back; when it goes, the upstream call ends",
+      async (path, request) => {
+        upstream.handler = (_req, res) => {
+          res.writeHead(200, { "content-type": "text/event-stream" });
+          void upstream.flood(res, chunk({ content: "w".repeat(16 * 1024) }), 256 * MIB);
+        };
+        const { port } = new URL(roomy.url);
+        const body = JSON.stringify(request());
+        const socket = connect(Number(port), "127.0.0.1");
+        await new Promise<void>((resolve) => socket.once("connect", resolve));
+        socket.write(
+          `POST ${path} HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\nauthorization: Bearer ${TOKEN}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+        );
+        socket.pause(); // Reads nothing of the answer.
+        await until(() => upstream.flooded > 0);
+        // Wait until the flood stops moving (the buffers between are full) or has sent everything.
+        let last = -1;
+        for (
+          let round = 0;
+          round < 120 && upstream.flooded !== last && upstream.flooded < 256 * MIB;
+          round++
+        ) {
+          last = upstream.flooded;
+          await new Promise((resolve) => setTimeout(resolve, 500));
+        }
+        expect(upstream.flooded).toBeLessThan(128 * MIB);
+        expect(upstream.floodClosed).toBe(false);
+        socket.destroy();
+        await until(() => upstream.floodClosed);
+        await healthy(roomy);
+      },
+    );
   });
 
   describe("client requests", () => {

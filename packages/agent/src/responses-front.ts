@@ -1,7 +1,7 @@
 import { AgentError } from "./agent-error.js";
 import type { AgentLoop } from "./agent-loop.js";
 import type { UpstreamApi } from "./anthropic-messages.js";
-import { type ChatCompletionsContext, openAiErrorBody, type ResponseSink } from "./chat-completions-front.js";
+import { type ChatCompletionsContext, drainedOf, openAiErrorBody, type ResponseSink } from "./chat-completions-front.js";
 import { chatToolChoiceForMessages } from "./chat-to-messages.js";
 import type { FinishReason } from "./finish-reasons.js";
 import { completeTraced } from "./model-call-span.js";
@@ -149,7 +149,7 @@ export class ResponsesFront {
         const reply = await completeTraced(
           this.#options.upstream,
           { model, messages, tools: tools.tools, codeModeDirectOnly: null, params: { ...params, ...chosen } },
-          { signal: context.signal, ...stream },
+          { signal: context.signal, ...stream, ...drainedOf(sink) },
         );
         answer = {
           content: reply.content,
@@ -174,6 +174,7 @@ export class ResponsesFront {
           params,
           signal: context.signal,
           ...stream,
+          ...drainedOf(sink),
         });
         headers["codecell-thread"] = result.threadId;
         answer = result;
