@@ -1,7 +1,12 @@
 import { AgentError } from "./agent-error.js";
 import type { AgentLoop } from "./agent-loop.js";
 import type { UpstreamApi } from "./anthropic-messages.js";
-import { type ChatCompletionsContext, drainedOf, openAiErrorBody, type ResponseSink } from "./chat-completions-front.js";
+import {
+  type ChatCompletionsContext,
+  drainedOf,
+  openAiErrorBody,
+  type ResponseSink,
+} from "./chat-completions-front.js";
 import { chatToolChoiceForMessages } from "./chat-to-messages.js";
 import type { FinishReason } from "./finish-reasons.js";
 import { completeTraced } from "./model-call-span.js";
