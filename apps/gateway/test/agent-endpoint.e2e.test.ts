@@ -595,24 +595,41 @@ describe("the agent endpoint: POST /v1/chat/completions", () => {
       const openai = client(gateway, ALICE, { "codecell-session": "abort-1" });
       upstream.script({ hang: true });
       const controller = new AbortController();
+      const received = upstream.bodies.length;
       const pending = openai.chat.completions.create(
         { model: "m", messages: [{ role: "user", content: "slow" }], tools: CLIENT_TOOLS },
         { signal: controller.signal },
       );
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // The client goes away once the model holds its request.
+      for (let attempt = 0; attempt < 1000 && upstream.bodies.length === received; attempt++) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
       controller.abort();
       await expect(pending).rejects.toThrow();
-      for (let attempt = 0; attempt < 50 && upstream.abandoned() < 1; attempt++) {
+      for (let attempt = 0; attempt < 1000 && upstream.abandoned() < 1; attempt++) {
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
       expect(upstream.abandoned()).toBeGreaterThanOrEqual(1);
       upstream.script({ text: "fresh" });
-      const again = await openai.chat.completions.create({
-        model: "m",
-        messages: [{ role: "user", content: "slow" }],
-        tools: CLIENT_TOOLS,
-      });
-      expect(again.choices[0]?.message.content).toBe("fresh");
+      // The gateway frees the conversation as the cancelled request unwinds, a moment after the upstream
+      // call ends: a retry in that moment is told the conversation is busy (409), never loses it.
+      const retry = () =>
+        openai.chat.completions.create({
+          model: "m",
+          messages: [{ role: "user", content: "slow" }],
+          tools: CLIENT_TOOLS,
+        });
+      let again = await retry().catch((error: unknown) => error);
+      for (
+        let attempt = 0;
+        attempt < 100 && again instanceof OpenAI.APIError && again.status === 409;
+        attempt++
+      ) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        again = await retry().catch((error: unknown) => error);
+      }
+      if (again instanceof Error) throw again;
+      expect((again as OpenAI.ChatCompletion).choices[0]?.message.content).toBe("fresh");
     });
 
     it("needs the bearer token and refuses bad requests with a reason", async () => {
