@@ -14,13 +14,13 @@ const SERVER = join(APP_DIR, "test", "fixtures", "slow-server.mjs");
 function layout(mcpServers: Record<string, unknown>): { root: string; config: string; elsewhere: string } {
   const root = mkdtempSync(join(tmpdir(), "codecell-paths-"));
   mkdirSync(join(root, "conf", "servers"), { recursive: true });
-  mkdirSync(join(root, "shared"));
+  mkdirSync(join(root, "servers"));
   mkdirSync(join(root, "elsewhere"));
   // The README's shape: a CommonJS my-server.js beside the config (it starts a real MCP server).
   const server = `import(${JSON.stringify(pathToFileURL(SERVER).href)});\n`;
   writeFileSync(join(root, "conf", "my-server.js"), server);
   writeFileSync(join(root, "conf", "servers", "in-cwd.js"), server);
-  writeFileSync(join(root, "shared", "up.js"), server);
+  writeFileSync(join(root, "servers", "up.js"), server);
   const config = join(root, "conf", "my.json5");
   writeFileSync(config, JSON.stringify({ tools: { codeMode: true }, mcpServers }, null, 2));
   return { root, config, elsewhere: join(root, "elsewhere") };
@@ -33,7 +33,7 @@ describe("mcpServers paths, from a command started in another folder", () => {
   it("resolves ./ against the config file's folder, ../ above it, and ./ against an entry's cwd", async () => {
     const { config, elsewhere } = layout({
       mine: { command: "node", args: ["./my-server.js"] },
-      up: { command: "node", args: ["../shared/up.js"] },
+      up: { command: "node", args: ["../servers/up.js"] },
       cwd: { command: "node", args: ["./in-cwd.js"], cwd: "./servers" },
     });
     const checked = await runCli(["check", "--connect", "--config", config], { cwd: elsewhere });
