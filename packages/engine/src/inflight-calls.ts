@@ -94,6 +94,8 @@ export class InflightCalls {
   #pumping = false;
   #sink: OutcomeSink | null = null;
   #stored: { store: SnapshotStore; runId: string; forget: () => void } | null = null;
+  /** Told when the last started call ends (see `stopped`). */
+  #onIdle: Array<() => void> = [];
 
   constructor(
     readonly sessionId: string,
@@ -178,9 +180,37 @@ export class InflightCalls {
 
   /** A started call ended (InflightCall.finish, once per call): its slot is free. */
   ended(call: InflightCall, outcome: SettleOutcome): void {
-    this.#running--;
+    this.#left();
     this.#settled(call, outcome);
     this.#pump();
+  }
+
+  /** A running call let go of its slot. */
+  #left(): void {
+    this.#running--;
+    if (this.#running === 0 && this.#onIdle.length > 0) {
+      for (const wake of this.#onIdle.splice(0)) wake();
+    }
+  }
+
+  /**
+   * Resolves once no call is running on the host any more, or after `graceMs`. A run that ends
+   * (completed, failed, aborted) cancels its calls, but a call already inside its tool (a file being
+   * written, a request on the wire) ends only when the tool returns: waiting for that here means an
+   * answer that says the run ended is not followed by effects of its calls. The grace bounds an
+   * executor that ignores its signal.
+   */
+  stopped(graceMs: number): Promise<void> {
+    if (this.#running === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, graceMs);
+      timer.unref?.();
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.#onIdle.push(done);
+    });
   }
 
   #settled(call: InflightCall, settled: SettleOutcome): void {
@@ -280,7 +310,7 @@ export class InflightCalls {
     for (const call of handedOut) {
       this.#calls.delete(call.requestId);
       call.letGo();
-      this.#running--;
+      this.#left();
     }
     this.#pump();
   }

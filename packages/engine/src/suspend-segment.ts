@@ -22,6 +22,9 @@ import type { ControlCall } from "./types.js";
  * The engine's own part of a stored run. `memoryLimitBytes` is the limit its VM ran under, so a wait under
  * a tighter config refuses it (restore-limits.ts).
  */
+/** How long an ended run's answer waits for its cancelled calls to leave their tools (see InflightCalls.stopped). */
+const STOP_GRACE_MS = 2_000;
+
 export type RunHostState = { yieldRequestIds: string[]; memoryLimitBytes?: number };
 
 export async function settleSegment(
@@ -47,6 +50,7 @@ export async function settleSegment(
   if (end.type !== "waiting") {
     engine.inflight.delete(state.runId);
     inflight.abortAll("The code-mode run ended.");
+    await inflight.stopped(STOP_GRACE_MS);
     if (claim) {
       // A finish that fails (the store away) leaves the record claimed until its claim lease ends and
       // the sweep expires it; the run's result is what the model must hear either way.

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { createCodeModeEngine, type RunProgress } from "../src/index.js";
+import { createCodeModeEngine, type NestedToolCall, type RunProgress } from "../src/index.js";
 import { context, hostTools, TestExecutor } from "./support.js";
 
 const engine = createCodeModeEngine({ config: { enabled: true, timeoutMs: 10_000 } });
@@ -79,5 +79,41 @@ describe("streaming updates and cancellation of one control call", () => {
       status: "failed",
       code: "aborted",
     });
+  });
+
+  // A call already inside its tool when the run is cancelled (a file half written) cannot be taken
+  // back, but the answer that says the run ended must come after it: nothing the run did lands later.
+  it("answers an aborted run only once the calls inside their tools have returned", async () => {
+    const effects: number[] = [];
+    let entered = 0;
+    class StubbornExecutor extends TestExecutor {
+      override async callTool(call: NestedToolCall): Promise<unknown> {
+        if (call.tool.name !== "slow_echo") return super.callTool(call);
+        entered++;
+        // Ignores its signal, as a tool in the middle of a write does.
+        await new Promise((resolve) => setTimeout(resolve, 400));
+        effects.push(Number((call.input as { value: number }).value));
+        return null;
+      }
+    }
+    const controller = new AbortController();
+    const pending = prepare(new StubbornExecutor()).exec(
+      {
+        code: `await Promise.all([1, 2, 3].map((value) => tools.slow_echo({ ms: 0, value }))); return "all";`,
+      },
+      { toolCallId: "exec-stubborn", signal: controller.signal },
+    );
+    const started = Date.now();
+    while (entered < 3) {
+      if (Date.now() - started > 8000) throw new Error("the calls never started");
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    controller.abort();
+    const result = await pending;
+    expect(result).toMatchObject({ status: "failed", code: "aborted" });
+    const atAnswer = effects.length;
+    expect(atAnswer).toBe(3);
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(effects.length).toBe(atAnswer);
   });
 });

@@ -62,6 +62,9 @@ class FileIoGate {
       });
     } else this.#active++;
     try {
+      // Cancelled while it waited for its turn, or between the cell's call and now: touch nothing.
+      if (signal.aborted)
+        throw new CodeModeError("aborted", "The file operation was cancelled before it started.");
       return await work();
     } finally {
       const next = this.#waiting.shift();
