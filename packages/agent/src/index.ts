@@ -46,7 +46,7 @@ export {
   snapshotStoreResponses,
 } from "./response-store.js";
 export { DROPPED_TOOLS_HEADER, ResponsesFront, type ResponsesFrontOptions } from "./responses-front.js";
-export type { HostedToolPolicy } from "./responses-items.js";
+export type { HostedToolPolicy } from "./responses-tools.js";
 export { ResponsesUpstream, type ResponsesUpstreamOptions } from "./responses-upstream.js";
 export type {
   ModelCallOptions,

@@ -14,8 +14,6 @@ import type { ResponseStore, StoredResponse } from "./response-store.js";
 import {
   chatToolChoice,
   fromResponsesInput,
-  fromResponsesTools,
-  type HostedToolPolicy,
   ResponseIds,
   responseOfItem,
   responsesEnding,
@@ -24,6 +22,7 @@ import {
 } from "./responses-items.js";
 import { responsesParams } from "./responses-params.js";
 import { ResponsesStreamWriter } from "./responses-stream.js";
+import { fromResponsesTools, type HostedToolPolicy } from "./responses-tools.js";
 import type { ModelUpstream, TurnMessage, TurnToolCall, TurnUsage } from "./turn.js";
 
 export type ResponsesFrontOptions = {
@@ -116,7 +115,7 @@ export class ResponsesFront {
         previous = await responses.get(context.principal, previousId);
         if (!previous) throw notFound(previousId, "invalid_request");
       }
-      const tools = fromResponsesTools(request.tools, this.#options.hostedTools ?? "drop");
+      const tools = fromResponsesTools(request.tools, this.#options.hostedTools ?? "drop", request.input);
       const input = await fromResponsesInput(request.input ?? [], (id) =>
         this.#storedItem(context.principal, id),
       );
@@ -187,7 +186,7 @@ export class ResponsesFront {
       const ending = responsesEnding(answer.finishReason);
       const response = responseObject(request, settings, {
         ...answer,
-        output: toResponsesOutput(ids, answer.content, answer.toolCalls, tools.custom, ending.status),
+        output: toResponsesOutput(ids, answer.content, answer.toolCalls, tools, ending.status),
       });
       if (request.store !== false) {
         const answered: TurnMessage = {

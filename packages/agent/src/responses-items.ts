@@ -2,7 +2,8 @@ import { randomBytes } from "node:crypto";
 import { AgentError } from "./agent-error.js";
 import { type FinishReason, toWireFinish } from "./finish-reasons.js";
 import { contentText, toolFailure } from "./openai-messages.js";
-import type { TurnMessage, TurnTool, TurnToolCall, TurnUsage } from "./turn.js";
+import { namespacedName, type ResponsesTools } from "./responses-tools.js";
+import type { TurnMessage, TurnToolCall, TurnUsage } from "./turn.js";
 
 /**
  * The OpenAI Responses API's shapes as the loop reads and writes them: `input` items in the loop's
@@ -20,72 +21,6 @@ const record = (value: unknown): Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
     ? (value as Record<string, unknown>)
     : {};
-
-/** What to do with a hosted tool (web search, a local shell, ...) that no cell can run. */
-export type HostedToolPolicy = "drop" | "refuse";
-
-/** A request's tools in the loop's terms: its client tools, which of them are custom, what was left out. */
-export type ResponsesTools = {
-  tools: TurnTool[];
-  /** Custom (freeform) tools: their input is one string, carried as `{ "input": "..." }` in the run. */
-  custom: Set<string>;
-  /** Hosted tools left out of the run under the `drop` policy, by type. */
-  dropped: string[];
-};
-
-/** The parameters a custom tool has as a client tool: its free-text input as one string field. */
-function customToolParameters(fields: Record<string, unknown>): unknown {
-  const format = record(fields.format);
-  const grammar =
-    format.type === "grammar" && typeof format.definition === "string"
-      ? ` It follows this ${String(format.syntax ?? "")} grammar:\n${format.definition}`
-      : "";
-  return {
-    type: "object",
-    properties: { input: { type: "string", description: `The tool's free-text input.${grammar}` } },
-    required: ["input"],
-    additionalProperties: false,
-  };
-}
-
-/** A Responses `tools` array as client tools: function and custom tools; hosted tools by policy. */
-export function fromResponsesTools(tools: unknown, policy: HostedToolPolicy): ResponsesTools {
-  const result: ResponsesTools = { tools: [], custom: new Set(), dropped: [] };
-  if (tools === undefined || tools === null) return result;
-  if (!Array.isArray(tools)) {
-    throw invalid('"tools" must be an array of { type: "function", name, parameters } tools.');
-  }
-  const names = new Set<string>();
-  tools.forEach((tool, index) => {
-    const fields = record(tool);
-    if (fields.type !== "function" && fields.type !== "custom") {
-      if (policy === "drop") {
-        result.dropped.push(String(fields.type));
-        return;
-      }
-      throw invalid(
-        `tools[${index}] is a ${JSON.stringify(fields.type)} tool, which no code-mode cell can run: give function or custom tools, or leave it out (the gateway drops such tools instead with agent.hostedTools "drop").`,
-      );
-    }
-    if (typeof fields.name !== "string" || !fields.name) {
-      throw invalid(`tools[${index}] needs a name: { type: "function", name, parameters }.`);
-    }
-    if (names.has(fields.name)) {
-      throw invalid(`tools[${index}]: the name "${fields.name}" is given twice.`);
-    }
-    names.add(fields.name);
-    if (fields.type === "custom") result.custom.add(fields.name);
-    result.tools.push({
-      name: fields.name,
-      description: typeof fields.description === "string" ? fields.description : "",
-      parameters:
-        fields.type === "custom"
-          ? customToolParameters(fields)
-          : (fields.parameters ?? { type: "object", properties: {} }),
-    });
-  });
-  return result;
-}
 
 /** A user, system or developer message's content: text as a string, images as Chat Completions parts. */
 function inputContent(content: unknown, where: string, role: string): string | unknown[] {
@@ -199,13 +134,18 @@ export async function fromResponsesInput(
         if (typeof fields.call_id !== "string" || typeof fields.name !== "string") {
           throw invalid(`${where}: a ${type} item needs call_id and name.`);
         }
+        // A namespace's tool is called by the name the run knows it by (the name it was handed out as).
+        const name =
+          typeof fields.namespace === "string" && fields.namespace
+            ? namespacedName(fields.namespace, fields.name)
+            : fields.name;
         const args =
           type === "custom_tool_call"
             ? JSON.stringify({ input: typeof fields.input === "string" ? fields.input : "" })
             : typeof fields.arguments === "string"
               ? fields.arguments
               : JSON.stringify(fields.arguments ?? {});
-        addCall({ id: fields.call_id, name: fields.name, arguments: args });
+        addCall({ id: fields.call_id, name, arguments: args });
         break;
       }
       case "function_call_output":
@@ -221,6 +161,9 @@ export async function fromResponsesInput(
         });
         break;
       }
+      case "additional_tools":
+        // Tools the client offers in its input: read with the request's tools (responses-tools.ts).
+        break;
       case "reasoning":
         // Reasoning of an earlier answer: these upstreams take none back, and the hidden turns keep
         // what the model saw of its own cells.
@@ -228,7 +171,7 @@ export async function fromResponsesInput(
       default:
         if (typeof type === "string" && HOSTED_ITEMS.test(type)) break;
         throw invalid(
-          `${where} is a ${JSON.stringify(type)} item; send message, function_call, function_call_output, custom_tool_call, custom_tool_call_output, reasoning or item_reference items.`,
+          `${where} is a ${JSON.stringify(type)} item; send message, function_call, function_call_output, custom_tool_call, custom_tool_call_output, additional_tools, reasoning or item_reference items.`,
         );
     }
   }
@@ -292,9 +235,12 @@ export function outputTextPart(text: string): Record<string, unknown> {
 export function callItem(
   ids: ResponseIds,
   call: TurnToolCall,
-  custom: ReadonlySet<string>,
+  tools: Pick<ResponsesTools, "custom" | "namespaced">,
 ): ResponsesOutputItem {
-  if (custom.has(call.name)) {
+  // A namespace's tool goes back under its own name, with its namespace.
+  const wire = tools.namespaced.get(call.name);
+  const named = wire ? { name: wire.name, namespace: wire.namespace } : { name: call.name };
+  if (tools.custom.has(call.name)) {
     let input = "";
     try {
       const value = record(JSON.parse(call.arguments)).input;
@@ -307,7 +253,7 @@ export function callItem(
       id: ids.item("ctc"),
       status: "completed",
       call_id: call.id,
-      name: call.name,
+      ...named,
       input,
     };
   }
@@ -316,7 +262,7 @@ export function callItem(
     id: ids.item("fc"),
     status: "completed",
     call_id: call.id,
-    name: call.name,
+    ...named,
     arguments: call.arguments,
   };
 }
@@ -329,12 +275,12 @@ export function toResponsesOutput(
   ids: ResponseIds,
   content: string | null,
   toolCalls: readonly TurnToolCall[],
-  custom: ReadonlySet<string>,
+  tools: Pick<ResponsesTools, "custom" | "namespaced">,
   status: "completed" | "incomplete" = "completed",
 ): ResponsesOutputItem[] {
   return [
     ...(content ? [messageItem(ids.messageId, content, status)] : []),
-    ...toolCalls.map((call) => callItem(ids, call, custom)),
+    ...toolCalls.map((call) => callItem(ids, call, tools)),
   ];
 }
 
