@@ -23,7 +23,7 @@ import type { ConversationRecord, ConversationStore, HandedOutCall } from "./con
 import type { FinishReason, WireApi } from "./finish-reasons.js";
 import { DEFAULT_LIMITS, upstreamLimitError } from "./limits.js";
 import { completeTraced } from "./model-call-span.js";
-import { flattenForeignToolHistory, matchToolResults } from "./pending-calls.js";
+import { flattenForeignToolHistory, matchToolResults, unansweredCallsError } from "./pending-calls.js";
 import {
   addUsage,
   type ModelUpstream,
@@ -404,6 +404,10 @@ class Turn {
     // text) goes to the model once the calls of its last answer are all answered.
     let leading = 0;
     while (newMessages[leading]?.role === "tool") leading++;
+    if (!newMessages.some((message) => message.role === "tool")) {
+      await this.#endPending(pending);
+      throw unansweredCallsError(pending.calls, this.request.api ?? "chat-completions");
+    }
     const results = matchToolResults(pending.calls, newMessages, this.request.api);
     this.deferred.push(...newMessages.slice(leading));
     const { engine } = this.options;
@@ -430,6 +434,37 @@ class Turn {
       { toolCallId: `${control.id}/resume-${pending.resumes + 1}`, signal: this.request.signal },
     );
     return this.#afterControl(control, result, pending.resumes + 1);
+  }
+
+  /**
+   * A client answered a hand-out without any result: the run waiting for them is ended now rather than
+   * left until its TTL, and the model's unanswered calls get a result that says so. The conversation is
+   * stored without a pending run, so the same request sent again goes on from there.
+   */
+  async #endPending(pending: NonNullable<ConversationRecord["pending"]>): Promise<void> {
+    const { engine, conversations, transcriptTtlSeconds } = this.options;
+    await engine.abort({ sessionId: this.#sessionId() }, "client_sent_no_results");
+    const names = pending.calls.map((call) => call.name).join(", ");
+    for (const call of this.unanswered) {
+      this.upstream.push({
+        role: "tool",
+        toolCallId: call.id,
+        content: JSON.stringify({
+          status: "aborted",
+          error: `The cell was ended: the client answered without the results of its tool calls (${names}).`,
+        }),
+      });
+    }
+    this.unanswered = [];
+    if (this.record && this.recordKey !== null) {
+      const { pending: _ended, ...rest } = this.record;
+      await conversations.put(
+        this.request.principal,
+        this.recordKey,
+        { ...rest, upstream: this.upstream, unanswered: [] },
+        transcriptTtlSeconds,
+      );
+    }
   }
 
   /** Runs the model's exec and wait calls in order; stops at the first that hands client tools out. */

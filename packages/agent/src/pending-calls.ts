@@ -26,6 +26,19 @@ const WORDS: Record<WireApi, { calls: string; result: string; where: string }> =
 };
 
 /**
+ * The error for a request that answers a hand-out with no result at all (a client that does not run
+ * tools, or dropped the results): what it must send, and that the cell waiting for them was ended.
+ */
+export function unansweredCallsError(pending: readonly HandedOutCall[], api: WireApi): AgentError {
+  const words = WORDS[api];
+  const calls = pending.map((call) => `${call.visibleId} (${call.name})`).join(", ");
+  return new AgentError(
+    "invalid_request",
+    `The last answer asked for ${words.calls} ${calls}, and this request holds no result for them. A client must run each call and send ${words.result} with its result, ${words.where}. The cell that waited for them has been ended and the model is told so: send your request again to go on without those results.`,
+  );
+}
+
+/**
  * Matches the client's results (the tool messages leading `messages`) to the calls the endpoint
  * handed out. Every pending call needs its result, and only those: a result for anything else is
  * refused (it would go nowhere), and so is a result after the client's next words (the run waits for
