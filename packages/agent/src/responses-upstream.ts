@@ -28,7 +28,17 @@ export type ResponsesUpstreamOptions = {
   limits?: Partial<UpstreamLimits>;
   /** Name the upstream's address in errors clients get. Default false. */
   showAddress?: boolean;
+  /**
+   * Offer `exec` as a custom tool whose input is the cell itself (no grammar), rather than a function
+   * tool whose arguments are JSON: the model writes code without escaping it into a JSON string.
+   * Default false. A custom exec takes the code only (no `language`).
+   */
+  execAsCustomTool?: boolean;
 };
+
+/** The tool a custom exec stands for, and the field of its arguments the cell is. */
+const EXEC = "exec";
+const CODE_FIELD = "code";
 
 const DEFAULT_TIMEOUT_MS = 120_000;
 
@@ -62,9 +72,23 @@ function inputParts(content: TurnMessage["content"]): string | unknown[] {
   });
 }
 
-/** The loop's messages as Responses `input` items: calls and results as their own items. */
-export function toResponsesInput(messages: readonly TurnMessage[]): unknown[] {
+/** A call's cell, for a custom exec: the `code` of its JSON arguments (the text itself if not JSON). */
+function cellOf(args: string): string {
+  try {
+    const code = record(JSON.parse(args))[CODE_FIELD];
+    return typeof code === "string" ? code : args;
+  } catch {
+    return args;
+  }
+}
+
+/**
+ * The loop's messages as Responses `input` items: calls and results as their own items (with a custom
+ * exec, its calls as `custom_tool_call` items holding the cell, and their results as its outputs).
+ */
+export function toResponsesInput(messages: readonly TurnMessage[], execAsCustomTool = false): unknown[] {
   const input: unknown[] = [];
+  const customCalls = new Set<string>();
   for (const message of messages) {
     switch (message.role) {
       case "system":
@@ -77,12 +101,27 @@ export function toResponsesInput(messages: readonly TurnMessage[]): unknown[] {
         input.push(...(message.reasoning ?? []));
         if (message.content) input.push({ role: "assistant", content: message.content });
         for (const call of message.toolCalls ?? []) {
-          input.push({ type: "function_call", call_id: call.id, name: call.name, arguments: call.arguments });
+          if (execAsCustomTool && call.name === EXEC) {
+            customCalls.add(call.id);
+            input.push({
+              type: "custom_tool_call",
+              call_id: call.id,
+              name: call.name,
+              input: cellOf(call.arguments),
+            });
+          } else {
+            input.push({
+              type: "function_call",
+              call_id: call.id,
+              name: call.name,
+              arguments: call.arguments,
+            });
+          }
         }
         break;
       default:
         input.push({
-          type: "function_call_output",
+          type: customCalls.has(message.toolCallId) ? "custom_tool_call_output" : "function_call_output",
           call_id: message.toolCallId,
           // The failure convention of the other APIs: the Responses API marks no output as an error.
           output: message.isError ? JSON.stringify({ error: message.content }) : message.content,
@@ -163,8 +202,10 @@ export class ResponsesUpstream implements ModelUpstream {
   readonly providerName = "openai";
   readonly baseUrl: string;
   readonly #transport: UpstreamTransport;
+  readonly #execAsCustomTool: boolean;
 
   constructor(options: ResponsesUpstreamOptions) {
+    this.#execAsCustomTool = options.execAsCustomTool ?? false;
     this.#transport = new UpstreamTransport({
       baseUrl: options.baseUrl,
       path: "/responses",
@@ -191,17 +232,23 @@ export class ResponsesUpstream implements ModelUpstream {
 
   /** The body the loop sends for one model call; the final payload check runs on it (fail closed). */
   body(request: ModelRequest, stream: boolean): Record<string, unknown> {
-    const tools = request.tools.map((tool) => ({
-      type: "function",
-      name: tool.name,
-      description: tool.description,
-      parameters: tool.parameters,
-      strict: false,
-    }));
+    // Only where code mode drives: a passed-through request's tool named exec is the client's own.
+    const customExec = this.#execAsCustomTool && request.codeModeDirectOnly !== null;
+    const tools = request.tools.map((tool) =>
+      customExec && tool.name === EXEC
+        ? { type: "custom", name: tool.name, description: tool.description }
+        : {
+            type: "function",
+            name: tool.name,
+            description: tool.description,
+            parameters: tool.parameters,
+            strict: false,
+          },
+    );
     const body: Record<string, unknown> = {
       ...responsesParams(request.params),
       model: request.model,
-      input: toResponsesInput(request.messages),
+      input: toResponsesInput(request.messages, customExec),
       // A reasoning model's chain comes back encrypted (nothing is stored upstream) and goes with the
       // hidden turns it belongs to; asked for only where the request sets a reasoning effort.
       ...(request.params.reasoning_effort !== undefined ? { include: ["reasoning.encrypted_content"] } : {}),
@@ -264,6 +311,13 @@ export class ResponsesUpstream implements ModelUpstream {
           id: typeof fields.call_id === "string" ? fields.call_id : "",
           name: typeof fields.name === "string" ? fields.name : "",
           arguments: typeof fields.arguments === "string" ? fields.arguments : "{}",
+        });
+      } else if (fields.type === "custom_tool_call" && this.#execAsCustomTool && fields.name === EXEC) {
+        // The cell as the loop's exec arguments: the same call a function exec would have made.
+        calls.push({
+          id: typeof fields.call_id === "string" ? fields.call_id : "",
+          name: EXEC,
+          arguments: JSON.stringify({ [CODE_FIELD]: typeof fields.input === "string" ? fields.input : "" }),
         });
       } else if (fields.type === "reasoning") {
         reasoning.push(item);

@@ -24,6 +24,8 @@ export type AgentSettings = {
     maxTokens: number;
     /** Name the upstream's address in the errors clients get (off: only operators see it). */
     showAddressInErrors: boolean;
+    /** A Responses upstream is offered exec as a custom tool whose input is the cell (no JSON escaping). */
+    execAsCustomTool: boolean;
   };
   maxModelTurns: number;
   transcriptTtlSeconds: number;
@@ -52,6 +54,7 @@ export const agentConfigSchema = () =>
       headers: z.record(z.string(), z.string()).optional(),
       maxTokens: z.number().int().min(1).max(1_000_000).optional(),
       showAddressInErrors: z.boolean().optional(),
+      execAsCustomTool: z.boolean().optional(),
     }),
     limits: z
       .strictObject({
@@ -104,6 +107,8 @@ export const AGENT_FIELD_HINTS: Record<string, string> = {
   "agent.upstream.maxTokens": `max_tokens (1 to 1000000, default ${DEFAULT_UPSTREAM_MAX_TOKENS}) sent to a Messages upstream when a request sets none`,
   "agent.upstream.showAddressInErrors":
     "true to name the upstream's address in the errors clients get (default false: only the debug lines show it)",
+  "agent.upstream.execAsCustomTool":
+    'true to offer a Responses upstream (api "responses") exec as a custom tool whose input is the cell itself, so the model writes code without JSON escaping (default false)',
   "agent.limits":
     "an object of bounds on one request and one upstream answer: maxAnswerBytes, maxSseEventBytes, maxToolCallsPerAnswer, maxCellsPerRequest, maxClientTools, maxBodyBytes, maxJsonDepth",
   "agent.limits.maxAnswerBytes": `bytes of one upstream answer, streamed or not (1024 to 1 GiB, default ${DEFAULT_LIMITS.maxAnswerBytes})`,
@@ -149,6 +154,13 @@ export function resolveAgentSettings(
         "is empty (an environment variable that is not set?). Set it, or leave apiKey out for an upstream without keys.",
     });
   }
+  if (upstream.execAsCustomTool && upstream.api !== "responses") {
+    problems.push({
+      file,
+      path: "agent.upstream.execAsCustomTool",
+      message: `applies to a Responses API upstream only (custom tools are that API's): set agent.upstream.api to "responses", or leave execAsCustomTool out.`,
+    });
+  }
   return {
     upstream: {
       api: upstream.api ?? "chat-completions",
@@ -159,6 +171,7 @@ export function resolveAgentSettings(
       headers: upstream.headers ?? {},
       maxTokens: upstream.maxTokens ?? DEFAULT_UPSTREAM_MAX_TOKENS,
       showAddressInErrors: upstream.showAddressInErrors ?? false,
+      execAsCustomTool: upstream.execAsCustomTool ?? false,
     },
     maxModelTurns: raw.maxModelTurns ?? DEFAULT_MAX_MODEL_TURNS,
     transcriptTtlSeconds: raw.transcriptTtlSeconds ?? DEFAULT_TRANSCRIPT_TTL_SECONDS,

@@ -197,7 +197,7 @@ export function createAgentRoutes(
       settings.upstream.api === "messages"
         ? new MessagesUpstream({ ...transport, defaultMaxTokens: settings.upstream.maxTokens })
         : settings.upstream.api === "responses"
-          ? new ResponsesUpstream(transport)
+          ? new ResponsesUpstream({ ...transport, execAsCustomTool: settings.upstream.execAsCustomTool })
           : new OpenAiUpstream(transport);
     // The fronts write parameters and content parts in Chat Completions terms for any OpenAI upstream
     // (a Responses upstream maps them itself).

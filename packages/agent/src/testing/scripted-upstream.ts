@@ -13,7 +13,8 @@ import type { AddressInfo } from "node:net";
 export type ScriptedReply =
   | ({ text: string; usage?: { prompt: number; completion: number } } & AnswerOptions)
   | ({
-      toolCalls: Array<{ name: string; arguments: unknown; id?: string }>;
+      /** `custom`: a Responses upstream answers a custom_tool_call whose input is `arguments` (a string). */
+      toolCalls: Array<{ name: string; arguments: unknown; id?: string; custom?: true }>;
       text?: string;
       /** A Responses upstream answers a reasoning item first, with this as its encrypted content. */
       reasoning?: string;
@@ -194,14 +195,25 @@ function responseAnswer(reply: Answered, model: string, id: string) {
           },
         ]
       : []),
-    ...calls.map((call, index) => ({
-      type: "function_call",
-      id: `fc_${id}_${index}`,
-      status: "completed",
-      call_id: call.id ?? `call_up_${++callNumber}`,
-      name: call.name,
-      arguments: typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments),
-    })),
+    ...calls.map((call, index) =>
+      call.custom
+        ? {
+            type: "custom_tool_call",
+            id: `ctc_${id}_${index}`,
+            status: "completed",
+            call_id: call.id ?? `call_up_${++callNumber}`,
+            name: call.name,
+            input: String(call.arguments),
+          }
+        : {
+            type: "function_call",
+            id: `fc_${id}_${index}`,
+            status: "completed",
+            call_id: call.id ?? `call_up_${++callNumber}`,
+            name: call.name,
+            arguments: typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments),
+          },
+    ),
   ];
   // A finish word other than "completed" is why the response is incomplete (its incomplete_details).
   const incomplete = reply.finish !== undefined && reply.finish !== "completed";
@@ -245,6 +257,13 @@ function writeResponseStream(
           delta: text.slice(at, at + 4),
         });
       }
+    } else if (item.type === "custom_tool_call") {
+      send("response.output_item.added", { output_index: index, item: { ...item, input: "" } });
+      send("response.custom_tool_call_input.delta", {
+        item_id: item.id,
+        output_index: index,
+        delta: item.input,
+      });
     } else {
       const args = String(item.arguments);
       const half = Math.floor(args.length / 2);
