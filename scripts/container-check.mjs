@@ -8,30 +8,19 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { callCodeMode, connectGateway, waitForStatus } from "./containers/gateway-client.mjs";
 import { installPackages, packPackages, runInstalledPackages } from "./containers/packages.mjs";
 import { containerSkipReason, containersRequired, podmanEnv, run } from "./containers/podman.mjs";
 import { STAND_IN_NODE, STAND_IN_REDIS, standInImages } from "./containers/stand-in-images.mjs";
+import { freePort } from "./redis-server.mjs";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const IMAGE = "localhost/codecell:container-check";
 const started = Date.now();
 const log = (message) =>
   console.log(`container-check [${Math.round((Date.now() - started) / 1000)} s] ${message}`);
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 if (!existsSync(join(ROOT, "apps", "gateway", "dist", "cli.js"))) {
   console.error("container-check: the workspace is not built; run `npm test` or `npm run build` first");

@@ -15,10 +15,15 @@ const SDK = join(
   "client",
 );
 
+/** A module of the MCP SDK's client ("index.js", "stdio.js", ...), from the workspace's install. */
+export function sdkClientModule(file) {
+  return import(pathToFileURL(join(SDK, file)).href);
+}
+
 /** An initialized MCP client on http://127.0.0.1:<port>/mcp with the bearer token and a conversation. */
 export async function connectGateway(port, token, conversation) {
-  const { Client } = await import(pathToFileURL(join(SDK, "index.js")).href);
-  const { StreamableHTTPClientTransport } = await import(pathToFileURL(join(SDK, "streamableHttp.js")).href);
+  const { Client } = await sdkClientModule("index.js");
+  const { StreamableHTTPClientTransport } = await sdkClientModule("streamableHttp.js");
   const client = new Client({ name: "container-check", version: "1.0.0" });
   const headers = { authorization: `Bearer ${token}`, "codecell-session": conversation };
   await client.connect(

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
+import { sdkClientModule } from "./gateway-client.mjs";
 import { run } from "./podman.mjs";
 
 const PNPM = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")).packageManager;
@@ -89,19 +89,8 @@ export async function runInstalledPackages(root, installDir, log) {
   log("npx codecell exec: a cell completed");
 
   // `codecell serve` over stdio, with the MCP SDK client the workspace has.
-  const sdk = join(
-    root,
-    "apps",
-    "gateway",
-    "node_modules",
-    "@modelcontextprotocol",
-    "sdk",
-    "dist",
-    "esm",
-    "client",
-  );
-  const { Client } = await import(pathToFileURL(join(sdk, "index.js")).href);
-  const { StdioClientTransport } = await import(pathToFileURL(join(sdk, "stdio.js")).href);
+  const { Client } = await sdkClientModule("index.js");
+  const { StdioClientTransport } = await sdkClientModule("stdio.js");
   const client = new Client({ name: "container-check", version: "1.0.0" });
   await client.connect(
     new StdioClientTransport({
