@@ -288,11 +288,6 @@ describe("the agent endpoint on a Messages API upstream", () => {
         messages: [{ role: "user" as const, content: "hi" }],
         tools: MESSAGES_TOOLS,
       };
-      const thinking = await rejectionOf(
-        anthropic.messages.create({ ...base, thinking: { type: "enabled", budget_tokens: 1024 } }),
-        Anthropic.BadRequestError,
-      );
-      expect(messageOf(thinking)).toContain('"thinking" is not carried through code mode');
       const servers = await rejectionOf(
         anthropic.messages.create({
           ...base,

@@ -40,17 +40,25 @@ export class AgentError extends Error {
   readonly upstreamStatus: number | undefined;
   /** Headers the client gets with the error: an upstream's `retry-after`, passed on. */
   readonly headers: Readonly<Record<string, string>>;
+  /** Machine-readable details a client reads from the error body (`error.details`), when there are any. */
+  readonly details: Readonly<Record<string, unknown>> | undefined;
 
   constructor(
     kind: AgentErrorKind,
     message: string,
-    options: { upstreamStatus?: number; cause?: unknown; headers?: Record<string, string> } = {},
+    options: {
+      upstreamStatus?: number;
+      cause?: unknown;
+      headers?: Record<string, string>;
+      details?: Record<string, unknown>;
+    } = {},
   ) {
     super(message, options.cause !== undefined ? { cause: options.cause } : undefined);
     this.name = "AgentError";
     this.kind = kind;
     this.upstreamStatus = options.upstreamStatus;
     this.headers = options.headers ?? {};
+    this.details = options.details;
     // A client error of the upstream (its 4xx, such as an unknown model) is the client's to fix.
     this.status =
       kind === "upstream_error" && options.upstreamStatus !== undefined && options.upstreamStatus < 500

@@ -29,11 +29,15 @@ const record = (value: unknown): Record<string, unknown> =>
 export function systemText(system: unknown): string {
   if (typeof system === "string") return system;
   if (!Array.isArray(system)) throw invalid('"system" must be a string or an array of text blocks.');
-  return system
+  return systemTextAt(system, "system");
+}
+
+function systemTextAt(blocks: readonly unknown[], where: string): string {
+  return blocks
     .map((block, index) => {
       const fields = record(block);
       if (fields.type !== "text" || typeof fields.text !== "string")
-        throw invalid(`system[${index}] must be a text block { type: "text", text }.`);
+        throw invalid(`${where}[${index}] must be a text block { type: "text", text }.`);
       return fields.text;
     })
     .join("\n\n");
@@ -80,8 +84,18 @@ function toTurnMessages(message: unknown, index: number, api: UpstreamApi): Turn
   const fields = record(message);
   const where = `messages[${index}]`;
   const { role, content } = fields;
+  if (role === "system") {
+    // A system message among the others (Claude Code sends its environment so): as text, so the same
+    // words hash the same whether the client sends them as blocks with cache hints or as a string.
+    if (typeof content !== "string" && !Array.isArray(content))
+      throw invalid(`${where}.content must be a string or an array of text blocks.`);
+    const text = typeof content === "string" ? content : systemTextAt(content, `${where}.content`);
+    return text ? [{ role: "system", content: text, inline: true }] : [];
+  }
   if (role !== "user" && role !== "assistant")
-    throw invalid(`${where} has role ${JSON.stringify(role)}; the Messages API has user and assistant.`);
+    throw invalid(
+      `${where} has role ${JSON.stringify(role)}; the Messages API has user, assistant and system.`,
+    );
   if (typeof content === "string") return [{ role, content }];
   if (!Array.isArray(content))
     throw invalid(`${where}.content must be a string or an array of content blocks.`);
@@ -260,5 +274,8 @@ function typeOfStatus(status: number): string | null {
  */
 export function messagesErrorBody(error: AgentError, status: number = error.status): unknown {
   const type = typeOfStatus(status) ?? ERROR_TYPES[error.kind];
-  return { type: "error", error: { type, message: error.message } };
+  return {
+    type: "error",
+    error: { type, message: error.message, ...(error.details ? { details: error.details } : {}) },
+  };
 }

@@ -39,14 +39,15 @@ function invalid(message: string): AgentError {
 
 /**
  * The Messages request's other parameters in the upstream's terms: as they are for a Messages
- * upstream; for Chat Completions the ones with a counterpart there, and a clear refusal for the rest.
+ * upstream; for Chat Completions the ones with a counterpart there, the ones that only steer how
+ * Anthropic's own models work dropped (see the README's table), and a clear refusal for the rest.
  */
 export function messagesParams(request: Record<string, unknown>, api: UpstreamApi): Record<string, unknown> {
   const params: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(request)) {
     if (LOOP_FIELDS.has(key) || value === undefined) continue;
     if (api === "messages") {
-      refuseInCodeMode(key, value);
+      refuseInCodeMode(key);
       params[key] = value;
       continue;
     }
@@ -64,11 +65,14 @@ export function messagesParams(request: Record<string, unknown>, api: UpstreamAp
         if (typeof user === "string") params.user = user;
         break;
       }
+      // Extended thinking and its context edits belong to Anthropic's models; a Chat Completions
+      // model reasons (or not) as it is made to, and has no thinking blocks to edit.
       case "thinking":
-        if ((value as { type?: unknown } | null)?.type === "disabled") break;
-        throw invalid(
-          '"thinking" cannot be sent to this gateway\'s upstream, which speaks Chat Completions (agent.upstream.api): leave it out.',
-        );
+      case "context_management":
+        break;
+      case "output_config":
+        Object.assign(params, outputConfigParams(value));
+        break;
       default:
         throw invalid(
           `"${key}" has no counterpart in Chat Completions, which this gateway's upstream speaks (agent.upstream.api): leave it out.`,
@@ -79,21 +83,48 @@ export function messagesParams(request: Record<string, unknown>, api: UpstreamAp
 }
 
 /**
- * Parameters a Messages upstream would take but code mode cannot keep: thinking blocks must go back to
- * the model with its tool calls, which the hidden turns do not carry; remote MCP servers would give the
- * model tools besides exec and wait.
+ * `output_config` for Chat Completions: a JSON schema `format` becomes `response_format`; `effort` is
+ * dropped, since `reasoning_effort` fails on the models that do not reason.
  */
-function refuseInCodeMode(key: string, value: unknown): void {
-  if (key === "thinking" && (value as { type?: unknown } | null)?.type !== "disabled") {
+function outputConfigParams(value: unknown): Record<string, unknown> {
+  const format = (value as { format?: unknown } | null)?.format as Record<string, unknown> | undefined;
+  if (format === undefined || format === null) return {};
+  if (format.type !== "json_schema" || typeof format.schema !== "object" || format.schema === null) {
     throw invalid(
-      '"thinking" is not carried through code mode\'s hidden turns: leave it out, or set { type: "disabled" }.',
+      '"output_config.format" must be { type: "json_schema", schema } to be sent to a Chat Completions upstream (agent.upstream.api).',
     );
   }
+  return { response_format: { type: "json_schema", json_schema: { name: "output", schema: format.schema } } };
+}
+
+/** Remote MCP servers would give the model tools besides exec and wait: a Messages upstream must not get them. */
+function refuseInCodeMode(key: string): void {
   if (key === "mcp_servers") {
     throw invalid(
       '"mcp_servers" would show the model tools besides exec and wait: add those servers to the gateway config (mcpServers) instead, where cells call them.',
     );
   }
+}
+
+/**
+ * Server-held message threads (`thread`, as the Anthropic SDK's `toolRunner` sends by default) are not
+ * held here: the run's hidden turns are what the endpoint keeps, and a thread's short request would
+ * reach the model without them. The error code is the one the SDK reads to send the whole conversation
+ * again without a thread.
+ */
+function refuseThread(request: Record<string, unknown>): void {
+  const field =
+    request.thread !== undefined
+      ? "thread"
+      : request.previous_message_id !== undefined
+        ? "previous_message_id"
+        : null;
+  if (field === null) return;
+  throw new AgentError(
+    "invalid_request",
+    `This endpoint does not hold message threads ("${field}"): send the whole conversation in "messages" without "thread" (the Anthropic SDK does so by itself on this error).`,
+    { details: { error_code: "thread_unsupported_request", unsupported: [field] } },
+  );
 }
 
 /** A Messages `tool_choice` in Chat Completions terms, for a request passed through to such an upstream. */
@@ -172,6 +203,7 @@ export class MessagesFront {
         );
       }
       const request = body as Record<string, unknown>;
+      refuseThread(request);
       const { loop, upstreamApi } = this.#options;
       const tools = request.tools;
       const passThrough =

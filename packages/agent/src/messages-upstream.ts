@@ -40,7 +40,17 @@ export const DEFAULT_MAX_TOKENS = 4096;
 const ANTHROPIC_VERSION = "2023-06-01";
 
 type Block = Record<string, unknown>;
-type WireMessage = { role: "user" | "assistant"; content: Block[] };
+type WireMessage = { role: "user" | "assistant" | "system"; content: Block[] };
+
+/** Blocks of the model's own reasoning: kept with the turn they came in, sent back with it as they were. */
+const THINKING_TYPES = new Set(["thinking", "redacted_thinking"]);
+
+/** The thinking blocks among an assistant turn's stored reasoning (a Responses upstream's items are not). */
+function thinkingBlocks(reasoning: readonly unknown[] | undefined): Block[] {
+  return (reasoning ?? []).filter((block): block is Block =>
+    THINKING_TYPES.has(String((block as Block)?.type)),
+  );
+}
 
 function invalid(message: string): AgentError {
   return new AgentError("invalid_request", message);
@@ -96,9 +106,11 @@ function userBlock(part: unknown): Block {
 }
 
 /**
- * The loop's messages as a Messages request's `system` and `messages`. System messages, wherever they
- * stand, join the top-level system prompt; tool results become `tool_result` blocks at the head of the
- * next user turn; turns of the same role are merged, as the API wants them alternating.
+ * The loop's messages as a Messages request's `system` and `messages`. System messages join the
+ * top-level system prompt, except those a Messages client placed among its messages, which stay where
+ * they stand; tool results become `tool_result` blocks at the head of the next user turn; turns of the
+ * same role are merged, as the API wants them alternating. An assistant turn's thinking blocks lead it,
+ * signatures and all, as the API requires of a turn whose tool calls are answered.
  */
 export function toMessagesWire(messages: readonly TurnMessage[]): {
   system: string;
@@ -116,7 +128,8 @@ export function toMessagesWire(messages: readonly TurnMessage[]): {
     switch (message.role) {
       case "system": {
         const text = systemText(message.content);
-        if (text) system.push(text);
+        if (text && message.inline) push("system", [{ type: "text", text }]);
+        else if (text) system.push(text);
         break;
       }
       case "user":
@@ -131,6 +144,7 @@ export function toMessagesWire(messages: readonly TurnMessage[]): {
         break;
       case "assistant":
         push("assistant", [
+          ...thinkingBlocks(message.reasoning),
           ...(message.content ? [{ type: "text", text: message.content }] : []),
           ...(message.toolCalls ?? []).map((call) => ({
             type: "tool_use",
@@ -262,6 +276,7 @@ export class MessagesUpstream implements ModelUpstream {
     if (!Array.isArray(parsed?.content)) throw this.#transport.malformed("an answer without a content array");
     const text_: string[] = [];
     const calls: Array<{ id: string; name: string; arguments: string }> = [];
+    const thinking: Block[] = [];
     for (const block of parsed.content as Block[]) {
       if (block?.type === "text" && typeof block.text === "string") text_.push(block.text);
       else if (block?.type === "tool_use") {
@@ -271,9 +286,11 @@ export class MessagesUpstream implements ModelUpstream {
           arguments: JSON.stringify(block.input ?? {}),
         });
       }
-      // Thinking blocks are the model's own; nothing of them reaches the client.
+      // Thinking blocks are the model's own: kept for the hidden turn, nothing of them reaches the client.
+      else if (THINKING_TYPES.has(String(block?.type))) thinking.push(block);
     }
     return {
+      ...(thinking.length ? { reasoning: thinking } : {}),
       content: text_.length ? text_.join("") : null,
       toolCalls: checkedCalls(calls, this.#transport),
       finishReason: fromWireFinish("messages", parsed.stop_reason),
@@ -290,7 +307,10 @@ export class MessagesUpstream implements ModelUpstream {
   async #readStream(response: UpstreamResponse, options: ModelCallOptions): Promise<ModelReply> {
     const transport = this.#transport;
     const reply: ModelReply = { content: null, toolCalls: [], finishReason: "stop", usage: null, model: "" };
-    const blocks = new Map<number, { type: string; id: string; name: string; json: string }>();
+    const blocks = new Map<
+      number,
+      { type: string; id: string; name: string; json: string; thinking?: Block }
+    >();
     const usage: Record<string, unknown> = {};
     let events = 0;
     let toolUses = 0;
@@ -324,6 +344,8 @@ export class MessagesUpstream implements ModelUpstream {
               id: typeof block.id === "string" ? block.id : "",
               name: typeof block.name === "string" ? block.name : "",
               json: "",
+              // A thinking block is built from its deltas; a redacted one comes whole.
+              ...(THINKING_TYPES.has(String(block.type)) ? { thinking: { ...block } } : {}),
             });
             if (block.type === "text" && typeof block.text === "string" && block.text) {
               reply.content = (reply.content ?? "") + block.text;
@@ -343,6 +365,18 @@ export class MessagesUpstream implements ModelUpstream {
               if (options.drained) await options.drained();
             } else if (delta.type === "input_json_delta" && block && typeof delta.partial_json === "string") {
               block.json += delta.partial_json;
+            } else if (
+              delta.type === "thinking_delta" &&
+              block?.thinking &&
+              typeof delta.thinking === "string"
+            ) {
+              block.thinking.thinking = String(block.thinking.thinking ?? "") + delta.thinking;
+            } else if (
+              delta.type === "signature_delta" &&
+              block?.thinking &&
+              typeof delta.signature === "string"
+            ) {
+              block.thinking.signature = String(block.thinking.signature ?? "") + delta.signature;
             }
             break;
           }
@@ -371,6 +405,10 @@ export class MessagesUpstream implements ModelUpstream {
       .filter(([, block]) => block.type === "tool_use")
       .map(([, block]) => ({ id: block.id, name: block.name, arguments: block.json || "{}" }));
     reply.toolCalls = checkedCalls(calls, transport);
+    const thinking = [...blocks.entries()]
+      .sort(([a], [b]) => a - b)
+      .flatMap(([, block]) => (block.thinking ? [block.thinking] : []));
+    if (thinking.length) reply.reasoning = thinking;
     reply.usage = events ? (fromMessagesUsage(usage) as TurnUsage | null) : null;
     return reply;
   }

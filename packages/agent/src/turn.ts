@@ -17,7 +17,15 @@ export type TurnToolCall = { id: string; name: string; arguments: string };
 export type TurnContent = string | readonly unknown[];
 
 export type TurnMessage =
-  | { role: "system"; content: TurnContent }
+  | {
+      role: "system";
+      content: TurnContent;
+      /**
+       * The client placed it among its messages (a Messages API system message mid-conversation): a
+       * Messages upstream keeps it there rather than joining it to the top-level system prompt.
+       */
+      inline?: boolean;
+    }
   | { role: "user"; content: TurnContent }
   | {
       role: "assistant";

@@ -378,6 +378,12 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
       if (req.method === "GET" || req.method === "HEAD") {
         if (await serveStatic(url.pathname, res, `${base}/mcp`, options.playgroundDir)) return;
       }
+      // Claude Code (and other Anthropic clients) check that the base URL answers before their first
+      // request: the gateway answers there without a playground built too.
+      if (req.method === "HEAD" && url.pathname === "/") {
+        res.writeHead(200).end();
+        return;
+      }
       json(res, 404, {
         error: `Nothing at ${url.pathname}. This gateway serves MCP at /mcp, health at /healthz and the playground at /.`,
       });

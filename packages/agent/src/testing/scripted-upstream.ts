@@ -16,7 +16,10 @@ export type ScriptedReply =
       /** `custom`: a Responses upstream answers a custom_tool_call whose input is `arguments` (a string). */
       toolCalls: Array<{ name: string; arguments: unknown; id?: string; custom?: true }>;
       text?: string;
-      /** A Responses upstream answers a reasoning item first, with this as its encrypted content. */
+      /**
+       * A Responses upstream answers a reasoning item first, with this as its encrypted content; a
+       * Messages upstream a thinking block, with this as its signature.
+       */
       reasoning?: string;
       usage?: { prompt: number; completion: number };
     } & AnswerOptions)
@@ -105,7 +108,9 @@ type Answered = Exclude<
 function message(reply: Answered, model: string, id: string) {
   const usage = reply.usage ?? { prompt: 10, completion: 5 };
   const calls = "toolCalls" in reply ? reply.toolCalls : [];
+  const signature = "reasoning" in reply ? reply.reasoning : undefined;
   const content = [
+    ...(signature ? [{ type: "thinking", thinking: `Thinking before ${id}.`, signature }] : []),
     ...(reply.text ? [{ type: "text", text: reply.text }] : []),
     ...calls.map((call) => ({
       type: "tool_use",
@@ -150,6 +155,14 @@ function writeMessageStream(
       for (let at = 0; at < text.length; at += 4) {
         send("content_block_delta", { index, delta: { type: "text_delta", text: text.slice(at, at + 4) } });
       }
+    } else if (block.type === "thinking") {
+      const { thinking, signature } = block as { thinking: string; signature: string };
+      send("content_block_start", {
+        index,
+        content_block: { type: "thinking", thinking: "", signature: "" },
+      });
+      send("content_block_delta", { index, delta: { type: "thinking_delta", thinking } });
+      send("content_block_delta", { index, delta: { type: "signature_delta", signature } });
     } else {
       const call = block as { id: string; name: string; input: unknown };
       send("content_block_start", {
