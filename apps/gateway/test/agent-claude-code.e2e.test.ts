@@ -9,21 +9,26 @@ import { runClaudeCode } from "./support/claude-code.js";
 
 // The real Claude Code (@anthropic-ai/claude-code, headless) against the gateway's Messages front with
 // its default requests: mid-conversation system messages, adaptive thinking, output_config,
-// context_management, metadata, the ?beta=true query. Its own tools go behind exec and wait; a cell
+// context_management, metadata, the ?beta=true query; on each upstream kind. Its own tools go behind exec and wait; a cell
 // calls its Bash and Read, which it runs itself, and the answer reaches its JSON output.
 
 const TOKEN = "claude-code-token-0123456789";
 
 type Body = Record<string, unknown>;
-type Api = "messages" | "chat-completions";
+type Api = "messages" | "chat-completions" | "responses";
 
 function toolNames(body: Body, api: Api): string[] {
   const tools = (body.tools ?? []) as Array<{ name?: string; function?: { name: string } }>;
-  return tools.map((tool) => (api === "messages" ? String(tool.name) : String(tool.function?.name)));
+  return tools.map((tool) => (api === "chat-completions" ? String(tool.function?.name) : String(tool.name)));
 }
 
-/** The exec results the model has read so far, as text (tool_result blocks or tool messages). */
+/** The exec results the model has read so far, as text (tool_result blocks, tool messages or output items). */
 function execResults(body: Body): string[] {
+  if (Array.isArray(body.input)) {
+    return (body.input as Array<Record<string, unknown>>)
+      .filter((item) => item.type === "function_call_output")
+      .map((item) => String(item.output));
+  }
   const messages = (body.messages ?? []) as Array<{ role: string; content: unknown }>;
   return messages.flatMap((message) => {
     if (message.role === "tool") return [String(message.content)];
@@ -59,7 +64,7 @@ function model(api: Api, folder: string, marker: string) {
   };
 }
 
-describe.each<Api>(["messages", "chat-completions"])("Claude Code on a %s upstream", (api) => {
+describe.each<Api>(["messages", "chat-completions", "responses"])("Claude Code on a %s upstream", (api) => {
   let upstream: ScriptedUpstream;
   let gateway: HttpGateway;
 
@@ -81,6 +86,12 @@ describe.each<Api>(["messages", "chat-completions"])("Claude Code on a %s upstre
     await upstream?.close();
   });
 
+  it("answers the HEAD request Claude Code sends to its base URL with 200 and no body", async () => {
+    const response = await fetch(gateway.url, { method: "HEAD" });
+    expect(response.status).toBe(200);
+    expect(await response.text()).toBe("");
+  });
+
   it("runs a cell that calls its own Bash and Read, and prints the model's answer", async () => {
     const folder = realpathSync(mkdtempSync(join(tmpdir(), "codecell-claude-work-")));
     const marker = `note-${randomBytes(6).toString("hex")}`;
@@ -100,6 +111,19 @@ describe.each<Api>(["messages", "chat-completions"])("Claude Code on a %s upstre
     const codeMode = upstream.bodies.filter((body) => toolNames(body, api).length > 0);
     expect(codeMode.length).toBeGreaterThanOrEqual(2);
     for (const body of codeMode) expect(toolNames(body, api)).toEqual(["exec", "wait"]);
+    // Its betas (which turn on the fields it sends) went with each call to a Messages upstream.
+    if (api === "messages") {
+      for (const headers of upstream.headers) expect(String(headers["anthropic-beta"])).toContain("claude-code-");
+    }
+    // Its mid-conversation system message (its environment, naming the folder) reached the model as one.
+    const listed = (codeMode[0]!.messages ?? codeMode[0]!.input) as Array<{
+      role?: string;
+      content?: unknown;
+    }>;
+    const systems = listed
+      .filter((entry) => entry.role === "system")
+      .map((entry) => JSON.stringify(entry.content));
+    expect(systems.some((text) => text.includes(folder))).toBe(true);
     // The cell got what Claude Code's tools gave: the shell's output and the note it read.
     const cellResult = execResults(codeMode.at(-1)!).at(-1)!;
     expect(cellResult).toContain("wrote-the-note");

@@ -101,6 +101,8 @@ export type AgentTurnRequest = {
   onThread?: (threadId: string) => void;
   /** The API the client speaks, for the words of the loop's errors. Default "chat-completions". */
   api?: WireApi;
+  /** Headers each model call sends beside the upstream's own (a Messages client's `anthropic-beta`). */
+  upstreamHeaders?: Readonly<Record<string, string>>;
 };
 
 /** What the client gets: the answer, or its own tools to run (with `tool` messages in the next request). */
@@ -647,6 +649,7 @@ class Turn {
       },
       {
         signal: request.signal,
+        ...(request.upstreamHeaders ? { headers: request.upstreamHeaders } : {}),
         ...(request.drained ? { drained: request.drained } : {}),
         ...(onTextDelta
           ? {

@@ -43,6 +43,11 @@ export type ChatCompletionsContext = {
   conversation?: string;
   /** Aborted when the client goes away. */
   signal: AbortSignal;
+  /**
+   * Headers of the client's request that an upstream of the client's own API takes as they are (a
+   * Messages client's `anthropic-beta`, which turns on the fields it sends); other upstreams ignore them.
+   */
+  upstreamHeaders?: Readonly<Record<string, string>>;
 };
 
 export type ChatCompletionsFrontOptions = {

@@ -219,16 +219,23 @@ export class MessagesFront {
         );
       }
       const { upstream } = this.#options;
+      // The client's betas turn on the fields it sends; only an upstream of its own API reads them.
+      const upstreamHeaders = upstreamApi === "messages" ? (context.upstreamHeaders ?? {}) : {};
       if (passThrough && upstream instanceof MessagesUpstream) {
         // The upstream speaks this API: the body as the client sent it, the answer as it came.
         const forwarded = request.model === model ? request : { ...request, model };
-        await forwardTraced(upstream, forwarded, context.signal, (response) =>
-          relayResponse(
-            response,
-            sink,
-            (text) => ({ type: "error", error: { type: "api_error", message: text } }),
-            relayedMessage,
-          ),
+        await forwardTraced(
+          upstream,
+          forwarded,
+          context.signal,
+          (response) =>
+            relayResponse(
+              response,
+              sink,
+              (text) => ({ type: "error", error: { type: "api_error", message: text } }),
+              relayedMessage,
+            ),
+          upstreamHeaders,
         );
         return;
       }
@@ -241,6 +248,7 @@ export class MessagesFront {
         const answer = await this.#passThrough(request, model, messages, clientTools, params, context, {
           ...onTextDelta,
           ...drainedOf(sink),
+          ...(Object.keys(upstreamHeaders).length ? { headers: upstreamHeaders } : {}),
         });
         if (writer) writer.finish(answer);
         else sink.json(200, messageBody(answer));
@@ -250,6 +258,7 @@ export class MessagesFront {
         ...onTextDelta,
         ...drainedOf(sink),
         api: "messages",
+        ...(Object.keys(upstreamHeaders).length ? { upstreamHeaders } : {}),
         // The thread is known before the first model call: its header goes out with the first event.
         onThread: (threadId) => {
           sink.thread?.(threadId);
@@ -292,7 +301,11 @@ export class MessagesFront {
     tools: TurnTool[],
     params: Record<string, unknown>,
     context: ChatCompletionsContext,
-    stream: { onTextDelta?: (text: string) => void; drained?: () => Promise<void> },
+    stream: {
+      onTextDelta?: (text: string) => void;
+      drained?: () => Promise<void>;
+      headers?: Readonly<Record<string, string>>;
+    },
   ): Promise<Answer> {
     const choice =
       this.#options.upstreamApi === "messages"

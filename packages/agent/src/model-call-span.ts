@@ -90,6 +90,8 @@ export async function forwardTraced(
   body: Record<string, unknown>,
   signal: AbortSignal,
   relay: (response: UpstreamResponse) => Promise<RelayedAnswer>,
+  /** The client's own headers for the upstream, beside the trace context. */
+  clientHeaders: Readonly<Record<string, string>> = {},
 ): Promise<void> {
   const span = traceModelCall({
     providerName: upstream.providerName,
@@ -97,13 +99,13 @@ export async function forwardTraced(
     ...serverOf(upstream.baseUrl),
   });
   if (!span) {
-    const headers = activeTraceHeaders();
+    const headers = { ...clientHeaders, ...activeTraceHeaders() };
     await relay(await upstream.forward(body, signal, Object.keys(headers).length ? headers : undefined));
     return;
   }
   try {
     const answer = await span.run(async () =>
-      relay(await upstream.forward(body, signal, span.traceHeaders())),
+      relay(await upstream.forward(body, signal, { ...clientHeaders, ...span.traceHeaders() })),
     );
     span.end(answer);
   } catch (error) {

@@ -445,11 +445,16 @@ async function answerTurn(
   res.once("close", () => {
     if (!res.writableEnded) abort.abort(new AgentError("aborted", "The client went away."));
   });
+  // A Messages client's betas turn on the fields it sends (context_management, effort, ...): an
+  // upstream of that API gets them with the request.
+  const beta = pathname === MESSAGES_PATH ? req.headers["anthropic-beta"] : undefined;
+  const betas = Array.isArray(beta) ? beta.join(",") : beta;
   await chat.handle(
     body,
     {
       principal: auth.principal,
       ...(conversation !== undefined ? { conversation } : {}),
+      ...(betas ? { upstreamHeaders: { "anthropic-beta": betas } } : {}),
       signal: abort.signal,
     },
     record.sink(sinkFor(res)),
