@@ -113,7 +113,8 @@ describe.each<Api>(["messages", "chat-completions", "responses"])("Claude Code o
     for (const body of codeMode) expect(toolNames(body, api)).toEqual(["exec", "wait"]);
     // Its betas (which turn on the fields it sends) went with each call to a Messages upstream.
     if (api === "messages") {
-      for (const headers of upstream.headers) expect(String(headers["anthropic-beta"])).toContain("claude-code-");
+      for (const headers of upstream.headers)
+        expect(String(headers["anthropic-beta"])).toContain("claude-code-");
     }
     // Its mid-conversation system message (its environment, naming the folder) reached the model as one.
     const listed = (codeMode[0]!.messages ?? codeMode[0]!.input) as Array<{
