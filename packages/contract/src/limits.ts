@@ -24,6 +24,10 @@ export const CODE_MODE_LIMITS = {
   // takes seconds; a check that does not finish in time runs the cell unchecked ("warn") or refuses it
   // ("strict").
   typecheckTimeoutMs: { default: 15_000, min: 1, max: 120_000 },
+  // How long one cell's check may keep the loaded compiler busy (every session shares one checker, so
+  // a cell whose types make the compiler explode is stopped here, well before typecheckTimeoutMs, and
+  // the checks of others go on). Honest cells take milliseconds; applied as at most typecheckTimeoutMs.
+  typecheckBudgetMs: { default: 5_000, min: 1, max: 120_000 },
   // Its upper bound is the resolved maxSearchLimit, applied after that field is resolved.
   searchDefaultLimit: { default: 8, min: 1, max: 50 },
 } as const;

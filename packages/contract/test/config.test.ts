@@ -45,6 +45,7 @@ describe("activation", () => {
       searchDefaultLimit: 8,
       maxSearchLimit: 50,
       typecheckTimeoutMs: 15_000,
+      typecheckBudgetMs: 5_000,
       clamped: [],
     });
   });

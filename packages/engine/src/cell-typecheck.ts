@@ -29,7 +29,14 @@ export class EngineTypecheck {
   #checker: Checker | null = null;
   #closed = false;
 
-  constructor(readonly timeoutMs: number) {}
+  /**
+   * `timeoutMs`: how long a cell whose turn came may wait for the compiler to load; `budgetMs`: how long
+   * its check may keep the compiler busy (at most `timeoutMs`).
+   */
+  constructor(
+    readonly timeoutMs: number,
+    readonly budgetMs: number = timeoutMs,
+  ) {}
 
   #load(): Promise<TypecheckModule> {
     this.#module ??= import("@codecell/typecheck");
@@ -40,7 +47,7 @@ export class EngineTypecheck {
     const module = await this.#load();
     // A warm-up or a run's preparation still loading when the engine closed starts no thread after it.
     if (this.#closed) throw new Error("the engine was closed");
-    this.#checker ??= new module.CellChecker({ timeoutMs: this.timeoutMs });
+    this.#checker ??= new module.CellChecker({ timeoutMs: this.timeoutMs, budgetMs: this.budgetMs });
     return { module, checker: this.#checker };
   }
 
@@ -69,6 +76,8 @@ export class RunTypecheck {
     private readonly engine: EngineTypecheck,
     private readonly catalog: ToolCatalog,
     private readonly mcp: McpDeclarations,
+    /** Whose cells these are (the run's principal): checks are fair between owners. */
+    private readonly owner: string = "",
   ) {}
 
   /**
@@ -79,7 +88,7 @@ export class RunTypecheck {
   async prepare(surface: GuestSurface): Promise<void> {
     try {
       const { module, checker } = await this.engine.checker();
-      await checker.prepare(this.#declarationsFor(module, surface));
+      await checker.prepare(this.#declarationsFor(module, surface), this.owner);
     } catch {
       // Only a head start is lost.
     }
@@ -95,13 +104,14 @@ export class RunTypecheck {
         declarations: this.#declarationsFor(module, surface),
         code,
         language,
+        owner: this.owner,
       });
     } catch (error) {
       const reason = `the checker could not start: ${error instanceof Error ? error.message : String(error)}`;
-      return unfinished(reason, this.engine.timeoutMs);
+      return unfinished(reason, this.engine);
     }
     if (result.status === "skipped") return null;
-    if (result.status === "unfinished") return unfinished(result.reason, this.engine.timeoutMs);
+    if (result.status === "unfinished") return unfinished(result.reason, this.engine);
     return {
       status: "checked",
       diagnostics: result.diagnostics,
@@ -140,14 +150,16 @@ export class RunTypecheck {
 
 /**
  * A cell whose check did not finish: "strict" refuses it with a text that says nothing ran, why the
- * check did not finish and the ways out (the same cell again once the checker is warm, a longer
- * `typecheckTimeoutMs`, or "warn"); "warn" runs it and its result carries the short note.
+ * check did not finish (the checker's own, true reason) and the ways out (the same cell again once the
+ * checker is warm, simpler types, a larger `typecheckBudgetMs` or `typecheckTimeoutMs`, or "warn");
+ * "warn" runs it and its result carries the short note.
  */
-function unfinished(reason: string, timeoutMs: number): CellTypecheck {
+function unfinished(reason: string, limits: Pick<EngineTypecheck, "timeoutMs" | "budgetMs">): CellTypecheck {
+  const budget = Math.min(limits.budgetMs, limits.timeoutMs);
   return {
     status: "unfinished",
     reason,
-    strictMessage: `The cell did not run: tools.codeMode.typecheck is "strict" and the cell's type check did not finish (${reason}), so nothing of it ran and no tool was called. Send it again: a checker that was still starting may be ready now. If it keeps happening, raise tools.codeMode.typecheckTimeoutMs (now ${timeoutMs} ms), or set typecheck to "warn", which runs a cell whose check did not finish unchecked.`,
+    strictMessage: `The cell did not run: tools.codeMode.typecheck is "strict" and the cell's type check did not finish (${reason}), so nothing of it ran and no tool was called. Send it again: a checker that was still starting may be ready now. If it keeps happening, simplify the cell's types or raise tools.codeMode.typecheckBudgetMs (now ${budget} ms, how long one check may keep the compiler busy); if the compiler was still loading, raise tools.codeMode.typecheckTimeoutMs (now ${limits.timeoutMs} ms), or set typecheck to "warn", which runs a cell whose check did not finish unchecked.`,
     note: `The type check did not finish (${reason}); the cell ran unchecked.`,
   };
 }

@@ -79,7 +79,7 @@ export class CodeModeEngine {
 
   constructor(options: CodeModeEngineOptions) {
     this.config = isResolvedConfig(options.config) ? options.config : resolveCodeModeConfig(options.config);
-    this.#typecheck = new EngineTypecheck(this.config.typecheckTimeoutMs);
+    this.#typecheck = new EngineTypecheck(this.config.typecheckTimeoutMs, this.config.typecheckBudgetMs);
     this.#pool = options.pool;
     this.#ownsPool = !options.pool;
     this.#ownsStore = !options.store;

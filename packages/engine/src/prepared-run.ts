@@ -22,7 +22,7 @@ import {
 import { type ApiFileTable, createApiFileTable, type McpDeclarations } from "@codecell/mcp-declarations";
 import { createCodeModeNamespaceRuntime, type NamespaceRuntime } from "@codecell/namespaces";
 import type { SandboxRun, SettleOutcome } from "@codecell/sandbox";
-import { type ClaimedRun, newRunId, type RunScope } from "@codecell/snapshot-store";
+import { type ClaimedRun, newRunId, principalOf, type RunScope } from "@codecell/snapshot-store";
 import { type CellTypecheck, RunTypecheck, withDiagnostics } from "./cell-typecheck.js";
 import { cellOf, hookMetadataOf } from "./control-input.js";
 import { controlSpan, finishControl } from "./control-record.js";
@@ -71,7 +71,10 @@ export class ActiveRun implements PreparedRun {
     if (engine.config.typecheck !== "off") {
       // The checker loads the compiler and this run's declarations while the model writes its first
       // cell, which is then a warm check. After this turn, so preparing the run returns at once.
-      const typecheck = new RunTypecheck(engine.typecheck, catalog, declarations);
+      // One checker serves every session: its checks are taken round robin between principals.
+      const { agentId, sessionKey } = options.context;
+      const owner = principalOf({ agentId, sessionKey, sessionId: "", parentRunId: "", toolCallId: "" });
+      const typecheck = new RunTypecheck(engine.typecheck, catalog, declarations, owner);
       this.#typecheck = typecheck;
       const surface = this.#surface;
       setImmediate(() => void typecheck.prepare(surface)).unref();

@@ -21,6 +21,11 @@ export type CellCheckRequest = {
   declarations: GuestDeclarations;
   code: string;
   language: CodeModeLanguage;
+  /**
+   * Whose check it is (a principal). Checks wait in one queue per owner and the checker takes them
+   * round robin between owners, so one owner's checks never hold another's behind them. Default "".
+   */
+  owner?: string;
 };
 
 export type CellCheckResult =
@@ -42,13 +47,17 @@ export type CellCheckResult =
 
 export type CellCheckerOptions = {
   /**
-   * How long one check may take, counted from the call (so waiting for the compiler's first load
-   * counts too), before it is given up as unfinished. A check that runs over on a ready checker
-   * has the checker restarted, and the checks queued behind it are sent to the new one, once, each
-   * with a fresh timer (so one slow cell does not fail other runs' checks); a checker still loading the
-   * compiler is left to finish loading. Default 15000.
+   * How long a check whose turn came may wait for the compiler to load (a new thread, or one restarted
+   * after a runaway check), before it is given up as unfinished. The thread is left to finish loading,
+   * so the next cell finds it ready. Default 15000.
    */
   timeoutMs?: number;
+  /**
+   * How long one check may keep the loaded compiler busy. A check over it is ended as unfinished ("the
+   * type check took longer than N ms"), and the thread is replaced so the checks queued behind it go
+   * on. At most `timeoutMs`; default `timeoutMs`.
+   */
+  budgetMs?: number;
   /** Diagnostics kept per cell. Default 10. */
   maxDiagnostics?: number;
 };
@@ -62,12 +71,29 @@ type WorkerOutcome =
   | { status: "checked"; diagnostics: CodeModeDiagnostic[]; total: number }
   | { status: "skipped" | "unfinished"; reason: string }
   | { status: "missing" };
+type Reply = WorkerReply | { error: string };
 
-type Pending = {
-  settle(reply: WorkerReply | { id: number; error: string }): void;
-  /** A check's: post it again to a new worker (with a timer of its own). Absent once it was resent. */
-  resend?: () => void;
+/** One message for the thread, waiting for its turn in its owner's queue. */
+type Job = {
+  owner: string;
+  /** The message without its id; a check's declarations are added when it is sent (see `send`). */
+  message: Record<string, unknown>;
+  /** A check's declarations, sent with it when the thread does not have them yet. */
+  declarations?: GuestDeclarations;
+  /** Whether the budget applies: checks and prepares, not the host's own warm-up. */
+  budgeted: boolean;
+  /** Answers the job's caller, once (later calls do nothing). */
+  answer(reply: Reply): void;
+  /** Its place in the fair order (see `#enqueue`), then the order of arrival. */
+  tag?: number;
+  seq?: number;
 };
+
+/** An owner's jobs not sent yet, and the tag of its last job (sent or not). */
+type OwnerQueue = { jobs: Job[]; lastTag: number };
+
+/** The job the thread is working on: its slot is free only when the thread answers or is replaced. */
+type InFlight = { id: number; job: Job; worker: Worker; timer: NodeJS.Timeout | undefined };
 
 const WORKER_URL = new URL("./worker/checker-worker.js", import.meta.url);
 let workersStarted = 0;
@@ -79,12 +105,16 @@ export function typecheckWorkersStarted(): number {
 
 /**
  * Type-checks cells off the main thread. The worker, and TypeScript in it, start with the first check
- * (or `prepare()`, `warmUp()`);
- * it keeps a warm language service per declaration key (the last few), so a run's later cells, and
- * other runs with the same guest, reuse the parsed declarations. Checks are answered in order.
+ * (or `prepare()`, `warmUp()`); it keeps a warm language service per declaration key (the last few), so
+ * a run's later cells, and other runs with the same guest, reuse the parsed declarations.
+ *
+ * The thread works on one check at a time. Checks wait in a queue per owner and are taken round robin
+ * between owners, and each may keep the compiler busy for `budgetMs` at most: so a cell that makes the
+ * compiler explode costs its owner, and holds another owner's check for one budget at most.
  */
 export class CellChecker {
   readonly #timeoutMs: number;
+  readonly #budgetMs: number;
   readonly #maxDiagnostics: number;
   #worker: Worker | null = null;
   /** True once the current worker answered anything: its compiler is loaded. */
@@ -94,20 +124,29 @@ export class CellChecker {
   /** Keys whose declarations the current worker has been sent. */
   #sentKeys = new Set<string>();
   #nextId = 1;
-  /**
-   * What waits for the current worker, by message id, in the order sent (the worker answers in order).
-   * A check can be sent again once, to a new worker, when another request stopped the one it waited on.
-   */
-  readonly #pending = new Map<number, Pending>();
+  /** Jobs not sent yet, per owner, with each owner's last tag. */
+  readonly #queues = new Map<string, OwnerQueue>();
+  /** The tag of the job sent last: owners that come (back) start from it, not from zero. */
+  #virtualTime = 0;
+  #seq = 0;
+  #inFlight: InFlight | null = null;
 
   constructor(options: CellCheckerOptions = {}) {
     this.#timeoutMs = options.timeoutMs ?? 15_000;
+    this.#budgetMs = Math.min(options.budgetMs ?? this.#timeoutMs, this.#timeoutMs);
     this.#maxDiagnostics = options.maxDiagnostics ?? 10;
   }
 
   /** True once a check started the worker. */
   get started(): boolean {
     return this.#worker !== null;
+  }
+
+  /** Checks not yet started, of every owner (the one the thread works on not included). */
+  get queued(): number {
+    let count = 0;
+    for (const queue of this.#queues.values()) count += queue.jobs.length;
+    return count;
   }
 
   async check(request: CellCheckRequest): Promise<CellCheckResult> {
@@ -117,10 +156,10 @@ export class CellChecker {
       reason,
       durationMs: performance.now() - startedAt,
     });
-    const { key, text } = request.declarations;
-    let reply = await this.#send(request, this.#sentKeys.has(key) ? undefined : text);
+    let reply = await this.#checkOnce(request, false);
     // The worker keeps a few services; one it dropped is sent again.
-    if ("outcome" in reply && reply.outcome.status === "missing") reply = await this.#send(request, text);
+    if ("outcome" in reply && reply.outcome.status === "missing")
+      reply = await this.#checkOnce(request, true);
     if ("error" in reply) return unfinished(reply.error);
     if (!("outcome" in reply)) return unfinished("the checker answered a check with something else");
     const { outcome } = reply;
@@ -134,13 +173,19 @@ export class CellChecker {
   /**
    * Builds the checker of these declarations now, before their first cell (a run that was just
    * prepared): that cell then costs a warm check. Starts the worker if needed; resolves when done (or
-   * when the checker failed: the cell's own check reports that); never rejects and has no timeout.
+   * when the checker failed or ran over its budget: the cell's own check reports that); never rejects.
    */
-  async prepare(declarations: GuestDeclarations): Promise<void> {
+  async prepare(declarations: GuestDeclarations, owner = ""): Promise<void> {
     if (this.#sentKeys.has(declarations.key)) return;
-    const worker = this.#start();
-    this.#sentKeys.add(declarations.key);
-    await this.#ask(worker, { prepare: true, key: declarations.key, declarations: declarations.text });
+    await new Promise<Reply>((resolve) =>
+      this.#enqueue({
+        owner,
+        message: { prepare: true, key: declarations.key },
+        declarations,
+        budgeted: true,
+        answer: resolve,
+      }),
+    );
   }
 
   /**
@@ -149,95 +194,133 @@ export class CellChecker {
    * declarations. Resolves when the worker is ready; never rejects.
    */
   async warmUp(): Promise<void> {
-    const worker = this.#start();
     if (this.#warming) return this.#warming;
-    this.#warming = this.#ask(worker, { warm: true });
-    return this.#warming;
+    const warming = new Promise<void>((resolve) =>
+      this.#enqueue({ owner: "", message: { warm: true }, budgeted: false, answer: () => resolve() }),
+    );
+    this.#warming = warming;
+    return warming;
   }
 
-  /** Posts `message` under a new id; resolves when the worker answers it, or when it is gone. */
-  #ask(worker: Worker, message: Record<string, unknown>): Promise<void> {
-    const id = this.#nextId++;
-    return new Promise((resolve) => {
-      this.#pending.set(id, {
-        settle: () => {
-          this.#answered(id);
-          resolve();
-        },
-      });
-      worker.ref();
-      worker.postMessage({ id, ...message });
-    });
-  }
-
-  /** `id` needs no answer any more; the worker may let the process exit once nothing waits on it. */
-  #answered(id: number): void {
-    this.#pending.delete(id);
-    if (this.#pending.size === 0) this.#worker?.unref();
-  }
-
-  /** Stops the worker; a later check starts a new one. */
+  /** Stops the worker; a later check starts a new one. Every check not answered yet is answered unfinished. */
   async close(): Promise<void> {
     const worker = this.#worker;
-    this.#reset("the checker was closed");
+    const waiting = [...this.#queues.values()].flatMap((queue) => queue.jobs);
+    this.#queues.clear();
+    const current = this.#forgetWorker();
+    for (const job of [...(current ? [current.job] : []), ...waiting]) {
+      job.answer({ error: "the checker was closed" });
+    }
     await worker?.terminate();
   }
 
-  #send(request: CellCheckRequest, declarations: string | undefined): Promise<WorkerReply> {
-    return new Promise((resolve) => {
-      const post = (text: string | undefined, resent: boolean) => {
-        const worker = this.#start();
-        const id = this.#nextId++;
-        const { key } = request.declarations;
-        if (text !== undefined) this.#sentKeys.add(key);
-        const timer = setTimeout(() => {
-          this.#pending.delete(id);
-          if (this.#worker === worker && !this.#ready) {
-            // Still loading the compiler: stopping it would only make the next cell wait for a new load.
-            resolve({
-              id,
-              error: `the checker was still loading the compiler after ${this.#timeoutMs} ms`,
-            });
-            if (this.#pending.size === 0) worker.unref();
-            return;
-          }
-          // True to what held it: its own check, or checks sent before it that the thread still works on.
-          const ahead = [...this.#pending.keys()].some((other) => other < id);
-          resolve({
-            id,
-            error: ahead
-              ? `the checker was busy with earlier checks for ${this.#timeoutMs} ms, so this cell's check did not start`
-              : `the type check took longer than ${this.#timeoutMs} ms`,
-          });
-          // A check that runs away holds the thread: a fresh worker serves the checks queued behind it.
-          if (this.#worker === worker) {
-            this.#restartAfter(worker);
-            void worker.terminate();
-          }
-        }, this.#timeoutMs);
-        const settle = (reply: WorkerReply | { id: number; error: string }) => {
-          clearTimeout(timer);
-          this.#answered(id);
-          resolve(reply);
-        };
-        const resend = () => {
-          clearTimeout(timer);
-          // The new worker has none of the old one's declarations: the first check of a key brings them.
-          post(this.#sentKeys.has(key) ? undefined : request.declarations.text, true);
-        };
-        this.#pending.set(id, resent ? { settle } : { settle, resend });
-        worker.ref();
-        worker.postMessage({
-          id,
+  #checkOnce(request: CellCheckRequest, resendDeclarations: boolean): Promise<Reply> {
+    const { key } = request.declarations;
+    if (resendDeclarations) this.#sentKeys.delete(key);
+    return new Promise((resolve) =>
+      this.#enqueue({
+        owner: request.owner ?? "",
+        message: {
           key,
-          ...(text !== undefined ? { declarations: text } : {}),
           code: request.code,
           language: request.language,
           maxDiagnostics: this.#maxDiagnostics,
-        });
-      };
-      post(declarations, false);
+        },
+        declarations: request.declarations,
+        budgeted: true,
+        answer: resolve,
+      }),
+    );
+  }
+
+  /**
+   * Queues a job under its owner. Fair order (start-time fair queuing, every check counted as one):
+   * an owner's jobs get tags one apart, starting from the later of its last tag and the tag of the job
+   * sent last, and the lowest tag goes next. So owners are taken round robin, an owner that comes back
+   * after a pause gets no credit for it, and one owner's hundred checks wait behind each other only.
+   */
+  #enqueue(job: Job): void {
+    let answered = false;
+    const answer = job.answer;
+    const queue = this.#queues.get(job.owner) ?? { jobs: [], lastTag: 0 };
+    queue.lastTag = Math.max(queue.lastTag, this.#virtualTime) + 1;
+    queue.jobs.push({
+      ...job,
+      tag: queue.lastTag,
+      seq: this.#seq++,
+      answer: (reply) => {
+        if (answered) return;
+        answered = true;
+        answer(reply);
+      },
     });
+    this.#queues.set(job.owner, queue);
+    this.#next();
+  }
+
+  /** Sends the job with the lowest tag (the earliest among equal ones) when the thread is free. */
+  #next(): void {
+    if (this.#inFlight !== null) return;
+    let chosen: OwnerQueue | undefined;
+    for (const [owner, queue] of this.#queues) {
+      const head = queue.jobs[0];
+      if (head === undefined) {
+        // Idle and not ahead of the fair order: it would start from the virtual time anyway.
+        if (queue.lastTag <= this.#virtualTime) this.#queues.delete(owner);
+        continue;
+      }
+      const best = chosen?.jobs[0];
+      if (best === undefined || head.tag! < best.tag! || (head.tag === best.tag && head.seq! < best.seq!)) {
+        chosen = queue;
+      }
+    }
+    const job = chosen?.jobs.shift();
+    if (job === undefined) {
+      this.#worker?.unref();
+      return;
+    }
+    this.#virtualTime = job.tag! - 1;
+    this.#send(job);
+  }
+
+  #send(job: Job): void {
+    const worker = this.#start();
+    const id = this.#nextId++;
+    const message: Record<string, unknown> = { id, ...job.message };
+    const declarations = job.declarations;
+    if (declarations !== undefined && !this.#sentKeys.has(declarations.key)) {
+      // A prepare always carries them; a check only when this thread has not got them yet.
+      message.declarations = declarations.text;
+      this.#sentKeys.add(declarations.key);
+    } else if (job.message.prepare) {
+      // Already sent by a check queued before it: nothing to build.
+      job.answer({ id, warmed: true });
+      this.#next();
+      return;
+    }
+    const inFlight: InFlight = { id, job, worker, timer: undefined };
+    this.#inFlight = inFlight;
+    if (this.#ready) this.#startBudget(inFlight);
+    else if (job.budgeted) {
+      inFlight.timer = setTimeout(() => {
+        // Still loading the compiler: stopping it would only make the next cell wait for a new load. The
+        // job stays in the slot until the thread answers it.
+        job.answer({ error: `the checker was still loading the compiler after ${this.#timeoutMs} ms` });
+      }, this.#timeoutMs);
+    }
+    worker.ref();
+    worker.postMessage(message);
+  }
+
+  /** From now on the job keeps a loaded compiler busy: over budget, it ends and the thread is replaced. */
+  #startBudget(inFlight: InFlight): void {
+    if (!inFlight.job.budgeted) return;
+    clearTimeout(inFlight.timer);
+    inFlight.timer = setTimeout(() => {
+      if (this.#inFlight !== inFlight) return;
+      inFlight.job.answer({ error: `the type check took longer than ${this.#budgetMs} ms` });
+      this.#replace(inFlight.worker);
+    }, this.#budgetMs);
   }
 
   #start(): Worker {
@@ -250,20 +333,24 @@ export class CellChecker {
     // with (a test runner's source conditions would point it at TypeScript it cannot load).
     const worker = new workerThreads.Worker(WORKER_URL, { execArgv: [] });
     worker.on("message", (reply: WorkerReply) => {
-      if (this.#worker === worker) this.#ready = true;
-      if (reply.id === undefined) return;
-      this.#pending.get(reply.id)?.settle(reply);
+      if (this.#worker !== worker) return;
+      const inFlight = this.#inFlight;
+      if (!this.#ready) {
+        // The compiler is loaded: the job waiting on the load starts its budget now.
+        this.#ready = true;
+        if (inFlight && inFlight.worker === worker && reply.id !== inFlight.id) this.#startBudget(inFlight);
+      }
+      if (reply.id === undefined || inFlight?.id !== reply.id) return;
+      clearTimeout(inFlight.timer);
+      this.#inFlight = null;
+      inFlight.job.answer(reply);
+      this.#next();
     });
     const fail = (why: string) => {
       if (this.#worker !== worker) return;
-      // The request it was working on (the oldest) gets the failure; those queued behind it go to a new
-      // worker, so one cell that brings the checker down does not fail other runs' checks.
-      const [oldest] = this.#pending;
-      if (oldest) {
-        this.#pending.delete(oldest[0]);
-        oldest[1].settle({ id: oldest[0], error: why });
-      }
-      this.#restartAfter(worker, why);
+      // The job it was working on gets the failure; those queued go to a new worker.
+      this.#inFlight?.job.answer({ error: why });
+      this.#replace(worker);
     };
     worker.on("error", (error) => fail(`the checker failed: ${String(error)}`));
     worker.on("exit", (code) => fail(`the checker stopped (exit code ${code})`));
@@ -272,33 +359,23 @@ export class CellChecker {
     return worker;
   }
 
-  /** Forgets the current worker; what waited on it is answered `why`. */
-  #reset(why: string): void {
-    const pending = this.#forgetWorker();
-    for (const [id, entry] of pending) entry.settle({ id, error: why });
-  }
-
-  /**
-   * Forgets `worker`, which stopped (or was stopped) under one request, and sends the checks queued
-   * behind it to a new worker, each with a fresh timer; a check already sent again, and a warm-up or
-   * prepare, is answered `why` instead (a prepare's declarations come with the next check).
-   */
-  #restartAfter(worker: Worker, why = "the checker was restarted"): void {
+  /** Stops `worker` (a runaway check, or it failed); the queued jobs go on with a new one. */
+  #replace(worker: Worker): void {
     if (this.#worker !== worker) return;
-    const pending = this.#forgetWorker();
-    for (const [id, entry] of pending) {
-      if (entry.resend) entry.resend();
-      else entry.settle({ id, error: why });
-    }
+    this.#forgetWorker();
+    void worker.terminate();
+    this.#next();
   }
 
-  #forgetWorker(): [number, Pending][] {
+  /** Forgets the current worker and its state; answers the caller with the job it was working on. */
+  #forgetWorker(): InFlight | null {
+    const inFlight = this.#inFlight;
+    if (inFlight) clearTimeout(inFlight.timer);
+    this.#inFlight = null;
     this.#worker = null;
     this.#ready = false;
     this.#warming = null;
     this.#sentKeys = new Set();
-    const pending = [...this.#pending];
-    this.#pending.clear();
-    return pending;
+    return inFlight;
   }
 }

@@ -443,3 +443,88 @@ describe("a check that does not finish", () => {
     }
   });
 });
+
+describe("checks of several owners", () => {
+  const small = 'const file = await tools.read_file({ pth: "a" });\nreturn file.content;';
+
+  it("answers another owner's small check before the heavy checks one owner queued after the first", async () => {
+    // Owner "a" queues two cells that keep the compiler busy far past the budget (20,000 chained
+    // statements; 10,000 already take longer than 8 s), then owner "b" one small cell. Round robin
+    // between owners: b's check goes right after a's first, not behind a's second; each heavy check is
+    // ended by the budget with the true reason. Only the order of the answers is asserted.
+    const shared = new CellChecker({ timeoutMs: 60_000, budgetMs: 8_000 });
+    const order: string[] = [];
+    const track = <T>(name: string, promise: Promise<T>) =>
+      promise.then((value) => {
+        order.push(name);
+        return value;
+      });
+    try {
+      await shared.warmUp();
+      const heavy = chainedCell(20_000);
+      const first = track(
+        "a1",
+        shared.check({ declarations, code: heavy, language: "javascript", owner: "a" }),
+      );
+      const second = track(
+        "a2",
+        shared.check({ declarations, code: heavy, language: "javascript", owner: "a" }),
+      );
+      const other = track(
+        "b",
+        shared.check({ declarations, code: small, language: "javascript", owner: "b" }),
+      );
+      expect(shared.queued).toBe(2);
+      const answered = await other;
+      expect(answered.status).toBe("checked");
+      expect(answered.status === "checked" && answered.diagnostics[0]?.message).toMatch(/'pth'/);
+      for (const result of [await first, await second]) {
+        expect(result).toMatchObject({
+          status: "unfinished",
+          reason: "the type check took longer than 8000 ms",
+        });
+      }
+      expect(order).toEqual(["a1", "b", "a2"]);
+    } finally {
+      await shared.close();
+    }
+  }, 120_000);
+
+  it("takes owners in turn: one owner's many small checks do not hold another's behind them", async () => {
+    const shared = new CellChecker();
+    const order: string[] = [];
+    try {
+      await shared.warmUp();
+      const checks = [
+        ...Array.from({ length: 4 }, (_, index) => ["a", `a${index}`] as const),
+        ["b", "b0"] as const,
+        ["c", "c0"] as const,
+      ].map(([owner, name]) =>
+        shared.check({ declarations, code: small, language: "javascript", owner }).then((result) => {
+          order.push(name);
+          return result;
+        }),
+      );
+      for (const result of await Promise.all(checks)) expect(result.status).toBe("checked");
+      expect(order).toEqual(["a0", "b0", "c0", "a1", "a2", "a3"]);
+    } finally {
+      await shared.close();
+    }
+  });
+
+  it("keeps the checks not started in its own queue: one check on the thread at a time", async () => {
+    // The thread works on one check at a time; the rest wait in the checker, where the round robin can
+    // reorder them (a thread's own queue could not be).
+    const shared = new CellChecker();
+    try {
+      const pending = [1, 2, 3].map(() =>
+        shared.check({ declarations, code: small, language: "javascript", owner: "a" }),
+      );
+      expect(shared.queued).toBe(2);
+      await Promise.all(pending);
+      expect(shared.queued).toBe(0);
+    } finally {
+      await shared.close();
+    }
+  });
+});
