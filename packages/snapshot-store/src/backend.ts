@@ -76,7 +76,12 @@ export interface SnapshotBackend {
    * replaces; a record past `expiresAt` reads as absent. `delete` answers whether this call removed it,
    * so get-then-delete is how a host takes a record exactly once.
    */
-  putHostRecord(key: string, valueJson: string, expiresAt: number): Promise<void>;
+  putHostRecord(
+    key: string,
+    valueJson: string,
+    expiresAt: number,
+    quota?: HostRecordQuota,
+  ): Promise<HostPutAnswer | undefined>;
   getHostRecord(key: string, now: number): Promise<string | null>;
   deleteHostRecord(key: string): Promise<boolean>;
   /**
@@ -91,6 +96,29 @@ export interface SnapshotBackend {
   /** Releases resources. A non-durable backend returns the live runs it dropped. */
   close(): Promise<DroppedRun[]>;
 }
+
+/**
+ * What a host record put asks of the backend besides the write, atomically with it: the writer's
+ * (`owner`'s) quota of records and bytes and the store's byte budget over every owner, made room for by
+ * evicting finished (`evictable`) records, the owner's own oldest first, then anyone's oldest first
+ * (see `planHostPut`). Leases never count and are never evicted.
+ */
+export type HostRecordQuota = {
+  owner: string;
+  /** UTF-8 bytes of the value. */
+  bytes: number;
+  now: number;
+  /** False while the record is in use (a run waits on it): it is never evicted, only expires. */
+  evictable: boolean;
+  maxRecordsPerOwner: number;
+  maxBytesPerOwner: number;
+  maxBytes: number;
+};
+
+/** `full`: nothing was written or evicted; `ownRecords`/`ownBytes` are the writer's own use only. */
+export type HostPutAnswer =
+  | { status: "ok"; evicted: number }
+  | { status: "full"; limit: "owner" | "store"; ownRecords: number; ownBytes: number };
 
 export type LiveRunCaps = { maxLiveRuns: number; maxLiveRunsPerPrincipal: number };
 

@@ -8,6 +8,8 @@ export type {
   ClaimRequest,
   DroppedRun,
   FinishRequest,
+  HostPutAnswer,
+  HostRecordQuota,
   LiveRunCaps,
   OutcomeWatcher,
   ReplaceRequest,
@@ -31,7 +33,11 @@ export {
 } from "./snapshot-key.js";
 export { openSnapshotStore, SnapshotStore } from "./snapshot-store.js";
 export { SqliteSnapshotBackend, type SqliteSnapshotBackendOptions } from "./sqlite-backend.js";
-export { DEFAULT_MAX_LIVE_RUNS, type SnapshotStoreOptions } from "./store-options.js";
+export {
+  DEFAULT_HOST_RECORD_LIMITS,
+  DEFAULT_MAX_LIVE_RUNS,
+  type SnapshotStoreOptions,
+} from "./store-options.js";
 export {
   type AbortReason,
   CALLER_SCOPE_FIELDS,

@@ -8,11 +8,14 @@ import type {
   ClaimRequest,
   DroppedRun,
   FinishRequest,
+  HostPutAnswer,
+  HostRecordQuota,
   LiveRunCaps,
   ReplaceRequest,
   SettleRequest,
   SnapshotBackend,
 } from "./backend.js";
+import { planHostPut, type QuotaEntry } from "./host-record-quota.js";
 import { callerMatches, claimDecision, principalOf, selectorMatches } from "./scope.js";
 import type { RecoveryReport, RunSelector, RunState, StoreStats } from "./types.js";
 
@@ -40,6 +43,15 @@ function copyBytes(bytes: Uint8Array): Uint8Array {
   return new Uint8Array(copy.buffer, copy.byteOffset, copy.byteLength);
 }
 
+type HostEntry = {
+  valueJson: string;
+  expiresAt: number;
+  owner?: string;
+  bytes?: number;
+  evictable?: boolean;
+  seq?: number;
+};
+
 function copyCalls(calls: BackendPendingCall[]): BackendPendingCall[] {
   return calls.map((call) => ({ ...call }));
 }
@@ -52,7 +64,10 @@ export class MemorySnapshotBackend implements SnapshotBackend {
   readonly kind = "memory";
   readonly durable = false;
   readonly #entries = new Map<string, Entry>();
-  readonly #hostRecords = new Map<string, { valueJson: string; expiresAt: number }>();
+  /** Host records and leases; `owner` only on records put under a quota (leases count for nothing). */
+  readonly #hostRecords = new Map<string, HostEntry>();
+  /** Order of writes: the oldest record is evicted first. */
+  #hostSeq = 0;
   #live = 0;
   #liveBytes = 0;
   /** Live records per principal (`principalOf`); a principal with none has no entry. */
@@ -219,8 +234,47 @@ export class MemorySnapshotBackend implements SnapshotBackend {
     };
   }
 
-  async putHostRecord(key: string, valueJson: string, expiresAt: number): Promise<void> {
-    this.#hostRecords.set(key, { valueJson, expiresAt });
+  async putHostRecord(
+    key: string,
+    valueJson: string,
+    expiresAt: number,
+    quota?: HostRecordQuota,
+  ): Promise<HostPutAnswer | undefined> {
+    if (quota === undefined) {
+      this.#hostRecords.set(key, { valueJson, expiresAt });
+      return undefined;
+    }
+    const usage = { ownCount: 0, ownBytes: 0, totalBytes: 0 };
+    const own: Array<QuotaEntry & { seq: number }> = [];
+    const all: Array<QuotaEntry & { seq: number }> = [];
+    for (const [other, entry] of this.#hostRecords) {
+      if (entry.expiresAt <= quota.now) {
+        this.#hostRecords.delete(other);
+        continue;
+      }
+      if (entry.owner === undefined || other === key) continue;
+      const item = { key: other, bytes: entry.bytes ?? 0, seq: entry.seq ?? 0 };
+      usage.totalBytes += item.bytes;
+      if (entry.owner === quota.owner) {
+        usage.ownCount += 1;
+        usage.ownBytes += item.bytes;
+        if (entry.evictable) own.push(item);
+      }
+      if (entry.evictable) all.push(item);
+    }
+    const bySeq = (a: { seq: number }, b: { seq: number }) => a.seq - b.seq;
+    const plan = planHostPut(usage, quota, own.sort(bySeq), all.sort(bySeq));
+    if ("status" in plan) return plan;
+    for (const evicted of plan.evict) this.#hostRecords.delete(evicted);
+    this.#hostRecords.set(key, {
+      valueJson,
+      expiresAt,
+      owner: quota.owner,
+      bytes: quota.bytes,
+      evictable: quota.evictable,
+      seq: this.#hostSeq++,
+    });
+    return { status: "ok", evicted: plan.evict.length };
   }
 
   async getHostRecord(key: string, now: number): Promise<string | null> {

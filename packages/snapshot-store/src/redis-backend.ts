@@ -10,12 +10,15 @@ import type {
   ClaimRequest,
   DroppedRun,
   FinishRequest,
+  HostPutAnswer,
+  HostRecordQuota,
   LiveRunCaps,
   OutcomeWatcher,
   ReplaceRequest,
   SettleRequest,
   SnapshotBackend,
 } from "./backend.js";
+import { HostRecordSeal } from "./host-record-seal.js";
 import { SCOPE_FIELDS } from "./record-mac.js";
 import {
   connectionTarget,
@@ -94,12 +97,18 @@ export class RedisSnapshotBackend implements SnapshotBackend {
   readonly #lease: ReplicaLease;
   readonly #subscriptions: OutcomeSubscriptions;
   #epoch = "";
+  /** Signs host records and leases (bound to kind, owner and id) with a key derived from the secret. */
+  readonly #seal: HostRecordSeal;
   #closed = false;
 
   constructor(options: RedisSnapshotBackendOptions) {
     const target = connectionTarget(options);
     this.where = target.where;
     this.#codec = new RedisRecordCodec(options.secret);
+    // Checked by the codec above: at least 32 bytes.
+    this.#seal = new HostRecordSeal(
+      typeof options.secret === "string" ? Buffer.from(options.secret, "utf8") : options.secret,
+    );
     this.#prefix = options.keyPrefix ?? DEFAULT_PREFIX;
     if (typeof this.#prefix !== "string" || this.#prefix.length === 0) {
       throw new CodeModeError(
@@ -499,36 +508,92 @@ export class RedisSnapshotBackend implements SnapshotBackend {
     );
   }
 
-  async putHostRecord(key: string, valueJson: string, expiresAt: number): Promise<void> {
-    await this.#redis("putHostRecord", async () => {
+  /** The quota index's keys (see `PUT_HOST`), after the record's own. */
+  get #hostQuotaKeys(): string[] {
+    const base = `${this.#prefix}hostq:`;
+    return [`${base}meta`, `${base}order`, `${base}expiry`, `${base}total`];
+  }
+
+  async putHostRecord(
+    key: string,
+    valueJson: string,
+    expiresAt: number,
+    quota?: HostRecordQuota,
+  ): Promise<HostPutAnswer | undefined> {
+    const sealed = this.#seal.seal("value", key, valueJson);
+    return this.#redis("putHostRecord", async () => {
       // Redis expires the key itself: no sweep needed, and every replica sees the same deadline.
-      await this.#client.set(this.#hostRecordKey(key), valueJson, "PXAT", expiresAt);
+      if (quota === undefined) {
+        await this.#client.set(this.#hostRecordKey(key), sealed, "PXAT", expiresAt);
+        return undefined;
+      }
+      // One script: the quota checked, room made and the record written atomically for every replica.
+      const answer = await this.#client.ccPutHost(
+        this.#hostRecordKey(key),
+        ...this.#hostQuotaKeys,
+        key,
+        sealed,
+        expiresAt,
+        quota.owner,
+        quota.bytes,
+        quota.evictable ? 1 : 0,
+        quota.maxRecordsPerOwner,
+        quota.maxBytesPerOwner,
+        quota.maxBytes,
+        quota.now,
+        this.#hostRecordKey(""),
+        `${this.#prefix}hostq:owner:`,
+      );
+      if (Number(answer[0]) === 1) return { status: "ok", evicted: Number(answer[1]) };
+      return {
+        status: "full",
+        limit: answer[1] === "owner" ? "owner" : "store",
+        ownRecords: Number(answer[2]),
+        ownBytes: Number(answer[3]),
+      };
     });
   }
 
   async getHostRecord(key: string): Promise<string | null> {
-    return this.#redis("getHostRecord", () => this.#client.get(this.#hostRecordKey(key)));
+    const stored = await this.#redis("getHostRecord", () => this.#client.get(this.#hostRecordKey(key)));
+    return stored === null ? null : this.#seal.open("value", key, stored);
   }
 
   async deleteHostRecord(key: string): Promise<boolean> {
     return this.#redis(
       "deleteHostRecord",
-      async () => (await this.#client.del(this.#hostRecordKey(key))) > 0,
+      async () =>
+        Number(
+          await this.#client.ccDeleteHost(
+            this.#hostRecordKey(key),
+            ...this.#hostQuotaKeys,
+            key,
+            this.#hostRecordKey(""),
+            `${this.#prefix}hostq:owner:`,
+          ),
+        ) > 0,
     );
   }
 
   async leaseHostRecord(key: string, holder: string, expiresAt: number): Promise<boolean> {
-    // Redis expires the lease itself (every replica sees the same deadline); the script takes or renews it.
-    return this.#redis(
-      "leaseHostRecord",
-      async () => Number(await this.#client.ccLeaseHost(this.#hostRecordKey(key), holder, expiresAt)) === 1,
-    );
+    // Sealing a holder gives the same text every time, so the script compares sealed values. Redis
+    // expires the lease itself (every replica sees the same deadline); the script takes or renews it.
+    const sealed = this.#seal.seal("lease", key, holder);
+    return this.#redis("leaseHostRecord", async () => {
+      if (Number(await this.#client.ccLeaseHost(this.#hostRecordKey(key), sealed, expiresAt)) === 1)
+        return true;
+      // Another holder's lease, unless it fails its check: then it is refused, not obeyed.
+      const current = await this.#client.get(this.#hostRecordKey(key));
+      if (current !== null) this.#seal.open("lease", key, current);
+      return false;
+    });
   }
 
   async releaseHostRecord(key: string, holder: string): Promise<boolean> {
+    const sealed = this.#seal.seal("lease", key, holder);
     return this.#redis(
       "releaseHostRecord",
-      async () => Number(await this.#client.ccReleaseHost(this.#hostRecordKey(key), holder)) === 1,
+      async () => Number(await this.#client.ccReleaseHost(this.#hostRecordKey(key), sealed)) === 1,
     );
   }
 

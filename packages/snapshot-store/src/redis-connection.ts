@@ -27,7 +27,9 @@ type ScriptName =
   | "ccRenew"
   | "ccClose"
   | "ccLeaseHost"
-  | "ccReleaseHost";
+  | "ccReleaseHost"
+  | "ccPutHost"
+  | "ccDeleteHost";
 
 export type ScriptClient = Redis & {
   [name in ScriptName]: (...args: Array<string | number | Buffer>) => Promise<unknown[]>;
@@ -157,4 +159,6 @@ export function defineScripts(client: ScriptClient): void {
   define("ccClose", 0, scripts.CLOSE);
   define("ccLeaseHost", 1, scripts.LEASE_HOST);
   define("ccReleaseHost", 1, scripts.RELEASE_HOST);
+  define("ccPutHost", 5, scripts.PUT_HOST);
+  define("ccDeleteHost", 5, scripts.DELETE_HOST);
 }

@@ -354,3 +354,113 @@ export const RELEASE_HOST = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 `;
+
+// Host records under quota. Beside each record (`<prefix>host:<key>`, a string with a Redis expiry):
+//   KEYS[2] `<prefix>hostq:meta` hash key -> "<evictable 0/1>|<bytes>|<owner>",
+//   KEYS[3] `<prefix>hostq:order` zset key by write order (oldest first),
+//   KEYS[4] `<prefix>hostq:expiry` zset key by expiresAt (what Redis expired is dropped from the index),
+//   KEYS[5] `<prefix>hostq:total` bytes of every record, ARGV[.] owner zsets `<prefix>hostq:owner:<owner>`.
+const HOST_QUOTA_HELPERS = `
+local meta, order, expiry, total = KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local function parse(text)
+  local evictable, bytes, owner = string.match(text, '^(%d)|(%d+)|(.*)$')
+  return evictable == '1', tonumber(bytes), owner
+end
+local function drop(member, recordPrefix, ownerPrefix)
+  local text = redis.call('HGET', meta, member)
+  if text then
+    local _, bytes, owner = parse(text)
+    redis.call('DECRBY', total, bytes)
+    redis.call('ZREM', ownerPrefix .. owner, member)
+    redis.call('HDEL', meta, member)
+  end
+  redis.call('ZREM', order, member)
+  redis.call('ZREM', expiry, member)
+  return redis.call('DEL', recordPrefix .. member)
+end
+`;
+
+// Puts a host record under its owner's quota and the store's budget, evicting finished records to make
+// room (the owner's own oldest first, then anyone's oldest first), or refusing without a change.
+// KEYS[1] the record; KEYS[2..5] above. ARGV: member, sealed value, expiresAt, owner, bytes, evictable,
+// maxRecordsPerOwner, maxBytesPerOwner, maxBytes, now, record key prefix, owner zset prefix.
+export const PUT_HOST = `${HOST_QUOTA_HELPERS}
+local member, value, expiresAt, owner = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local bytes, evictableArg = tonumber(ARGV[5]), ARGV[6]
+local maxCount, maxOwnBytes, maxBytes = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+local now, recordPrefix, ownerPrefix = tonumber(ARGV[10]), ARGV[11], ARGV[12]
+local ownKey = ownerPrefix .. owner
+for _, gone in ipairs(redis.call('ZRANGEBYSCORE', expiry, '-inf', now, 'LIMIT', 0, 1000)) do
+  drop(gone, recordPrefix, ownerPrefix)
+end
+local ownCount, ownBytes = 0, 0
+local own = {}
+for _, other in ipairs(redis.call('ZRANGE', ownKey, 0, -1)) do
+  if other ~= member then
+    local text = redis.call('HGET', meta, other)
+    if text then
+      local evictable, size = parse(text)
+      ownCount = ownCount + 1
+      ownBytes = ownBytes + size
+      if evictable then own[#own + 1] = { other, size } end
+    end
+  end
+end
+local totalBytes = tonumber(redis.call('GET', total) or '0')
+local replaced = redis.call('HGET', meta, member)
+if replaced then
+  local _, size = parse(replaced)
+  totalBytes = totalBytes - size
+end
+local usedCount, usedBytes = ownCount, ownBytes
+if bytes > maxOwnBytes then return { 0, 'owner', usedCount, usedBytes } end
+if bytes > maxBytes then return { 0, 'store', usedCount, usedBytes } end
+local chosen, evict = {}, {}
+local function ownOver() return ownCount + 1 > maxCount or ownBytes + bytes > maxOwnBytes end
+local index = 1
+while ownOver() and index <= #own do
+  local entry = own[index]
+  chosen[entry[1]] = true
+  evict[#evict + 1] = entry[1]
+  ownCount, ownBytes, totalBytes = ownCount - 1, ownBytes - entry[2], totalBytes - entry[2]
+  index = index + 1
+end
+if ownOver() then return { 0, 'owner', usedCount, usedBytes } end
+local start = 0
+while totalBytes + bytes > maxBytes do
+  local batch = redis.call('ZRANGE', order, start, start + 99)
+  if #batch == 0 then break end
+  for _, other in ipairs(batch) do
+    if totalBytes + bytes <= maxBytes then break end
+    if other ~= member and not chosen[other] then
+      local text = redis.call('HGET', meta, other)
+      if text then
+        local evictable, size = parse(text)
+        if evictable then
+          chosen[other] = true
+          evict[#evict + 1] = other
+          totalBytes = totalBytes - size
+        end
+      end
+    end
+  end
+  start = start + 100
+end
+if totalBytes + bytes > maxBytes then return { 0, 'store', usedCount, usedBytes } end
+for _, other in ipairs(evict) do drop(other, recordPrefix, ownerPrefix) end
+drop(member, recordPrefix, ownerPrefix)
+redis.call('SET', KEYS[1], value, 'PXAT', expiresAt)
+local seq = redis.call('INCR', order .. ':seq')
+redis.call('HSET', meta, member, evictableArg .. '|' .. bytes .. '|' .. owner)
+redis.call('ZADD', order, seq, member)
+redis.call('ZADD', expiry, expiresAt, member)
+redis.call('ZADD', ownKey, seq, member)
+redis.call('INCRBY', total, bytes)
+return { 1, #evict }
+`;
+
+// Deletes a host record and its place in the quota index. KEYS as PUT_HOST; ARGV member, record key
+// prefix, owner zset prefix. Answers 1 when the record was there.
+export const DELETE_HOST = `${HOST_QUOTA_HELPERS}
+return drop(ARGV[1], ARGV[2], ARGV[3])
+`;

@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
 import type { JsonValue, SnapshotEvent } from "@codecell/contract";
 import { CodeModeError } from "@codecell/contract";
-import type { BackendClaimedAnswer, DroppedRun, SnapshotBackend } from "./backend.js";
+import type { BackendClaimedAnswer, DroppedRun, HostRecordQuota, SnapshotBackend } from "./backend.js";
+import { hostRecordRefusal } from "./host-record-quota.js";
 import { type HostRecordKey, hostRecordKey } from "./host-record-key.js";
 import { MemorySnapshotBackend } from "./memory-backend.js";
 import { claimedRun, recordParts } from "./record-parts.js";
@@ -69,6 +70,9 @@ export class SnapshotStore {
   readonly maxLiveRunsPerPrincipal: number;
   readonly claimLeaseMs: number;
   readonly tombstoneSeconds: number;
+  readonly maxHostRecordsPerPrincipal: number;
+  readonly maxHostRecordBytesPerPrincipal: number;
+  readonly maxHostRecordBytes: number;
   readonly #sweepIntervalMs: number;
   readonly #onEvent: ((event: SnapshotStoreEvent) => void) | undefined;
   readonly #clock: () => number;
@@ -88,6 +92,9 @@ export class SnapshotStore {
     this.maxLiveRunsPerPrincipal = limits.maxLiveRunsPerPrincipal;
     this.claimLeaseMs = limits.claimLeaseMs;
     this.tombstoneSeconds = limits.tombstoneSeconds;
+    this.maxHostRecordsPerPrincipal = limits.maxHostRecordsPerPrincipal;
+    this.maxHostRecordBytesPerPrincipal = limits.maxHostRecordBytesPerPrincipal;
+    this.maxHostRecordBytes = limits.maxHostRecordBytes;
     this.#sweepIntervalMs = limits.sweepIntervalMs;
     this.#onEvent = options.onEvent;
     this.#clock = options.clock ?? Date.now;
@@ -369,8 +376,19 @@ export class SnapshotStore {
    * run waits for) in the same backend, so every replica sharing the store reads it. The key is scoped
    * by `owner` (a principal): another owner's get or delete of the same kind and id finds nothing. It
    * lives `ttlSeconds` (default the store's snapshot TTL) and counts against `maxSnapshotBytes`.
+   *
+   * It also counts against its owner's quota (`maxHostRecordsPerPrincipal`,
+   * `maxHostRecordBytesPerPrincipal`) and the store's budget (`maxHostRecordBytes`); room is made by
+   * evicting finished records (the owner's own oldest first, then anyone's oldest first), never one put
+   * with `inUse: true` (a record a run waits on). A record that cannot fit is refused with
+   * `snapshot_limit_exceeded`, naming the owner's own use only, and nothing is evicted.
    */
-  async putHostRecord(key: HostRecordKey, value: JsonValue, ttlSeconds?: number): Promise<void> {
+  async putHostRecord(
+    key: HostRecordKey,
+    value: JsonValue,
+    ttlSeconds?: number,
+    options: { inUse?: boolean } = {},
+  ): Promise<void> {
     this.#ensureOpen("putHostRecord");
     const where = "putHostRecord";
     const valueJson = toJson(value, `${where}: value`);
@@ -385,7 +403,23 @@ export class SnapshotStore {
       ttlSeconds === undefined
         ? this.snapshotTtlSeconds
         : checkTtlSeconds(ttlSeconds, where, "invalid_input");
-    await this.backend.putHostRecord(hostRecordKey(key, where), valueJson, this.#clock() + ttl * 1000);
+    const now = this.#clock();
+    const quota: HostRecordQuota = {
+      owner: key.owner,
+      bytes,
+      now,
+      evictable: options?.inUse !== true,
+      maxRecordsPerOwner: this.maxHostRecordsPerPrincipal,
+      maxBytesPerOwner: this.maxHostRecordBytesPerPrincipal,
+      maxBytes: this.maxHostRecordBytes,
+    };
+    const answer = await this.backend.putHostRecord(
+      hostRecordKey(key, where),
+      valueJson,
+      now + ttl * 1000,
+      quota,
+    );
+    if (answer?.status === "full") throw hostRecordRefusal(answer, quota);
   }
 
   /** The record, or null when there is none for this owner (never written, expired or deleted). */

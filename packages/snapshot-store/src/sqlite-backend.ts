@@ -10,11 +10,15 @@ import type {
   ClaimRequest,
   DroppedRun,
   FinishRequest,
+  HostPutAnswer,
+  HostRecordQuota,
   LiveRunCaps,
   ReplaceRequest,
   SettleRequest,
   SnapshotBackend,
 } from "./backend.js";
+import { planHostPut } from "./host-record-quota.js";
+import { HostRecordSeal } from "./host-record-seal.js";
 import {
   callEntries,
   deriveRecordKey,
@@ -76,6 +80,8 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
   readonly #statements;
   /** Null: rows are not signed (no secret given). */
   readonly #key: Buffer | null;
+  /** Signs host records and leases with a key of their own; null without a secret. */
+  readonly #seal: HostRecordSeal | null;
 
   constructor(options: SqliteSnapshotBackendOptions) {
     if (typeof options?.path !== "string" || options.path.length === 0) {
@@ -93,6 +99,7 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
       );
     }
     this.#key = options.secret === undefined ? null : recordKey(options.secret);
+    this.#seal = this.#key === null ? null : new HostRecordSeal(this.#key);
     const busyTimeoutMs = options.busyTimeoutMs ?? 5_000;
     if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0) {
       throw new CodeModeError(
@@ -123,7 +130,26 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
     const db = this.#db;
     return {
       putHostRecord: db.prepare(
-        "INSERT INTO host_records (key, value_json, expires_at) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET value_json = excluded.value_json, expires_at = excluded.expires_at",
+        "INSERT INTO host_records (key, value_json, expires_at, owner, bytes, seq, evictable) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET value_json = excluded.value_json, expires_at = excluded.expires_at, owner = excluded.owner, bytes = excluded.bytes, seq = excluded.seq, evictable = excluded.evictable",
+      ),
+      hostUsage: db.prepare<
+        [string, string, string],
+        { own_count: number; own_bytes: number; total_bytes: number }
+      >(
+        `SELECT coalesce(sum(owner = ?), 0) AS own_count, coalesce(sum(CASE WHEN owner = ? THEN bytes END), 0) AS own_bytes,
+           coalesce(sum(bytes), 0) AS total_bytes FROM host_records WHERE owner IS NOT NULL AND key != ?`,
+      ),
+      ownEvictable: db.prepare<[string, string], { key: string; bytes: number }>(
+        "SELECT key, bytes FROM host_records WHERE owner = ? AND evictable = 1 AND key != ? ORDER BY seq",
+      ),
+      allEvictable: db.prepare<[string], { key: string; bytes: number }>(
+        "SELECT key, bytes FROM host_records WHERE owner IS NOT NULL AND evictable = 1 AND key != ? ORDER BY seq",
+      ),
+      nextHostSeq: db.prepare<[], { seq: number }>(
+        "SELECT coalesce(max(seq), 0) + 1 AS seq FROM host_records",
+      ),
+      hostValue: db.prepare<[string, number], { value_json: string }>(
+        "SELECT value_json FROM host_records WHERE key = ? AND expires_at > ?",
       ),
       getHostRecord: db.prepare<[string, number], { value_json: string }>(
         "SELECT value_json FROM host_records WHERE key = ? AND expires_at > ?",
@@ -514,12 +540,50 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
     };
   }
 
-  async putHostRecord(key: string, valueJson: string, expiresAt: number): Promise<void> {
-    this.#statements.putHostRecord.run(key, valueJson, expiresAt);
+  async putHostRecord(
+    key: string,
+    valueJson: string,
+    expiresAt: number,
+    quota?: HostRecordQuota,
+  ): Promise<HostPutAnswer | undefined> {
+    const statements = this.#statements;
+    const stored = this.#seal ? this.#seal.seal("value", key, valueJson) : valueJson;
+    // One transaction: the quota is checked, room made and the record written at once.
+    return this.#db.transaction((): HostPutAnswer | undefined => {
+      const seq = statements.nextHostSeq.get()!.seq;
+      if (quota === undefined) {
+        statements.putHostRecord.run(key, stored, expiresAt, null, 0, seq, 1);
+        return undefined;
+      }
+      statements.purgeHostRecords.run(quota.now);
+      const usage = statements.hostUsage.get(quota.owner, quota.owner, key)!;
+      // Planned from the rows first, then deleted: a statement being iterated cannot be written under.
+      const plan = planHostPut(
+        { ownCount: usage.own_count, ownBytes: usage.own_bytes, totalBytes: usage.total_bytes },
+        quota,
+        // Started only when walked: an open iteration keeps the connection busy.
+        { [Symbol.iterator]: () => statements.ownEvictable.iterate(quota.owner, key) },
+        { [Symbol.iterator]: () => statements.allEvictable.iterate(key) },
+      );
+      if ("status" in plan) return plan;
+      for (const evicted of plan.evict) statements.deleteHostRecord.run(evicted);
+      statements.putHostRecord.run(
+        key,
+        stored,
+        expiresAt,
+        quota.owner,
+        quota.bytes,
+        seq,
+        quota.evictable ? 1 : 0,
+      );
+      return { status: "ok", evicted: plan.evict.length };
+    })();
   }
 
   async getHostRecord(key: string, now: number): Promise<string | null> {
-    return this.#statements.getHostRecord.get(key, now)?.value_json ?? null;
+    const stored = this.#statements.getHostRecord.get(key, now)?.value_json;
+    if (stored === undefined) return null;
+    return this.#seal ? this.#seal.open("value", key, stored) : stored;
   }
 
   async deleteHostRecord(key: string): Promise<boolean> {
@@ -527,11 +591,19 @@ export class SqliteSnapshotBackend implements SnapshotBackend {
   }
 
   async leaseHostRecord(key: string, holder: string, expiresAt: number, now: number): Promise<boolean> {
-    return this.#statements.leaseHostRecord.run(key, holder, expiresAt, now).changes > 0;
+    const seal = this.#seal;
+    // Sealing a holder gives the same text every time, so the statement compares sealed values.
+    const sealed = seal ? seal.seal("lease", key, holder) : holder;
+    if (this.#statements.leaseHostRecord.run(key, sealed, expiresAt, now).changes > 0) return true;
+    // Another holder's live lease, unless it fails its check: then it is refused, not obeyed.
+    const current = this.#statements.hostValue.get(key, now)?.value_json;
+    if (seal && current !== undefined) seal.open("lease", key, current);
+    return false;
   }
 
   async releaseHostRecord(key: string, holder: string): Promise<boolean> {
-    return this.#statements.releaseHostRecord.run(key, holder).changes > 0;
+    const sealed = this.#seal ? this.#seal.seal("lease", key, holder) : holder;
+    return this.#statements.releaseHostRecord.run(key, sealed).changes > 0;
   }
 
   async close(): Promise<DroppedRun[]> {

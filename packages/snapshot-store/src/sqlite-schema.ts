@@ -7,8 +7,11 @@ import type { RunScope, RunState } from "./types.js";
  * statements the backend runs on them are prepared in sqlite-backend.ts.
  */
 
-/** 2: `runs.mac` and `pending_calls.outcome_mac` (HMAC of what a resume trusts). */
-export const SCHEMA_VERSION = 2;
+/**
+ * 2: `runs.mac` and `pending_calls.outcome_mac` (HMAC of what a resume trusts). 3: `host_records` owner,
+ * bytes, write order and evictable (quotas; a signed record's MAC leads its value).
+ */
+export const SCHEMA_VERSION = 3;
 
 // Loaded on first use, so a host that keeps the memory backend never loads the native module.
 let Driver: typeof Database | undefined;
@@ -61,6 +64,14 @@ CREATE TABLE IF NOT EXISTS host_records (
   expires_at INTEGER NOT NULL
 );
 `;
+
+/** Added to `host_records` by version 3 (a lease, and a row of an older file, has no owner: no quota). */
+const HOST_QUOTA_COLUMNS: Array<[string, string]> = [
+  ["owner", "TEXT"],
+  ["bytes", "INTEGER NOT NULL DEFAULT 0"],
+  ["seq", "INTEGER NOT NULL DEFAULT 0"],
+  ["evictable", "INTEGER NOT NULL DEFAULT 1"],
+];
 
 export type RunRow = {
   run_id: string;
@@ -121,5 +132,11 @@ export function migrate(db: Database.Database): void {
   if (!columns("runs").has("mac")) db.exec("ALTER TABLE runs ADD COLUMN mac BLOB");
   if (!columns("pending_calls").has("outcome_mac"))
     db.exec("ALTER TABLE pending_calls ADD COLUMN outcome_mac BLOB");
+  const hostColumns = columns("host_records");
+  for (const [name, type] of HOST_QUOTA_COLUMNS) {
+    if (!hostColumns.has(name)) db.exec(`ALTER TABLE host_records ADD COLUMN ${name} ${type}`);
+  }
+  db.exec("CREATE INDEX IF NOT EXISTS host_records_owner ON host_records (owner, seq)");
+  db.exec("CREATE INDEX IF NOT EXISTS host_records_expiry ON host_records (expires_at)");
   db.pragma(`user_version = ${SCHEMA_VERSION}`);
 }

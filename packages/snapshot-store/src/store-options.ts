@@ -18,6 +18,20 @@ export type SnapshotStoreOptions = {
    * `maxLiveRuns`, rounded up (32 of 64).
    */
   maxLiveRunsPerPrincipal?: number;
+  /**
+   * Host records (an agent endpoint's transcripts and stored responses) one principal (the record's
+   * owner) may keep at once. Past it, the principal's own oldest finished record is evicted; when all
+   * of its records are in use, the put is refused. Default 256.
+   */
+  maxHostRecordsPerPrincipal?: number;
+  /** Bytes of host records one principal may keep at once, evicted and refused as above. Default 64 MiB. */
+  maxHostRecordBytesPerPrincipal?: number;
+  /**
+   * Bytes of host records of every principal together. Past it, finished records are evicted oldest
+   * first, whoever's; when what is left is in use, the put is refused. At least
+   * `maxHostRecordBytesPerPrincipal`. Default 256 MiB.
+   */
+  maxHostRecordBytes?: number;
   /** How long a claim holds a run before another claim may take it over. Default 120000. */
   claimLeaseMs?: number;
   /** How long finished, expired and aborted runs are remembered, so `wait` can say why. Default 3600. */
@@ -31,6 +45,13 @@ export type SnapshotStoreOptions = {
 };
 
 export const DEFAULT_MAX_LIVE_RUNS = 64;
+const MIB = 1024 * 1024;
+/** Defaults of the host-record quotas: a handful of full 10 MiB transcripts per principal, four times that in all. */
+export const DEFAULT_HOST_RECORD_LIMITS = {
+  maxHostRecordsPerPrincipal: 256,
+  maxHostRecordBytesPerPrincipal: 64 * MIB,
+  maxHostRecordBytes: 256 * MIB,
+} as const;
 const DEFAULT_CLAIM_LEASE_MS = 120_000;
 const DEFAULT_TOMBSTONE_SECONDS = 3_600;
 const DEFAULT_SWEEP_INTERVAL_MS = 30_000;
@@ -44,6 +65,9 @@ export type StoreLimits = {
   claimLeaseMs: number;
   tombstoneSeconds: number;
   sweepIntervalMs: number;
+  maxHostRecordsPerPrincipal: number;
+  maxHostRecordBytesPerPrincipal: number;
+  maxHostRecordBytes: number;
 };
 
 function positiveInteger(
@@ -75,7 +99,30 @@ export function storeLimits(options: SnapshotStoreOptions): StoreLimits {
       `snapshot store option maxLiveRunsPerPrincipal (${maxLiveRunsPerPrincipal}) must not be above maxLiveRuns (${maxLiveRuns}); lower it or raise maxLiveRuns.`,
     );
   }
+  const maxHostRecordBytes = positiveInteger(
+    options.maxHostRecordBytes,
+    DEFAULT_HOST_RECORD_LIMITS.maxHostRecordBytes,
+    "maxHostRecordBytes",
+  );
+  const maxHostRecordBytesPerPrincipal = positiveInteger(
+    options.maxHostRecordBytesPerPrincipal,
+    Math.min(DEFAULT_HOST_RECORD_LIMITS.maxHostRecordBytesPerPrincipal, maxHostRecordBytes),
+    "maxHostRecordBytesPerPrincipal",
+  );
+  if (maxHostRecordBytesPerPrincipal > maxHostRecordBytes) {
+    throw new CodeModeError(
+      "invalid_config",
+      `snapshot store option maxHostRecordBytesPerPrincipal (${maxHostRecordBytesPerPrincipal}) must not be above maxHostRecordBytes (${maxHostRecordBytes}); lower it or raise maxHostRecordBytes.`,
+    );
+  }
   return {
+    maxHostRecordsPerPrincipal: positiveInteger(
+      options.maxHostRecordsPerPrincipal,
+      DEFAULT_HOST_RECORD_LIMITS.maxHostRecordsPerPrincipal,
+      "maxHostRecordsPerPrincipal",
+    ),
+    maxHostRecordBytesPerPrincipal,
+    maxHostRecordBytes,
     maxSnapshotBytes: positiveInteger(
       options.maxSnapshotBytes,
       CODE_MODE_LIMITS.maxSnapshotBytes.default,

@@ -175,6 +175,65 @@ describe.skipIf(redisSkipReason !== null)("Redis backend: several replicas on on
     expect((await thrown(() => other.claim(runId, scopeFor()))).code).toBe("snapshot_restore_failed");
   });
 
+  it("refuses a run's signed record copied over another run's key", async () => {
+    nextPrefix();
+    const a = await replica();
+    const first = await a.suspend(suspendInput());
+    const second = await a.suspend(suspendInput());
+    const source = await redis.hgetallBuffer(`${prefix}run:${first.runId}`);
+    await redis.hset(`${prefix}run:${second.runId}`, source);
+    expect((await thrown(() => a.claim(second.runId, scopeFor()))).code).toBe("snapshot_restore_failed");
+    expect((await a.claim(first.runId, scopeFor())).runId).toBe(first.runId);
+  });
+
+  it("signs host records and leases: one changed, forged or copied under another key in Redis is refused", async () => {
+    nextPrefix();
+    const a = await replica();
+    const transcript = { kind: "agent-conversation", owner: "alice", id: "c-1" };
+    const lease = { kind: "agent-conversation-taken", owner: "alice", id: "c-1" };
+    const redisKey = (key: { kind: string; owner: string; id: string }) =>
+      `${prefix}host:${[key.kind, key.owner, key.id].map(encodeURIComponent).join("/")}`;
+    const refused = async (action: () => Promise<unknown>) => {
+      const error = await thrown(action);
+      expect(error.code).toBe("snapshot_restore_failed");
+      expect(error.message).toMatch(/record was refused: it failed the snapshot store's integrity check/);
+    };
+    await a.putHostRecord(transcript, { turns: [1, 2] }, 600);
+    await a.putHostRecord({ ...transcript, owner: "bob" }, { turns: ["bob"] }, 600);
+    await a.putHostRecord({ ...transcript, kind: "agent-response" }, { turns: ["response"] }, 600);
+    expect(await a.getHostRecord(transcript)).toEqual({ turns: [1, 2] });
+    // Another replica with the same secret reads it.
+    expect(await (await replica()).getHostRecord(transcript)).toEqual({ turns: [1, 2] });
+
+    const original = (await redis.get(redisKey(transcript)))!;
+    await redis.set(redisKey(transcript), original.replace("[1,2]", '[1,2,"injected"]'));
+    await refused(() => a.getHostRecord(transcript));
+    await redis.set(redisKey(transcript), '{"turns":[9]}');
+    await refused(() => a.getHostRecord(transcript));
+    for (const from of [
+      { ...transcript, owner: "bob" },
+      { ...transcript, kind: "agent-response" },
+    ]) {
+      await redis.set(redisKey(transcript), (await redis.get(redisKey(from)))!);
+      await refused(() => a.getHostRecord(transcript));
+    }
+    const other = await replica({ secret: `${TEST_SECRET}-but-another-one` });
+    await redis.set(redisKey(transcript), original);
+    expect(await a.getHostRecord(transcript)).toEqual({ turns: [1, 2] });
+    await refused(() => other.getHostRecord(transcript));
+
+    // Leases: a forged one and one copied from another conversation are refused, not obeyed.
+    expect(await a.leaseHostRecord({ ...lease, id: "c-2" }, "holder-x", 600)).toBe(true);
+    await redis.set(redisKey(lease), "intruder", "PX", 600_000);
+    await refused(() => a.leaseHostRecord(lease, "holder-a", 600));
+    await redis.set(redisKey(lease), (await redis.get(redisKey({ ...lease, id: "c-2" })))!, "PX", 600_000);
+    await refused(() => a.leaseHostRecord(lease, "holder-a", 600));
+    await redis.del(redisKey(lease));
+    expect(await a.leaseHostRecord(lease, "holder-a", 600)).toBe(true);
+    expect(await a.leaseHostRecord(lease, "holder-b", 600)).toBe(false);
+    expect(await a.releaseHostRecord(lease, "holder-a")).toBe(true);
+  });
+
   it("gives every record a Redis expiry: TTL plus tombstone time while live, the tombstone time after", async () => {
     nextPrefix();
     const store = await openSnapshotStore({

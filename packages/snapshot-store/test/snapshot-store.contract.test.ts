@@ -692,6 +692,135 @@ describe.each([
     expect((await thrown(() => store.leaseHostRecord(lease, holder, 0))).code).toBe("invalid_input");
   });
 
+  describe("host-record quotas", () => {
+    // Redis expires host records on its own clock, so these stores' clocks are the real one.
+    const realClock = () => manualClock(Date.now()).now;
+    const record = (bytes: number, tag: string) => ({ tag, text: "x".repeat(bytes) });
+    const keyOf = (owner: string, id: number | string) => ({
+      kind: "agent-conversation",
+      owner,
+      id: String(id),
+    });
+
+    it("keeps one principal within its quota, its own oldest finished records evicted first, another untouched", async () => {
+      const store = await open({
+        clock: realClock(),
+        maxHostRecordsPerPrincipal: 3,
+        maxHostRecordBytesPerPrincipal: 10_000,
+        maxHostRecordBytes: 40_000,
+      });
+      await store.putHostRecord(keyOf("bob", "b"), record(1_000, "bob"), 60);
+      // A flood: far more records than the quota, in a bounded loop.
+      for (let index = 0; index < 40; index++) {
+        await store.putHostRecord(keyOf("alice", index), record(1_000, `alice-${index}`), 60);
+      }
+      const kept: string[] = [];
+      for (let index = 0; index < 40; index++) {
+        const found = await store.getHostRecord<{ tag: string }>(keyOf("alice", index));
+        if (found) kept.push(found.tag);
+      }
+      expect(kept).toEqual(["alice-37", "alice-38", "alice-39"]);
+      expect(await store.getHostRecord(keyOf("bob", "b"))).toMatchObject({ tag: "bob" });
+      // By bytes too: one record of 9,000 bytes leaves room for nothing else of hers.
+      await store.putHostRecord(keyOf("alice", "big"), record(9_000, "big"), 60);
+      expect(await store.getHostRecord(keyOf("alice", 39))).toBeNull();
+      expect(await store.getHostRecord(keyOf("alice", "big"))).toMatchObject({ tag: "big" });
+      // Rewriting a record replaces it: it does not count twice.
+      await store.putHostRecord(keyOf("alice", "big"), record(9_000, "big-2"), 60);
+      expect(await store.getHostRecord(keyOf("alice", "big"))).toMatchObject({ tag: "big-2" });
+    });
+
+    it("never evicts a record in use: past the quota with only those, the principal is refused with its own use", async () => {
+      const store = await open({
+        clock: realClock(),
+        maxHostRecordsPerPrincipal: 2,
+        maxHostRecordBytesPerPrincipal: 10_000,
+        maxHostRecordBytes: 40_000,
+      });
+      await store.putHostRecord(keyOf("bob", "b"), record(100, "bob"), 60);
+      await store.putHostRecord(keyOf("alice", 1), record(100, "waiting-1"), 60, { inUse: true });
+      await store.putHostRecord(keyOf("alice", 2), record(100, "waiting-2"), 60, { inUse: true });
+      const refused = await thrown(() => store.putHostRecord(keyOf("alice", 3), record(100, "x"), 60));
+      expect(refused.code).toBe("snapshot_limit_exceeded");
+      expect(refused.message).toMatch(/this principal's quota of 2 records and 10000 bytes/);
+      expect(refused.message).toMatch(/it holds 2 records of \d+ bytes/);
+      expect(refused.message).not.toMatch(/bob/);
+      // Nothing was evicted by the refusal; a finished record of hers makes room for itself again.
+      expect(await store.getHostRecord(keyOf("alice", 1))).toMatchObject({ tag: "waiting-1" });
+      await store.putHostRecord(keyOf("alice", 2), record(100, "done-2"), 60);
+      await store.putHostRecord(keyOf("alice", 3), record(100, "new-3"), 60);
+      expect(await store.getHostRecord(keyOf("alice", 2))).toBeNull();
+      expect(await store.getHostRecord(keyOf("alice", 1))).toMatchObject({ tag: "waiting-1" });
+      // Another principal is not hurt by any of it.
+      await store.putHostRecord(keyOf("bob", "b2"), record(100, "bob-2"), 60);
+      expect(await store.getHostRecord(keyOf("bob", "b"))).toMatchObject({ tag: "bob" });
+      // A record larger than the quota itself is refused outright.
+      const huge = await thrown(() => store.putHostRecord(keyOf("carol", 1), record(11_000, "huge"), 60));
+      expect(huge.message).toMatch(/this principal's quota/);
+      // A deleted record frees its place.
+      expect(await store.deleteHostRecord(keyOf("alice", 3))).toBe(true);
+      await store.putHostRecord(keyOf("alice", 4), record(100, "new-4"), 60);
+      expect(await store.getHostRecord(keyOf("alice", 1))).toMatchObject({ tag: "waiting-1" });
+    });
+
+    it("keeps every principal together within the store's budget, oldest finished records first", async () => {
+      const store = await open({
+        clock: realClock(),
+        maxHostRecordsPerPrincipal: 100,
+        maxHostRecordBytesPerPrincipal: 5_000,
+        maxHostRecordBytes: 5_000,
+      });
+      const size = 1_200; // about 1,220 bytes as JSON: four fit in 5,000.
+      for (let index = 0; index < 3; index++) {
+        await store.putHostRecord(keyOf("alice", index), record(size, `alice-${index}`), 60);
+      }
+      for (let index = 0; index < 3; index++) {
+        await store.putHostRecord(keyOf("bob", index), record(size, `bob-${index}`), 60);
+      }
+      const present = async () => {
+        const tags: string[] = [];
+        for (const owner of ["alice", "bob", "carol"]) {
+          for (let index = 0; index < 3; index++) {
+            const found = await store.getHostRecord<{ tag: string }>(keyOf(owner, index));
+            if (found) tags.push(found.tag);
+          }
+        }
+        return tags;
+      };
+      // Six records of about 1,220 bytes do not fit 5,000: the two oldest (alice's) made room.
+      expect(await present()).toEqual(["alice-2", "bob-0", "bob-1", "bob-2"]);
+      // Records in use fill the budget: the next put is refused without naming anyone else's use.
+      const busy = await open({
+        clock: realClock(),
+        maxHostRecordsPerPrincipal: 100,
+        maxHostRecordBytesPerPrincipal: 3_000,
+        maxHostRecordBytes: 3_000,
+      });
+      await busy.putHostRecord(keyOf("alice", 0), record(size, "a"), 60, { inUse: true });
+      await busy.putHostRecord(keyOf("bob", 0), record(size, "b"), 60, { inUse: true });
+      const refused = await thrown(() => busy.putHostRecord(keyOf("carol", 0), record(size, "c"), 60));
+      expect(refused.code).toBe("snapshot_limit_exceeded");
+      expect(refused.message).toMatch(/the store's budget for host records of 3000 bytes/);
+      expect(refused.message).not.toMatch(/alice|bob|1\d{3} bytes of/);
+    });
+
+    it("leases count for no quota and are never evicted", async () => {
+      const store = await open({
+        clock: realClock(),
+        maxHostRecordsPerPrincipal: 1,
+        maxHostRecordBytesPerPrincipal: 5_000,
+        maxHostRecordBytes: 5_000,
+      });
+      const lease = { kind: "agent-conversation-taken", owner: "alice", id: "c" };
+      expect(await store.leaseHostRecord(lease, "holder-1", 60)).toBe(true);
+      for (let index = 0; index < 5; index++) {
+        await store.putHostRecord(keyOf("alice", index), record(1_000, `alice-${index}`), 60);
+      }
+      expect(await store.leaseHostRecord(lease, "holder-2", 60)).toBe(false);
+      expect(await store.getHostRecord(keyOf("alice", 4))).toMatchObject({ tag: "alice-4" });
+    });
+  });
+
   it("refuses every operation after close", async () => {
     const store = await open();
     const { runId } = await store.suspend(suspendInput());

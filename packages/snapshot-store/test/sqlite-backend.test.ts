@@ -290,10 +290,159 @@ describe("SQLite backend: integrity of what a resume trusts", () => {
     await expect(store.claim(runId, scopeFor())).rejects.toMatchObject({ code: "snapshot_restore_failed" });
   });
 
+  it("refuses a run's signed row copied over another run's", async () => {
+    const clock = manualClock();
+    const store = await openFile(clock, TEST_SECRET);
+    const first = await store.suspend(suspendInput());
+    const second = await store.suspend(suspendInput());
+    await store.close();
+    stores.splice(stores.indexOf(store), 1);
+    const copied = editFile(
+      `UPDATE runs SET (snapshot, output_json, telemetry_json, host_state_json, mac) =
+         (SELECT snapshot, output_json, telemetry_json, host_state_json, mac FROM runs WHERE run_id = ?) WHERE run_id = ?`,
+      first.runId,
+      second.runId,
+    );
+    expect(copied).toBe(1);
+    const reopened = await openFile(clock, TEST_SECRET);
+    await expect(reopened.claim(second.runId, scopeFor())).rejects.toMatchObject({
+      code: "snapshot_restore_failed",
+      message: expect.stringMatching(/integrity check/),
+    });
+    // The run it was copied from is untouched and resumes.
+    expect((await reopened.claim(first.runId, scopeFor())).runId).toBe(first.runId);
+  });
+
   it("refuses a secret shorter than 32 bytes", () => {
     expect(() => new SqliteSnapshotBackend({ path: databasePath(), secret: "short" })).toThrow(
       expect.objectContaining({ code: "invalid_config" }),
     );
+  });
+});
+
+describe("SQLite backend: signed host records", () => {
+  beforeAll(() => {
+    directory = mkdtempSync(join(tmpdir(), "codecell-sqlite-host-"));
+  });
+  afterEach(async () => {
+    for (const store of stores.splice(0)) await store.close();
+    rmSync(databasePath(), { force: true });
+  });
+  afterAll(() => rmSync(directory, { recursive: true, force: true }));
+
+  const transcript = { kind: "agent-conversation", owner: "alice", id: "c-1" };
+  const lease = { kind: "agent-conversation-taken", owner: "alice", id: "c-1" };
+  const keyText = (key: { kind: string; owner: string; id: string }) =>
+    [key.kind, key.owner, key.id].map(encodeURIComponent).join("/");
+
+  /** Writes records with the secret and closes the file, so a test can edit it as an intruder would. */
+  async function written(
+    clock: ReturnType<typeof manualClock>,
+    write: (store: SnapshotStore) => Promise<void>,
+  ) {
+    const store = await openFile(clock, TEST_SECRET);
+    await write(store);
+    await store.close();
+    stores.splice(stores.indexOf(store), 1);
+  }
+
+  async function refusal(action: () => Promise<unknown>) {
+    const error = await action().then(
+      () => null,
+      (caught: { code?: string; message: string }) => caught,
+    );
+    expect(error?.code).toBe("snapshot_restore_failed");
+    expect(error?.message).toMatch(
+      /agent-conversation(-taken)? record was refused: it failed the snapshot store's integrity check/,
+    );
+  }
+
+  it("reads back an untouched record and renews an untouched lease after a reopen", async () => {
+    const clock = manualClock();
+    await written(clock, async (store) => {
+      await store.putHostRecord(transcript, { turns: [1, 2] }, 600);
+      expect(await store.leaseHostRecord(lease, "holder-a", 600)).toBe(true);
+    });
+    const store = await openFile(clock, TEST_SECRET);
+    expect(await store.getHostRecord(transcript)).toEqual({ turns: [1, 2] });
+    expect(await store.leaseHostRecord(lease, "holder-a", 600)).toBe(true);
+    expect(await store.leaseHostRecord(lease, "holder-b", 600)).toBe(false);
+  });
+
+  const edits = [
+    {
+      what: "a value edited in the file",
+      sql: `UPDATE host_records SET value_json = replace(value_json, '[1,2]', '[1,2,"injected"]') WHERE key = ?`,
+      parameters: [keyText(transcript)],
+      read: transcript,
+    },
+    {
+      what: "a record copied from another owner's key",
+      sql: "UPDATE host_records SET value_json = (SELECT value_json FROM host_records WHERE key = ?) WHERE key = ?",
+      parameters: [keyText({ ...transcript, owner: "bob" }), keyText(transcript)],
+      read: transcript,
+    },
+    {
+      what: "a record copied from another kind's key",
+      sql: "UPDATE host_records SET value_json = (SELECT value_json FROM host_records WHERE key = ?) WHERE key = ?",
+      parameters: [keyText({ ...transcript, kind: "agent-response" }), keyText(transcript)],
+      read: transcript,
+    },
+    {
+      what: "a record copied from another id's key",
+      sql: "UPDATE host_records SET value_json = (SELECT value_json FROM host_records WHERE key = ?) WHERE key = ?",
+      parameters: [keyText({ ...transcript, id: "c-2" }), keyText(transcript)],
+      read: transcript,
+    },
+    {
+      what: "an unsigned record written into the file",
+      sql: `UPDATE host_records SET value_json = '{"turns":[9]}' WHERE key = ?`,
+      parameters: [keyText(transcript)],
+      read: transcript,
+    },
+  ];
+  it.each(edits)("refuses $what", async (edit) => {
+    const clock = manualClock();
+    await written(clock, async (store) => {
+      await store.putHostRecord(transcript, { turns: [1, 2] }, 600);
+      await store.putHostRecord({ ...transcript, owner: "bob" }, { turns: ["bob"] }, 600);
+      await store.putHostRecord({ ...transcript, kind: "agent-response" }, { turns: ["response"] }, 600);
+      await store.putHostRecord({ ...transcript, id: "c-2" }, { turns: ["other"] }, 600);
+    });
+    expect(editFile(edit.sql, ...edit.parameters)).toBe(1);
+    const store = await openFile(clock, TEST_SECRET);
+    await refusal(() => store.getHostRecord(edit.read));
+  });
+
+  it("refuses a lease forged in the file, or copied from another conversation", async () => {
+    const clock = manualClock();
+    const other = { ...lease, id: "c-2" };
+    await written(clock, async (store) => {
+      expect(await store.leaseHostRecord(other, "holder-x", 600)).toBe(true);
+    });
+    editFile(
+      "INSERT INTO host_records (key, value_json, expires_at) VALUES (?, 'intruder', ?)",
+      keyText(lease),
+      clock.now() + 600_000,
+    );
+    const store = await openFile(clock, TEST_SECRET);
+    await refusal(() => store.leaseHostRecord(lease, "holder-a", 600));
+    await store.close();
+    stores.splice(stores.indexOf(store), 1);
+    editFile(
+      "UPDATE host_records SET value_json = (SELECT value_json FROM host_records WHERE key = ?) WHERE key = ?",
+      keyText(other),
+      keyText(lease),
+    );
+    const again = await openFile(clock, TEST_SECRET);
+    await refusal(() => again.leaseHostRecord(lease, "holder-a", 600));
+  });
+
+  it("refuses records written with another secret", async () => {
+    const clock = manualClock();
+    await written(clock, (store) => store.putHostRecord(transcript, { turns: [1] }, 600));
+    const store = await openFile(clock, `${TEST_SECRET}-but-another-one`);
+    await refusal(() => store.getHostRecord(transcript));
   });
 });
 
