@@ -585,7 +585,10 @@ class Turn {
     const key =
       this.request.conversation !== undefined ? headerKey(this.request.conversation) : hashKey(covered);
     try {
-      await this.options.conversations.put(this.request.principal, key, record, this.ttlOf(record));
+      // A record a run waits on is in use: the store never evicts it for other records.
+      await this.options.conversations.put(this.request.principal, key, record, this.ttlOf(record), {
+        inUse: pending !== undefined,
+      });
       // The conversation moved on to the new key: the record it came from is superseded (best effort,
       // it runs out with its TTL anyway).
       if (this.recordKey !== null && this.recordKey !== key) {
@@ -595,7 +598,7 @@ class Turn {
       if (CodeModeError.is(error) && error.code === "snapshot_limit_exceeded") {
         throw new AgentError(
           "invalid_request",
-          `This conversation's hidden turns no longer fit the store (${error.message}). Start a new conversation, or raise tools.codeMode.maxSnapshotBytes.`,
+          `This conversation's hidden turns could not be kept (${error.message}). Start a new conversation, or ask the operator to raise the limit the message names.`,
           { cause: error },
         );
       }

@@ -43,7 +43,17 @@ export type ConversationRecord = {
 /** Where conversation records live. Scoped by principal: another principal's key finds nothing. */
 export interface ConversationStore {
   get(principal: string, key: string): Promise<ConversationRecord | null>;
-  put(principal: string, key: string, record: ConversationRecord, ttlSeconds: number): Promise<void>;
+  /**
+   * `inUse`: a run waits on this record (client tools are out), so the store never evicts it to make
+   * room for other records; a finished one may be evicted, its principal's oldest first.
+   */
+  put(
+    principal: string,
+    key: string,
+    record: ConversationRecord,
+    ttlSeconds: number,
+    options?: { inUse?: boolean },
+  ): Promise<void>;
   /** Removes a record (one the conversation has moved on from). */
   delete(principal: string, key: string): Promise<boolean>;
   /**
@@ -62,7 +72,7 @@ const TAKEN_KIND = "agent-conversation-taken";
 /** Records of one kind, scoped by principal (the owner), in the snapshot store's host records. */
 export type PrincipalRecords<T> = {
   get(principal: string, key: string): Promise<T | null>;
-  put(principal: string, key: string, record: T, ttlSeconds: number): Promise<void>;
+  put(principal: string, key: string, record: T, ttlSeconds: number, options?: { inUse?: boolean }): Promise<void>;
   /** True for the one caller that removed the record. */
   delete(principal: string, key: string): Promise<boolean>;
 };
@@ -77,11 +87,12 @@ export function hostRecords<T>(
     async get(principal, key) {
       return (await opened).getHostRecord<T>({ kind, owner: principal, id: key });
     },
-    async put(principal, key, record, ttlSeconds) {
+    async put(principal, key, record, ttlSeconds, options) {
       await (await opened).putHostRecord(
         { kind, owner: principal, id: key },
         record as unknown as JsonValue,
         ttlSeconds,
+        options,
       );
     },
     async delete(principal, key) {

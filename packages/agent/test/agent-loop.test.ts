@@ -211,3 +211,83 @@ describe("AgentLoop, embedded", () => {
     expect(second).toMatchObject({ kind: "answer", content: 'answer "yes"' });
   });
 });
+
+// The gateway's default store: conversation records sit in its memory, so one principal's flood of
+// large conversations must not grow it past the quotas, nor push out another principal's record.
+describe("AgentLoop, one principal flooding the conversation records", () => {
+  let upstream: ScriptedUpstream;
+  let store: SnapshotStore;
+  let engine: CodeModeEngine;
+  let loop: AgentLoop;
+  const perPrincipal = 1024 * 1024;
+
+  beforeAll(async () => {
+    upstream = await startScriptedUpstream();
+    store = await openSnapshotStore({
+      maxHostRecordsPerPrincipal: 100,
+      maxHostRecordBytesPerPrincipal: perPrincipal,
+      maxHostRecordBytes: 4 * perPrincipal,
+    });
+    engine = createCodeModeEngine({ config: { enabled: true }, store });
+    loop = new AgentLoop({
+      engine,
+      upstream: new OpenAiUpstream({ baseUrl: upstream.baseUrl }),
+      conversations: snapshotStoreConversations(store),
+      hostTools: () => ({ tools: HOST_TOOLS, executor: { callTool: () => ({ sky: "clear" }) } }),
+    });
+  });
+  afterAll(async () => {
+    await engine?.close();
+    await store?.close();
+    await upstream?.close();
+  });
+
+  const ask = (principal: string, conversation: string, messages: TurnMessage[]) =>
+    loop.drive({
+      principal,
+      conversation,
+      model: "m",
+      clientTools: [],
+      params: {},
+      signal: new AbortController().signal,
+      messages,
+    });
+  const recordOf = (owner: string, conversation: string) =>
+    store.getHostRecord({ kind: "agent-conversation", owner, id: `h:${conversation}` });
+
+  it("keeps the flooding principal within its quota while another principal's conversation goes on", async () => {
+    upstream.script({ text: "hello calm" });
+    const calmFirst: TurnMessage[] = [{ role: "user", content: "hi" }];
+    const first = await ask("calm", "calm-1", calmFirst);
+
+    // 40 conversations of about 200 KB each: 8 MB of transcripts asked for, in a bounded loop.
+    const big = "x".repeat(200 * 1024);
+    for (let index = 0; index < 40; index++) {
+      upstream.script({ text: `answer ${index}` });
+      await ask("flood", `flood-${index}`, [{ role: "user", content: `${index} ${big}` }]);
+    }
+    let kept = 0;
+    let keptBytes = 0;
+    for (let index = 0; index < 40; index++) {
+      const record = await recordOf("flood", `flood-${index}`);
+      if (record === null) continue;
+      kept += 1;
+      keptBytes += Buffer.byteLength(JSON.stringify(record));
+    }
+    // Only its newest records are kept, within its own quota.
+    expect(keptBytes).toBeLessThanOrEqual(perPrincipal);
+    expect(kept).toBeGreaterThan(0);
+    expect(await recordOf("flood", "flood-39")).not.toBeNull();
+    expect(await recordOf("flood", "flood-0")).toBeNull();
+
+    // The other principal's record is untouched, and its conversation goes on from it.
+    expect(await recordOf("calm", "calm-1")).not.toBeNull();
+    upstream.script((body) => ({ text: `seen ${(body.messages as unknown[]).length} messages` }));
+    const second = await ask("calm", "calm-1", [
+      ...calmFirst,
+      { role: "assistant", content: first.content },
+      { role: "user", content: "again" },
+    ]);
+    expect(second).toMatchObject({ kind: "answer", threadId: first.threadId });
+  });
+});

@@ -63,12 +63,20 @@ export const pluginEntrySchema = once(() =>
 /** Live (waiting or running) runs the store holds at once; shared by every replica on Redis. */
 const maxLiveRuns = () => z.number().int().min(1).max(1_000_000).optional();
 
+/** The host-record quotas (transcripts, stored responses): per principal, and the store's budget. */
+const hostRecordLimits = () => ({
+  maxHostRecordsPerPrincipal: z.number().int().min(1).max(1_000_000).optional(),
+  maxHostRecordBytesPerPrincipal: z.number().int().min(1_024).max(Number.MAX_SAFE_INTEGER).optional(),
+  maxHostRecordBytes: z.number().int().min(1_024).max(Number.MAX_SAFE_INTEGER).optional(),
+});
+
 export const snapshotStoreSchema = once(() =>
   z.discriminatedUnion("kind", [
     z.strictObject({
       kind: z.literal("memory"),
       maxLiveRuns: maxLiveRuns(),
       maxLiveRunsPerPrincipal: maxLiveRuns(),
+      ...hostRecordLimits(),
     }),
     z.strictObject({
       kind: z.literal("sqlite"),
@@ -76,11 +84,13 @@ export const snapshotStoreSchema = once(() =>
       secret: z.string().min(1).optional(),
       maxLiveRuns: maxLiveRuns(),
       maxLiveRunsPerPrincipal: maxLiveRuns(),
+      ...hostRecordLimits(),
     }),
     z.strictObject({
       kind: z.literal("redis"),
       maxLiveRuns: maxLiveRuns(),
       maxLiveRunsPerPrincipal: maxLiveRuns(),
+      ...hostRecordLimits(),
       url: z.url({ protocol: /^rediss?$/ }).optional(),
       sentinels: z
         .array(z.strictObject({ host: z.string().min(1), port: z.number().int().min(1).max(65_535) }))
@@ -221,6 +231,12 @@ export const FIELD_HINTS: Record<string, string> = {
     "how many runs may wait at once in the store (1 to 1000000, default 64; on Redis per live replica)",
   "snapshotStore.maxLiveRunsPerPrincipal":
     "how many of those runs one principal (token) may hold (1 to maxLiveRuns, default half of maxLiveRuns; on Redis per live replica)",
+  "snapshotStore.maxHostRecordsPerPrincipal":
+    "how many conversation records (hidden transcripts, stored responses) one principal may keep (default 256; past it its own oldest finished one is evicted)",
+  "snapshotStore.maxHostRecordBytesPerPrincipal":
+    "bytes of conversation records one principal may keep (at least 1024, default 67108864 = 64 MiB; past it its own oldest finished ones are evicted)",
+  "snapshotStore.maxHostRecordBytes":
+    "bytes of conversation records of every principal together (at least maxHostRecordBytesPerPrincipal, default 268435456 = 256 MiB; past it the oldest finished ones are evicted)",
   "snapshotStore.url":
     'a Redis URL, "redis://[user:password@]host:port[/db]" or "rediss://..." for TLS (a standalone server; for Sentinel use "sentinels" and "name" instead)',
   "snapshotStore.sentinels":

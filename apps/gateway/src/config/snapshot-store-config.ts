@@ -1,6 +1,10 @@
 import { existsSync } from "node:fs";
 import { dirname } from "node:path";
-import { DEFAULT_MAX_LIVE_RUNS, MIN_SNAPSHOT_KEY_BYTES } from "@codecell/snapshot-store";
+import {
+  DEFAULT_HOST_RECORD_LIMITS,
+  DEFAULT_MAX_LIVE_RUNS,
+  MIN_SNAPSHOT_KEY_BYTES,
+} from "@codecell/snapshot-store";
 import type { ConfigProblem } from "./config-problem.js";
 import type { GatewayConfigFile } from "./config-schema.js";
 import { absolute } from "./resolve-module.js";
@@ -22,7 +26,13 @@ export type SnapshotStoreSpec = (
           tls?: boolean;
         }
     ))
-) & { maxLiveRuns?: number; maxLiveRunsPerPrincipal?: number };
+) & {
+  maxLiveRuns?: number;
+  maxLiveRunsPerPrincipal?: number;
+  maxHostRecordsPerPrincipal?: number;
+  maxHostRecordBytesPerPrincipal?: number;
+  maxHostRecordBytes?: number;
+};
 
 type SnapshotStoreSection = NonNullable<GatewayConfigFile["snapshotStore"]>;
 type SqliteSection = Extract<SnapshotStoreSection, { kind: "sqlite" }>;
@@ -120,6 +130,21 @@ export function resolveSnapshotStore(
         message: `${section.maxLiveRunsPerPrincipal} is above maxLiveRuns (${section.maxLiveRuns ?? DEFAULT_MAX_LIVE_RUNS}). Lower it, or raise snapshotStore.maxLiveRuns.`,
       });
     } else store.maxLiveRunsPerPrincipal = section.maxLiveRunsPerPrincipal;
+  }
+  if (section?.maxHostRecordsPerPrincipal !== undefined) {
+    store.maxHostRecordsPerPrincipal = section.maxHostRecordsPerPrincipal;
+  }
+  const budget = section?.maxHostRecordBytes ?? DEFAULT_HOST_RECORD_LIMITS.maxHostRecordBytes;
+  const perPrincipal = section?.maxHostRecordBytesPerPrincipal;
+  if (perPrincipal !== undefined && perPrincipal > budget) {
+    problems.push({
+      file,
+      path: "snapshotStore.maxHostRecordBytesPerPrincipal",
+      message: `${perPrincipal} is above maxHostRecordBytes (${budget}). Lower it, or raise snapshotStore.maxHostRecordBytes.`,
+    });
+  } else {
+    if (perPrincipal !== undefined) store.maxHostRecordBytesPerPrincipal = perPrincipal;
+    if (section?.maxHostRecordBytes !== undefined) store.maxHostRecordBytes = section.maxHostRecordBytes;
   }
   return store;
 }

@@ -9,6 +9,7 @@ import {
   SqliteSnapshotBackend,
 } from "@codecell/snapshot-store";
 import type { GatewayConfig } from "../config/load-config.js";
+import type { SnapshotStoreSpec } from "../config/snapshot-store-config.js";
 
 /** The store's backend as the config names it. */
 export function snapshotBackend(
@@ -62,6 +63,7 @@ export async function openGatewayStore(
     ...(config.snapshotStore.maxLiveRuns !== undefined
       ? { maxLiveRuns: config.snapshotStore.maxLiveRuns }
       : {}),
+    ...hostRecordLimits(config.snapshotStore),
     ...(config.snapshotStore.maxLiveRunsPerPrincipal !== undefined
       ? { maxLiveRunsPerPrincipal: config.snapshotStore.maxLiveRunsPerPrincipal }
       : {}),
@@ -69,4 +71,14 @@ export async function openGatewayStore(
     snapshotTtlSeconds: config.codeMode.snapshotTtlSeconds,
   });
   return { store, snapshotSecret };
+}
+
+/** The host-record quotas the config sets; the store's defaults for the rest. */
+function hostRecordLimits(spec: SnapshotStoreSpec) {
+  const { maxHostRecordsPerPrincipal, maxHostRecordBytesPerPrincipal, maxHostRecordBytes } = spec;
+  return Object.fromEntries(
+    Object.entries({ maxHostRecordsPerPrincipal, maxHostRecordBytesPerPrincipal, maxHostRecordBytes }).filter(
+      ([, value]) => value !== undefined,
+    ),
+  );
 }
