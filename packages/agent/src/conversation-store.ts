@@ -72,7 +72,13 @@ const TAKEN_KIND = "agent-conversation-taken";
 /** Records of one kind, scoped by principal (the owner), in the snapshot store's host records. */
 export type PrincipalRecords<T> = {
   get(principal: string, key: string): Promise<T | null>;
-  put(principal: string, key: string, record: T, ttlSeconds: number, options?: { inUse?: boolean }): Promise<void>;
+  put(
+    principal: string,
+    key: string,
+    record: T,
+    ttlSeconds: number,
+    options?: { inUse?: boolean },
+  ): Promise<void>;
   /** True for the one caller that removed the record. */
   delete(principal: string, key: string): Promise<boolean>;
 };
