@@ -1,5 +1,5 @@
 import { buildToolCatalog, type ToolCatalog, toolsAllowedBy } from "@codecell/catalog";
-import { type BeforeToolCallEvent, CodeModeError, type HostTool } from "@codecell/contract";
+import { type BeforeToolCallEvent, CodeModeError, type HostTool, type JsonValue } from "@codecell/contract";
 import {
   type CodeModeEngine,
   createCodeModeEngine,
@@ -19,6 +19,7 @@ import { type CoreTool, createCoreTools, SHELL_TOOL_ID } from "./core-tools/core
 import { CODE_MODE_DEBUG_TAG, debugLine, debugSwitches } from "./debug-switches.js";
 import { log, logFormat, operatorLine } from "./logger.js";
 import type { ApprovalClient } from "./mcp/approvals.js";
+import { DeferredApprovals } from "./mcp/deferred-approvals.js";
 import { NestedCallRequest } from "./mcp/nested-call-request.js";
 import { compilePatterns } from "./mcp/tool-patterns.js";
 import { type LoadedPlugin, loadPlugin } from "./plugins/load-plugins.js";
@@ -372,6 +373,14 @@ export class Gateway implements SessionHost {
   runTool(request: ToolCallRequest): Promise<unknown> {
     return this.#runner.runTool(request);
   }
+
+  /** Runs a call whose approval was deferred, once the client approved it (see deferred-approvals.ts). */
+  runApprovedTool(request: ToolCallRequest, input: JsonValue): Promise<unknown> {
+    return this.#runner.runApproved(request, input);
+  }
+
+  /** Approvals left to the retries of 2026-07-28 clients, which cannot be asked by a request. */
+  readonly deferredApprovals = new DeferredApprovals();
 
   /** The plugins' `before_tool_call` hooks on the model's own code-mode exec call (see `ToolRunner`). */
   beforeExec(

@@ -12,6 +12,7 @@ import { BoundedEventStore } from "./event-store.js";
 import { HostCheck, isLoopbackHost } from "./host-check.js";
 import { BearerTokens, bearerChallenge } from "./http-auth.js";
 import { listenHttp } from "./http-listen.js";
+import { createModernHttp } from "./modern-http.js";
 
 // The CLI binds the port itself before the gateway starts; it loads both with this module.
 export { ListenError, listenHttp } from "./http-listen.js";
@@ -98,6 +99,23 @@ function headerValue(req: IncomingMessage, name: string): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
+/**
+ * The client's `codecell-session` header, trimmed: undefined when absent, null (after answering 400)
+ * when it is empty or too long.
+ */
+function conversationOf(req: IncomingMessage, res: ServerResponse): string | undefined | null {
+  const value = headerValue(req, CONVERSATION_HEADER)?.trim();
+  if (value !== undefined && (value === "" || value.length > MAX_CONVERSATION_LENGTH)) {
+    rpcError(
+      res,
+      400,
+      `The ${CONVERSATION_HEADER} header must be 1 to ${MAX_CONVERSATION_LENGTH} characters.`,
+    );
+    return null;
+  }
+  return value;
+}
+
 /** Request ids of a POSTed JSON-RPC message or batch (notifications and responses have none). */
 function requestIds(body: unknown): Array<string | number> {
   const messages = Array.isArray(body) ? body : [body];
@@ -179,6 +197,7 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
     holdingIdleMs: Math.max(settings.sessionIdleMs, gateway.config.codeMode.snapshotTtlSeconds * 1000),
   });
   let base = "";
+  const modern = createModernHttp(gateway);
   const dropped = new DroppedStreams(settings.streamResumeMs);
 
   async function handleMcp(req: IncomingMessage, res: ServerResponse, principal: string): Promise<void> {
@@ -195,6 +214,14 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
         });
         return;
       }
+    }
+    // A 2026-07-28 request (it carries the per-request envelope) is served statelessly by SDK v2; the
+    // session era (initialize, Mcp-Session-Id) goes on below, on the session transport.
+    if (!(await modern.isLegacy(req, body))) {
+      const scope = conversationOf(req, res);
+      if (scope === null) return;
+      await modern.handle(req, res, body, principal, scope);
+      return;
     }
     if (sessionId) {
       const entry = sessions.get(sessionId);
@@ -247,18 +274,8 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
       );
       return;
     }
-    const conversationHeader = headerValue(req, CONVERSATION_HEADER)?.trim();
-    if (
-      conversationHeader !== undefined &&
-      (conversationHeader === "" || conversationHeader.length > MAX_CONVERSATION_LENGTH)
-    ) {
-      rpcError(
-        res,
-        400,
-        `The ${CONVERSATION_HEADER} header must be 1 to ${MAX_CONVERSATION_LENGTH} characters.`,
-      );
-      return;
-    }
+    const conversationHeader = conversationOf(req, res);
+    if (conversationHeader === null) return;
     let id = "";
     const front = createSessionServer(
       gateway,
@@ -408,6 +425,7 @@ export async function serveHttp(gateway: Gateway, options: HttpServeOptions): Pr
     async close() {
       clearInterval(sweeper);
       await sessions.closeAll();
+      await modern.close();
       server.closeAllConnections();
       await new Promise<void>((resolvePromise) => server.close(() => resolvePromise()));
     },

@@ -1,4 +1,5 @@
-import { CodeModeError } from "@codecell/contract";
+import { CodeModeError, type JsonValue } from "@codecell/contract";
+import type { ToolCallRequest } from "../sessions/session-host.js";
 
 /** How a session reaches its MCP client to ask for approval. */
 export interface ApprovalClient {
@@ -11,7 +12,23 @@ export interface ApprovalClient {
   readonly cannotAsk?: string;
   /** Asks the user; resolves to true only on an explicit approval. */
   askApproval(message: string, signal: AbortSignal): Promise<boolean>;
+  /**
+   * For a client that is asked by answering its request (an input-required result) rather than by a
+   * request of the server's own: the nested call has been handed out of its run, and the decision
+   * comes with the client's retry (see deferred-approvals.ts). Absent: `askApproval` is used.
+   */
+  defer?(approval: {
+    runId: string;
+    callId: string;
+    message: string;
+    request: ToolCallRequest;
+    /** The input to run with (after the `before_tool_call` hooks). */
+    input: JsonValue;
+  }): void;
 }
+
+/** What became of a call that needs approval: approved now, or left to the client's retry. */
+export type ApprovalDecision = "approved" | "deferred";
 
 /** A client that cannot be asked: every call that needs approval is refused. */
 export const NO_APPROVAL_CLIENT: ApprovalClient = {
@@ -25,10 +42,10 @@ export const NO_APPROVAL_CLIENT: ApprovalClient = {
  */
 export async function requireApproval(
   client: ApprovalClient,
-  toolId: string,
+  request: ToolCallRequest,
   input: unknown,
-  signal: AbortSignal,
-): Promise<void> {
+): Promise<ApprovalDecision> {
+  const { toolId, signal } = request;
   if (!client.canElicit()) {
     throw new CodeModeError(
       "nested_tool_failed",
@@ -38,6 +55,11 @@ export async function requireApproval(
   }
   const shown = JSON.stringify(input);
   const message = `Allow the code-mode cell to call ${toolId} with ${shown.length > 500 ? `${shown.slice(0, 497)}...` : shown}?`;
+  if (client.defer && request.handOut) {
+    const { runId, callId } = request.handOut();
+    client.defer({ runId, callId, message, request, input: input as JsonValue });
+    return "deferred";
+  }
   let approved: boolean;
   try {
     approved = await client.askApproval(message, signal);
@@ -58,4 +80,5 @@ export async function requireApproval(
       },
     );
   }
+  return "approved";
 }

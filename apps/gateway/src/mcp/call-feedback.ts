@@ -89,19 +89,20 @@ const SEVERITY: LoggingLevel[] = [
 ];
 
 /**
- * The MCP `logging` capability of one client session: `logging/setLevel` sets the threshold (default
- * `info`), and messages go out as `notifications/message` with a logger per source: `codecell.run` for
+ * The MCP `logging` capability of one session-era client: nothing is sent until `logging/setLevel`
+ * sets the threshold, and messages go out as `notifications/message` with a logger per source: `codecell.run` for
  * run events, `mcp.<server>` for a downstream server's own log messages.
  */
 export class ClientLog {
-  #level: LoggingLevel = "info";
+  /** Null until the client sets a level: logging is deprecated, so only a client that asks gets any. */
+  #level: LoggingLevel | null = null;
 
   setLevel(level: LoggingLevel): void {
     this.#level = level;
   }
 
   allows(level: LoggingLevel): boolean {
-    return SEVERITY.indexOf(level) >= SEVERITY.indexOf(this.#level);
+    return this.#level !== null && SEVERITY.indexOf(level) >= SEVERITY.indexOf(this.#level);
   }
 
   /** Sends one message if the level allows it; `send` is the call's own stream, or the session's. */

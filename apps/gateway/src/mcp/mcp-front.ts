@@ -1,10 +1,4 @@
-import {
-  type CodeModeResult,
-  codeModeResultOutputSchema,
-  codeModeResultText,
-  type JsonValue,
-} from "@codecell/contract";
-import { mcpCellView } from "@codecell/engine";
+import type { JsonValue } from "@codecell/contract";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import {
@@ -19,7 +13,6 @@ import {
   type ServerNotification,
   type ServerRequest,
   SetLevelRequestSchema,
-  type ToolAnnotations,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import type { jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
@@ -31,83 +24,19 @@ import { mcpRequest } from "../telemetry/request-tracing.js";
 import { GATEWAY_VERSION } from "../version.js";
 import type { ApprovalClient } from "./approvals.js";
 import { CallProgress, ClientLog, cellOutputMessages, loggingLevelOf } from "./call-feedback.js";
+import {
+  directResult,
+  errorResult,
+  listedResources,
+  listedTools,
+  RESOURCE_NOT_FOUND,
+  readResource,
+  SERVER_INSTRUCTIONS,
+  toCallToolResult,
+  unknownResourceMessage,
+} from "./tool-surface.js";
 
-/**
- * exec and wait share one small output schema naming the result's fields, so clients get typed
- * structured content without every tools/list carrying the full result schema twice.
- */
-const RESULT_OUTPUT_SCHEMA = codeModeResultOutputSchema as unknown as { type: "object" } & Record<
-  string,
-  unknown
->;
-
-/** JSON-RPC error of MCP for a resource the server does not have. */
-const RESOURCE_NOT_FOUND = -32002;
-
-/**
- * How exec and wait behave, for clients that show or gate tools by it: exec runs code that may write
- * files and call any server (not read-only, destructive, open world); wait continues such a run.
- */
-const CONTROL_TOOLS: Record<string, { title: string; annotations: ToolAnnotations }> = {
-  exec: {
-    title: "Run a code cell",
-    annotations: {
-      title: "Run a code cell",
-      readOnlyHint: false,
-      destructiveHint: true,
-      idempotentHint: false,
-      openWorldHint: true,
-    },
-  },
-  wait: {
-    title: "Wait for a code cell",
-    annotations: {
-      title: "Wait for a code cell",
-      readOnlyHint: false,
-      destructiveHint: true,
-      idempotentHint: false,
-      openWorldHint: true,
-    },
-  },
-};
-
-const TRAJECTORY_URI = "codecell://session/trajectory";
-const CATALOG_URI = "codecell://session/catalog";
-
-/**
- * A code-mode result as an MCP tool result. The text, which the model reads, holds only what it needs
- * to go on (status, value or error and code, output, runId, reason, pending calls); the full result,
- * telemetry included, is the structured content for hosts and viewers.
- */
-export function toCallToolResult(result: CodeModeResult): CallToolResult {
-  return {
-    content: [{ type: "text", text: codeModeResultText(result) }],
-    structuredContent: result as unknown as Record<string, unknown>,
-    ...(result.status === "failed" ? { isError: true } : {}),
-  };
-}
-
-/** A passthrough tool's value as an MCP tool result (MCP tools' results are forwarded as they are). */
-function directResult(value: unknown, fromMcp: boolean): CallToolResult {
-  if (fromMcp && value && typeof value === "object" && Array.isArray((value as CallToolResult).content)) {
-    return value as CallToolResult;
-  }
-  const text = typeof value === "string" ? value : (JSON.stringify(value) ?? "null");
-  const structured = value !== null && typeof value === "object" && !Array.isArray(value);
-  return {
-    content: [{ type: "text", text }],
-    ...(structured ? { structuredContent: value as Record<string, unknown> } : {}),
-  };
-}
-
-function errorResult(error: unknown): CallToolResult {
-  const code = (error as { code?: unknown }).code;
-  const prefix = typeof code === "string" ? `${code}: ` : "";
-  return {
-    content: [{ type: "text", text: `${prefix}${(error as Error).message ?? String(error)}` }],
-    isError: true,
-  };
-}
+export { catalogView, toCallToolResult } from "./tool-surface.js";
 
 /** The SDK's Ajv-based validator, imported when the first approval is asked for (see createSessionServer). */
 let ajvValidatorClass: typeof AjvJsonSchemaValidator | undefined;
@@ -148,8 +77,7 @@ export function createSessionServer(
     {
       jsonSchemaValidator,
       capabilities: { tools: { listChanged: true }, resources: {}, logging: {} },
-      instructions:
-        "codecell runs JavaScript/TypeScript cells that call many tools. Use exec with code; if the result is waiting, call wait with its runId.",
+      instructions: SERVER_INSTRUCTIONS,
     },
   );
   const inFlight: RequestId[] = [];
@@ -211,21 +139,7 @@ export function createSessionServer(
     return listed;
   });
 
-  const listTools = () => {
-    const active = current().run.active;
-    return {
-      tools: current()
-        .modelTools()
-        .map((tool) => ({
-          name: tool.name,
-          description: tool.description,
-          inputSchema: tool.inputSchema as { type: "object" },
-          ...(active && (tool.name === "exec" || tool.name === "wait")
-            ? { ...CONTROL_TOOLS[tool.name], outputSchema: RESULT_OUTPUT_SCHEMA }
-            : {}),
-        })),
-    };
-  };
+  const listTools = () => listedTools(current());
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     // Traced, the call is a server span in the client's trace (its traceparent), over the engine's.
@@ -325,55 +239,14 @@ export function createSessionServer(
     }
   };
 
-  server.setRequestHandler(ListResourcesRequestSchema, () => ({
-    resources: [
-      {
-        uri: TRAJECTORY_URI,
-        name: "trajectory",
-        title: "Nested calls of this session",
-        description: "Every exec and wait call of this MCP session with the nested tool calls made under it.",
-        mimeType: "application/json",
-      },
-      {
-        uri: CATALOG_URI,
-        name: "catalog",
-        title: "Hidden tool catalog",
-        description: "ALL_TOOLS as a cell sees it, and the MCP servers behind MCP.<server>.",
-        mimeType: "application/json",
-      },
-    ],
-  }));
+  server.setRequestHandler(ListResourcesRequestSchema, () => listedResources());
 
   server.setRequestHandler(ReadResourceRequestSchema, (request) => {
     const { uri } = request.params;
-    let value: unknown;
-    if (uri === TRAJECTORY_URI) value = current().trajectory();
-    else if (uri === CATALOG_URI) value = catalogView(gateway);
-    else {
-      throw new McpError(
-        RESOURCE_NOT_FOUND,
-        `Unknown resource ${uri}; this server offers ${TRAJECTORY_URI} and ${CATALOG_URI}.`,
-        { uri },
-      );
-    }
-    return { contents: [{ uri, mimeType: "application/json", text: JSON.stringify(value) }] };
+    const answer = readResource(gateway, current, uri);
+    if (!answer) throw new McpError(RESOURCE_NOT_FOUND, unknownResourceMessage(uri), { uri });
+    return answer;
   });
 
   return { server, approvals, session: current, peekSession: () => session };
-}
-
-/** The catalog as a guest sees it: `ALL_TOOLS`, and per MCP server its tool names. */
-export function catalogView(gateway: Gateway, query?: string) {
-  const catalog = gateway.catalog();
-  // MCP tools apart, the way a cell sees them: MCP.<server>.<tool>, found with API.search (never with
-  // tools.search or ALL_TOOLS, which leave them out).
-  const mcp = mcpCellView(catalog, gateway.connector.describeServers());
-  return {
-    codeMode: gateway.config.codeMode.enabled,
-    ...(query === undefined
-      ? { allTools: catalog.guestEntries }
-      : { query, "tools.search": catalog.search(query), "API.search": mcp.search(query) }),
-    mcpServers: mcp.servers,
-    bySource: catalog.countsBySource,
-  };
 }

@@ -52,6 +52,11 @@ export class NestedCallRequest implements ToolCallRequest {
   cancelled(): boolean {
     return this.#call.aborted;
   }
+
+  handOut(): { runId: string; callId: string } {
+    this.#call.handOut();
+    return { runId: this.#call.parent.codeModeRunId, callId: this.#call.callId };
+  }
 }
 
 /** A core tool's context; `signal` is made when the tool reads it. */

@@ -4,7 +4,9 @@ import { type JSONRPCMessage, JSONRPCMessageSchema } from "@modelcontextprotocol
 import { traceTransport } from "../debug-switches.js";
 import type { Gateway } from "../gateway.js";
 import { operatorLine } from "../logger.js";
+import { LOCAL_PRINCIPAL } from "../sessions/run-owner.js";
 import { createSessionServer } from "./mcp-front.js";
+import { StdioEras } from "./stdio-eras.js";
 
 /** Largest JSON-RPC message (one line) read from stdin; a longer one is refused and skipped. */
 export const MAX_STDIO_MESSAGE_BYTES = 10 * 1024 * 1024;
@@ -185,18 +187,30 @@ export class GatewayStdioTransport implements Transport {
 /**
  * MCP over stdio: one process, one client, one session. Its id is stable (`stdio` unless `--session`
  * says otherwise), so a gateway restarted on a SQLite store can resume the runs the previous process
- * left waiting. Resolves when the connection ends, saying whether that was the client closing stdin.
+ * left waiting. A client of either protocol era is served (see stdio-eras.ts): both own their runs
+ * as the same local owner. Resolves when the connection ends, saying whether that was the client
+ * closing stdin.
  */
 export async function serveStdio(gateway: Gateway, sessionId: string): Promise<StdioEnd> {
   const front = createSessionServer(gateway, () => sessionId);
   const transport = new GatewayStdioTransport();
+  const owner = { principal: LOCAL_PRINCIPAL, conversation: sessionId };
+  let modern: { close(): Promise<void> } | null = null;
+  const eras = new StdioEras(transport, async (channel) => {
+    const { serveModernStdio } = await import("./modern-stdio.js");
+    modern = serveModernStdio(gateway, owner, channel as never);
+  });
   const closed = new Promise<void>((resolvePromise) => {
     transport.onclose = () => resolvePromise();
   });
-  await front.server.connect(transport);
+  transport.onmessage = (message) => eras.receive(message);
+  await front.server.connect(eras.legacy);
+  await transport.start();
   traceTransport(transport, () => `stdio ${sessionId}`);
   await closed;
   // stdin has closed: the client is gone, and a close that fails has no one to report to.
+  await eras.ended();
   await front.server.close().catch(() => {});
+  await (modern as { close(): Promise<void> } | null)?.close().catch(() => {});
   return transport.end ?? { expected: true };
 }

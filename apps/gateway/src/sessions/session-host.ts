@@ -27,6 +27,11 @@ export type ToolCallRequest = {
   progress?: (update: ToolProgress) => void;
   /** The code-mode run a nested call belongs to (its write budget); absent for direct calls. */
   runKey?: string;
+  /**
+   * Hands a nested call out of the run (it suspends, and the call's outcome is settled later through the
+   * engine): how an approval is left to a client's retry. Absent for direct calls.
+   */
+  handOut?: () => { runId: string; callId: string };
   /** How the call was reached, and the run it belongs to: what `before_tool_call` hooks see. */
   via?: BeforeToolCallEvent["via"];
   run?: BeforeToolCallEvent["run"];

@@ -57,9 +57,19 @@ export class ToolRunner {
     // Without any before_tool_call hook the input runs as it is, without a trip through the hook loop.
     const input = this.#hasBeforeToolCallHooks() ? await this.#beforeToolCall(request) : request.input;
     if (this.#parts.needsApproval(toolId, tool.name)) {
-      await requireApproval(request.approvals, toolId, input, request.signal);
+      // Left to the client's retry: the call is out of the run, which ignores what this returns.
+      if ((await requireApproval(request.approvals, request, input)) === "deferred") return null;
       request.note?.("approved by the user");
     }
+    return this.runApproved(request, input);
+  }
+
+  /**
+   * Runs a call whose hooks and approval are done: now, or on the client's retry that approved it (a
+   * call whose approval was deferred, see deferred-approvals.ts).
+   */
+  async runApproved(request: ToolCallRequest, input: JsonValue): Promise<unknown> {
+    const { tool, toolId } = request;
     if (request.cancelled ? request.cancelled() : request.signal.aborted)
       throw new CodeModeError("aborted", `The call to ${toolId} was cancelled before it started.`);
     switch (tool.source) {
