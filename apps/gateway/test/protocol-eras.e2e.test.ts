@@ -9,7 +9,7 @@ import {
   makeSetup,
   startHttpGateway,
 } from "./harness.js";
-import { connectModernHttp, connectModernStdio, type ModernConnected } from "./support/modern-client.js";
+import { connectModernHttp, connectModernStdio } from "./support/modern-client.js";
 
 // One gateway speaks both protocol eras on the same /mcp and over stdio: a 2026-07-28 client (SDK v2,
 // negotiating) gets server/discover and stateless calls whose runs belong to its principal; a client
