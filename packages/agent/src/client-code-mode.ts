@@ -8,6 +8,8 @@
  * that tool, which such a client runs as it runs the model's own calls.
  */
 
+import { type DeclaredParameters, declaredParameters, scanTo } from "./declared-parameters.js";
+
 /** A tool declared in a client's code-mode description; `freeform` (no parameters) when its input is one string. */
 export type DeclaredTool = { name: string; description: string; parameters?: unknown; freeform: boolean };
 
@@ -20,77 +22,57 @@ export function isClientCodeMode(tool: Record<string, unknown>): boolean {
   );
 }
 
-/** A `### \`name\`` heading, the prose under it, then its `declare const tools: { ... }` block. */
-const SECTION = /^###\s+`([A-Za-z_$][\w$]*)`\s*$/gm;
-const DECLARATION = /```ts\s*\n\s*declare const tools\s*:\s*\{\s*[\w$]+\(([\s\S]*?)\n?```/;
+/** A `### \`name\`` heading: a declared tool's section, its prose then its declaration. */
+const SECTION = /^###[ \t]+`([A-Za-z_$][\w$]*)`[ \t]*$/gm;
+/** The start of a section's declaration, up to its tool's opening parenthesis. */
+const DECLARATION = /^\s*declare const tools\s*:\s*\{\s*[A-Za-z_$][\w$]*\s*\(/;
+const FENCE = "```ts";
+/**
+ * A parameter list longer than this (a real one is a few KiB) is not read field by field: the tool
+ * takes any object, and a hostile description costs one scan.
+ */
+const MAX_PARAMETER_LIST = 64 * 1024;
 
 /**
- * The tools a client's code-mode exec description declares, with JSON Schema parameters read from
- * each declaration's argument fields (their names, whether optional, simple types, and the comment
- * above each as its description). A field of a type this reader does not map takes any value.
+ * The tools a client's code-mode exec description declares: each section's prose is the tool's
+ * description and its `declare const tools: { name(...) }` block gives its parameters (read by
+ * declared-parameters.ts). A section without such a block declares nothing. The description is a
+ * client's text: this reads it once, never throws, and treats what it cannot read as any value.
  */
 export function declaredTools(description: string): DeclaredTool[] {
   const headings = [...description.matchAll(SECTION)];
   const tools: DeclaredTool[] = [];
+  // The next fence and the next closing one (-1: none left), each looked up again only once passed:
+  // the sections are in order, so the description is searched once however many sections there are.
+  const after = (found: number, from: number, text: string) =>
+    found === -1 || found >= from ? found : description.indexOf(text, from);
+  let fence = -2;
+  let close = -2;
   headings.forEach((heading, index) => {
+    const start = (heading.index ?? 0) + heading[0].length;
     const end = headings[index + 1]?.index ?? description.length;
-    const body = description.slice((heading.index ?? 0) + heading[0].length, end);
-    const declaration = DECLARATION.exec(body);
+    fence = after(fence, start, FENCE);
+    if (fence < 0 || fence >= end) return;
+    close = after(close, fence + FENCE.length, "```");
+    const code = description.slice(fence + FENCE.length, close < 0 || close > end ? end : close);
+    const declaration = DECLARATION.exec(code);
     if (!declaration) return;
-    const prose = body
-      .slice(0, declaration.index)
+    const open = declaration[0].length;
+    const list = code.slice(open, scanTo(code, open, ""));
+    const parameters: DeclaredParameters =
+      list.length > MAX_PARAMETER_LIST
+        ? { freeform: false, schema: { type: "object" } }
+        : declaredParameters(list);
+    const prose = description
+      .slice(start, fence)
       .replace(/exec tool declaration:\s*$/, "")
       .trim();
-    const signature = declaration[1] ?? "";
-    const freeform = /^\s*\w+\s*:\s*string\s*\)/.test(signature);
     tools.push({
       name: heading[1]!,
       description: prose,
-      ...(freeform ? {} : { parameters: argumentSchema(signature) }),
-      freeform,
+      ...(parameters.freeform ? {} : { parameters: parameters.schema }),
+      freeform: parameters.freeform,
     });
   });
   return tools;
-}
-
-/** The JSON Schema of an `args: { ... }` parameter: its top-level fields. */
-function argumentSchema(signature: string): Record<string, unknown> {
-  const open = signature.indexOf("{");
-  const properties: Record<string, unknown> = {};
-  const required: string[] = [];
-  if (open >= 0) {
-    let depth = 0;
-    let comment: string[] = [];
-    for (const raw of signature.slice(open).split("\n")) {
-      const line = raw.trim();
-      const before = depth;
-      for (const char of line) {
-        if (char === "{" || char === "(" || char === "<") depth++;
-        else if (char === "}" || char === ")" || char === ">") depth--;
-      }
-      if (before !== 1) continue;
-      if (line.startsWith("//")) {
-        comment.push(line.replace(/^\/\/\s?/, ""));
-        continue;
-      }
-      const field = /^([A-Za-z_$][\w$]*)(\?)?\s*:\s*(.+?);?$/.exec(line);
-      if (field) {
-        const schema = typeSchema(field[3]!.trim());
-        properties[field[1]!] = comment.length ? { ...schema, description: comment.join(" ") } : schema;
-        if (!field[2]) required.push(field[1]!);
-      }
-      comment = [];
-    }
-  }
-  return { type: "object", properties, ...(required.length ? { required } : {}) };
-}
-
-/** A TypeScript field type as JSON Schema, for the simple types declarations use; else any value. */
-function typeSchema(type: string): Record<string, unknown> {
-  if (type === "string" || type === "number" || type === "boolean") return { type };
-  const array = /^Array<(.+)>$/.exec(type) ?? /^(\w+)\[\]$/.exec(type);
-  if (array) return { type: "array", items: typeSchema(array[1]!.trim()) };
-  const literals = type.split("|").map((part) => /^\s*"([^"]*)"\s*$/.exec(part)?.[1]);
-  if (literals.every((literal) => literal !== undefined)) return { type: "string", enum: literals };
-  return {};
 }
