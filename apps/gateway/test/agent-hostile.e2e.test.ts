@@ -321,6 +321,52 @@ describe("the agent endpoint against a hostile upstream and hostile clients", ()
       expect(upstream.requests).toHaveLength(0);
     });
 
+    it("on /v1/responses, tools count wherever the request carries them: namespaces, additional_tools, a client's own code mode", async () => {
+      const functions = (count: number) =>
+        Array.from({ length: count }, (_, index) => ({
+          type: "function",
+          name: `t${index}`,
+          parameters: { type: "object" },
+        }));
+      const declarations = Array.from(
+        { length: 129 },
+        (_, index) =>
+          `### \`d${index}\`\nA declared tool.\n\n\`\`\`ts\ndeclare const tools: { d${index}(args: { a: string }): Promise<unknown>; };\n\`\`\`\n`,
+      ).join("\n");
+      const postResponses = (body: Record<string, unknown>) =>
+        fetch(`${gateway.url}v1/responses`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+          body: JSON.stringify({ model: "m", input: "go", ...body }),
+        });
+      const go = { role: "user", content: "go" };
+      for (const body of [
+        { tools: [{ type: "namespace", name: "app", tools: functions(129) }] },
+        {
+          tools: functions(64),
+          input: [
+            {
+              type: "additional_tools",
+              tools: functions(65).map((tool) => ({ ...tool, name: `x${tool.name}` })),
+            },
+            go,
+          ],
+        },
+        { tools: [{ type: "custom", name: "exec", description: declarations }] },
+      ]) {
+        await refusal(await postResponses(body), 400, "invalid_request", "129 tools");
+      }
+      expect(upstream.requests).toHaveLength(0);
+      // At the cap, the same shapes are taken.
+      upstream.handler = (_req, res) =>
+        res.writeHead(200, { "content-type": "application/json" }).end(completion({ content: "fine" }));
+      const atCap = await postResponses({
+        tools: [{ type: "namespace", name: "app", tools: functions(128) }],
+      });
+      expect(atCap.status).toBe(200);
+      expect(upstream.requests).toHaveLength(1);
+    });
+
     it("on /v1/messages, the same caps answer in the Messages API's error shape", async () => {
       const tools = Array.from({ length: 129 }, (_, index) => ({
         name: `t${index}`,

@@ -30,6 +30,7 @@ export {
 } from "./finish-reasons.js";
 export {
   type AgentLimits,
+  checkClientToolCount,
   checkClientTools,
   DEFAULT_LIMITS,
   jsonDepth,

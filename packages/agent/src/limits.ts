@@ -126,15 +126,21 @@ export function jsonDepth(text: string, max: number): number {
 }
 
 /**
- * The client-side bounds of a parsed request body: its `tools` (every API the endpoint serves keeps
- * them there). Throws the client's error that says what to change.
+ * The client-side bounds of a parsed request body: its `tools` (where the Chat Completions and
+ * Messages APIs keep all of them; the Responses front counts the rest, see checkClientToolCount).
+ * Throws the client's error that says what to change.
  */
 export function checkClientTools(body: unknown, limits: Pick<RequestLimits, "maxClientTools">): void {
   const tools = (body as { tools?: unknown } | null)?.tools;
-  if (Array.isArray(tools) && tools.length > limits.maxClientTools) {
+  if (Array.isArray(tools)) checkClientToolCount(tools.length, limits);
+}
+
+/** The number of client tools a request offers, wherever it carried them, within the limit. */
+export function checkClientToolCount(count: number, limits: Pick<RequestLimits, "maxClientTools">): void {
+  if (count > limits.maxClientTools) {
     throw new AgentError(
       "invalid_request",
-      `The request offers ${tools.length} tools; this endpoint takes at most ${limits.maxClientTools} (agent.limits.maxClientTools). Send fewer tools.`,
+      `The request offers ${count} tools; this endpoint takes at most ${limits.maxClientTools} (agent.limits.maxClientTools). Send fewer tools.`,
     );
   }
 }

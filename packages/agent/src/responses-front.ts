@@ -9,6 +9,7 @@ import {
 } from "./chat-completions-front.js";
 import { chatToolChoiceForMessages } from "./chat-to-messages.js";
 import type { FinishReason } from "./finish-reasons.js";
+import { checkClientToolCount, DEFAULT_LIMITS } from "./limits.js";
 import { completeTraced } from "./model-call-span.js";
 import type { ResponseStore, StoredResponse } from "./response-store.js";
 import {
@@ -39,6 +40,11 @@ export type ResponsesFrontOptions = {
   hostedTools?: HostedToolPolicy;
   /** Used when a request names no model. */
   defaultModel?: string;
+  /**
+   * Client tools one request may offer, counted as the run gets them: in namespaces, additional_tools
+   * items and a client's own code mode too. Default DEFAULT_LIMITS.maxClientTools.
+   */
+  maxClientTools?: number;
 };
 
 /** The header that names the hosted tools a request's run left out (the client's note). */
@@ -116,6 +122,9 @@ export class ResponsesFront {
         if (!previous) throw notFound(previousId, "invalid_request");
       }
       const tools = fromResponsesTools(request.tools, this.#options.hostedTools ?? "drop", request.input);
+      checkClientToolCount(tools.tools.length, {
+        maxClientTools: this.#options.maxClientTools ?? DEFAULT_LIMITS.maxClientTools,
+      });
       const input = await fromResponsesInput(request.input ?? [], (id) =>
         this.#storedItem(context.principal, id),
       );

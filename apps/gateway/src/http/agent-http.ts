@@ -251,6 +251,7 @@ export function createAgentRoutes(
       responses: snapshotStoreResponses(gateway.store),
       storeTtlSeconds: settings.transcriptTtlSeconds,
       hostedTools: settings.hostedTools,
+      maxClientTools: settings.limits.maxClientTools,
       ...(settings.upstream.model ? { defaultModel: settings.upstream.model } : {}),
     });
     const models = (signal: AbortSignal) => modelList(upstream, settings.upstream.model, signal);
