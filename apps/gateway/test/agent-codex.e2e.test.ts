@@ -180,4 +180,38 @@ describe("the Codex CLI in front of the agent endpoint", () => {
       expect(JSON.stringify(result.value)).toContain("codex-shell-42");
     }, 120_000);
   }
+
+  it("hands a cell's call of Codex's freeform apply_patch to Codex as a custom_tool_call with the patch as its input, and its output reaches the cell", async () => {
+    const patch = [
+      "*** Begin Patch",
+      "*** Add File: greeting.txt",
+      "+hello from a cell",
+      "*** End Patch",
+    ].join("\n");
+    upstream.script(
+      {
+        toolCalls: [
+          {
+            name: "exec",
+            arguments: {
+              code: `const out = await tools.apply_patch({ input: ${JSON.stringify(patch)} }); return { kind: typeof out, out };`,
+            },
+          },
+        ],
+      },
+      (body) => ({ text: `Patched: ${JSON.stringify(lastToolResult(body).value)}` }),
+    );
+    const home = codexHome(`${gateway.url}v1`);
+    const run = await codexExec(home, "Add a greeting file.");
+    expect(run.code, run.output).toBe(0);
+    // Codex applied the patch the cell wrote: the string went to it as the call's input, unwrapped.
+    expect(readFileSync(join(home, "work", "greeting.txt"), "utf8")).toBe("hello from a cell\n");
+    expect(upstream.bodies).toHaveLength(2);
+    // Codex's custom_tool_call_output reached the cell as the call's value: text naming the file.
+    const result = lastToolResult(upstream.bodies[1]!);
+    expect(result.status).toBe("completed");
+    const value = result.value as { kind: string; out: unknown };
+    expect(JSON.stringify(value.out)).toContain("greeting.txt");
+    expect(run.lastMessage).toContain("greeting.txt");
+  }, 120_000);
 });

@@ -296,6 +296,79 @@ describe("the agent endpoint: POST /v1/responses", () => {
       for (const body of upstream.bodies) expect(upstreamToolNames(body)).toEqual(["exec", "wait"]);
     });
 
+    for (const stream of [false, true]) {
+      it(`hands a freeform tool a client's own code mode declares out as a custom_tool_call with its string input, and the custom_tool_call_output reaches the cell (${stream ? "streaming" : "not streaming"})`, async () => {
+        const openai = client(gateway);
+        // A Codex-like code mode: an exec whose description declares a freeform patch tool.
+        const codeMode = [
+          "Run JavaScript; the nested tools are on `tools`.",
+          "",
+          "### `apply_patch`",
+          "Edits files. The input is the patch itself, not JSON.",
+          "",
+          "exec tool declaration:",
+          "```ts",
+          "declare const tools: { apply_patch(input: string): Promise<unknown>; };",
+          "```",
+        ].join("\n");
+        const tools = [
+          { type: "custom" as const, name: "exec", description: codeMode },
+          {
+            type: "function" as const,
+            name: "wait",
+            parameters: { type: "object", properties: {} },
+            strict: false,
+          },
+        ];
+        const patch =
+          '*** Begin Patch\n*** Update File: "a b.txt"\n-old\n+new \u00e9 {"x": 1}\n*** End Patch';
+        upstream.script(
+          {
+            toolCalls: [
+              {
+                name: "exec",
+                arguments: {
+                  code: `const out = await tools.apply_patch({ input: ${JSON.stringify(patch)} }); return { type: typeof out, out };`,
+                },
+              },
+            ],
+          },
+          (body) => ({ text: JSON.stringify(lastToolResult(body).value) }),
+        );
+        const ask = async (params: OpenAI.Responses.ResponseCreateParamsNonStreaming) => {
+          if (!stream) return { response: await openai.responses.create(params), inputs: [] as string[] };
+          const inputs: string[] = [];
+          let final: OpenAI.Responses.Response | null = null;
+          for await (const event of await openai.responses.create({ ...params, stream: true })) {
+            if (event.type === "response.custom_tool_call_input.done") inputs.push(event.input);
+            if (event.type === "response.completed") final = event.response;
+          }
+          if (!final) throw new Error("the stream ended without a response");
+          return { response: final, inputs };
+        };
+        const first = await ask({ model: "m", input: "patch it", tools });
+        expect(first.response.output.map((item) => item.type)).toEqual(["custom_tool_call"]);
+        const call = first.response.output[0]!;
+        if (call.type !== "custom_tool_call") throw new Error("not a custom tool call");
+        expect(call).toMatchObject({ name: "apply_patch", input: patch });
+        if (stream) expect(first.inputs).toEqual([patch]);
+        // The model was offered codecell's exec and wait only, and the client's were left out.
+        expect(upstreamToolNames(upstream.bodies[0])).toEqual(["exec", "wait"]);
+        const second = await ask({
+          model: "m",
+          previous_response_id: first.response.id,
+          input: [{ type: "custom_tool_call_output", call_id: call.call_id, output: "Done.\nM a b.txt" }],
+          tools,
+        });
+        expect(lastToolResult(upstream.bodies[1]!)).toMatchObject({
+          status: "completed",
+          value: { type: "string", out: "Done.\nM a b.txt" },
+        });
+        expect(JSON.parse(textOf(second.response))).toEqual({ type: "string", out: "Done.\nM a b.txt" });
+        expect(upstream.bodies).toHaveLength(2);
+      });
+    }
+
     it("answers errors in the Responses error shape", async () => {
       const openai = client(gateway);
       const unknown = await apiError(
