@@ -194,6 +194,53 @@ describe("the agent endpoint on a Responses API upstream", () => {
     for (const body of upstream.bodies) expect(toolNames(body)).toEqual(["exec", "wait"]);
   });
 
+  it("streams the text of an upstream that answers stream: true with one JSON body, on every front", async () => {
+    const openai = new OpenAI({ baseURL: `${gateway.url}v1`, apiKey: ALICE, maxRetries: 0 });
+    const anthropic = new Anthropic({
+      baseURL: gateway.url.replace(/\/$/, ""),
+      apiKey: ALICE,
+      maxRetries: 0,
+    });
+    const whole = () =>
+      upstream.script(
+        { toolCalls: [{ name: "exec", arguments: { code: "return 3" } }], whole: true },
+        { text: "Whole answer.", whole: true },
+      );
+    const deltas: string[] = [];
+    whole();
+    for await (const chunk of await openai.chat.completions.create({
+      model: "m",
+      messages: [{ role: "user", content: "whole, chat" }],
+      tools: [{ type: "function", function: { name: "select_file", parameters: PICK_PARAMETERS } }],
+      stream: true,
+    })) {
+      deltas.push(chunk.choices[0]?.delta.content ?? "");
+    }
+    expect(deltas.join("")).toBe("Whole answer.");
+    whole();
+    const message = await anthropic.messages
+      .stream({
+        model: "m",
+        max_tokens: 100,
+        messages: [{ role: "user", content: "whole, messages" }],
+        tools: [{ name: "select_file", input_schema: PICK_PARAMETERS }],
+      })
+      .finalMessage();
+    expect(message.content.map((block) => (block.type === "text" ? block.text : "")).join("")).toBe(
+      "Whole answer.",
+    );
+    whole();
+    const response = await openai.responses
+      .stream({
+        model: "m",
+        input: "whole, responses",
+        tools: [{ type: "function", name: "select_file", parameters: PICK_PARAMETERS, strict: false }],
+      })
+      .finalResponse();
+    expect(response.output_text).toBe("Whole answer.");
+    expect(upstream.bodies.map((body) => body.stream)).toEqual([true, true, true, true, true, true]);
+  });
+
   it("keeps a reasoning model's encrypted reasoning beside the exec call it led to, across a hand-out and a resume", async () => {
     const openai = new OpenAI({ baseURL: `${gateway.url}v1`, apiKey: ALICE, maxRetries: 0 });
     const tools: FunctionTool[] = [

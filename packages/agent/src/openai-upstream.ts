@@ -1,35 +1,22 @@
 import { assertCodeModePayload } from "@codecell/engine";
-import { AgentError } from "./agent-error.js";
 import { fromWireFinish } from "./finish-reasons.js";
-import {
-  checkToolCallCount,
-  jsonDepth,
-  MAX_ANSWER_DEPTH,
-  toolCallIndex,
-  type UpstreamLimits,
-} from "./limits.js";
+import { checkToolCallCount, toolCallIndex } from "./limits.js";
 import { fromOpenAiUsage, toOpenAiMessages } from "./openai-messages.js";
 import { readSseEvents } from "./sse.js";
-import type { ModelCallOptions, ModelReply, ModelRequest, ModelUpstream, TurnToolCall } from "./turn.js";
-import type { UpstreamDebug } from "./upstream-debug.js";
-import { type UpstreamResponse, UpstreamTransport, upstreamMessage } from "./upstream-transport.js";
+import type { ModelCallOptions, ModelReply, ModelRequest, ModelUpstream } from "./turn.js";
+import { answerJson, callUpstream, checkedCalls, eventJson, streamFailed } from "./upstream-answer.js";
+import {
+  bearerTransport,
+  type UpstreamConnection,
+  type UpstreamResponse,
+  type UpstreamTransport,
+} from "./upstream-transport.js";
 
-export type OpenAiUpstreamOptions = {
-  /** The API root, such as `https://api.openai.com/v1`; requests go to `<baseUrl>/chat/completions`. */
-  baseUrl: string;
-  apiKey?: string;
-  /** Sent with every upstream request (an organization header, a gateway's routing header). */
-  headers?: Readonly<Record<string, string>>;
-  /** How long one upstream request may take, answer included. Default 120000. */
-  timeoutMs?: number;
-  debug?: UpstreamDebug;
-  /** Bounds on each answer (bytes, SSE event size, tool calls); `DEFAULT_LIMITS` for those not given. */
-  limits?: Partial<UpstreamLimits>;
-  /** Name the upstream's address in errors clients get. Default false. */
-  showAddress?: boolean;
-};
+// Where the Messages upstream imports them from.
+export { checkedCalls, wholeReply } from "./upstream-answer.js";
 
-const DEFAULT_TIMEOUT_MS = 120_000;
+/** An OpenAI-compatible Chat Completions server: requests go to `<baseUrl>/chat/completions`. */
+export type OpenAiUpstreamOptions = UpstreamConnection;
 
 /** An OpenAI-compatible Chat Completions server as the loop's upstream (over UpstreamTransport). */
 export class OpenAiUpstream implements ModelUpstream {
@@ -38,18 +25,8 @@ export class OpenAiUpstream implements ModelUpstream {
   readonly #transport: UpstreamTransport;
 
   constructor(options: OpenAiUpstreamOptions) {
-    this.#transport = new UpstreamTransport({
-      baseUrl: options.baseUrl,
+    this.#transport = bearerTransport(options, {
       path: "/chat/completions",
-      headers: {
-        "content-type": "application/json",
-        ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}),
-        ...options.headers,
-      },
-      timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
-      ...(options.debug ? { debug: options.debug } : {}),
-      ...(options.limits ? { limits: options.limits } : {}),
-      ...(options.showAddress ? { showAddress: true } : {}),
       answerKind: "a Chat Completions answer",
       baseUrlHint:
         "Check that agent.upstream.baseUrl is an OpenAI-compatible API root (it ends in /v1 for most).",
@@ -84,20 +61,16 @@ export class OpenAiUpstream implements ModelUpstream {
     return body;
   }
 
-  async complete(request: ModelRequest, options: ModelCallOptions): Promise<ModelReply> {
-    const stream = options.onTextDelta !== undefined;
-    let body: Record<string, unknown>;
-    try {
-      body = this.body(request, stream);
-    } catch (error) {
-      throw new AgentError("internal", (error as Error).message, { cause: error });
-    }
-    const response = await this.#transport.post(body, options.signal, options.headers);
-    if (!stream || !(response.headers.get("content-type") ?? "").includes("text/event-stream")) {
-      const text = await this.#transport.readText(response, options.signal);
-      return wholeReply(parseCompletion(text, this.#transport), options);
-    }
-    return this.#readStream(response, options);
+  complete(request: ModelRequest, options: ModelCallOptions): Promise<ModelReply> {
+    return callUpstream(
+      this.#transport,
+      {
+        body: (stream) => this.body(request, stream),
+        whole: (text) => parseCompletion(text, this.#transport),
+        stream: (response) => this.#readStream(response, options),
+      },
+      options,
+    );
   }
 
   /**
@@ -131,19 +104,10 @@ export class OpenAiUpstream implements ModelUpstream {
           finished = true;
           continue;
         }
-        let chunk: Record<string, unknown>;
-        try {
-          chunk = JSON.parse(data) as Record<string, unknown>;
-        } catch {
-          throw transport.malformed(`an SSE event that is not JSON (${data.slice(0, 80)})`);
-        }
+        const chunk = eventJson(data, transport);
         if (typeof chunk.model === "string") reply.model = chunk.model;
         if (chunk.usage) reply.usage = fromOpenAiUsage(chunk.usage);
-        if (chunk.error)
-          throw new AgentError(
-            "upstream_error",
-            `The upstream model stream failed: ${upstreamMessage(JSON.stringify(chunk))}.`,
-          );
+        if (chunk.error) throw streamFailed(chunk);
         const choice = (Array.isArray(chunk.choices) ? chunk.choices[0] : undefined) as
           | { delta?: Record<string, unknown>; finish_reason?: unknown }
           | undefined;
@@ -179,41 +143,12 @@ export class OpenAiUpstream implements ModelUpstream {
   }
 }
 
-/**
- * A reply that came whole: when the call asked for a stream (a server that ignores `stream: true`),
- * its text is reported as one delta, so a streaming client still gets it.
- */
-export function wholeReply(reply: ModelReply, options: ModelCallOptions): ModelReply {
-  if (reply.content) options.onTextDelta?.(reply.content);
-  return reply;
-}
-
-/** Tool calls as the loop takes them; one without an id or a name is a malformed answer. */
-export function checkedCalls(
-  calls: Array<{ id: string; name: string; arguments: string }>,
-  upstream: Pick<UpstreamTransport, "malformed" | "limits">,
-): TurnToolCall[] {
-  checkToolCallCount(calls.length, upstream.limits);
-  for (const call of calls) {
-    if (!call.id || !call.name) throw upstream.malformed("a tool call without an id or a name");
-  }
-  return calls.map((call) => ({ id: call.id, name: call.name, arguments: call.arguments || "{}" }));
-}
-
 /** A non-streamed Chat Completions answer as the loop's reply; anything else is `upstream_malformed`. */
 export function parseCompletion(
   text: string,
   upstream: Pick<UpstreamTransport, "malformed" | "limits">,
 ): ModelReply {
-  if (jsonDepth(text, MAX_ANSWER_DEPTH) > MAX_ANSWER_DEPTH) {
-    throw upstream.malformed(`an answer nested more than ${MAX_ANSWER_DEPTH} levels deep`);
-  }
-  let parsed: Record<string, unknown>;
-  try {
-    parsed = JSON.parse(text) as Record<string, unknown>;
-  } catch {
-    throw upstream.malformed(`an answer that is not JSON (${text.slice(0, 80) || "empty"})`);
-  }
+  const parsed = answerJson(text, upstream) as Record<string, unknown>;
   const choice = (Array.isArray(parsed?.choices) ? parsed.choices[0] : undefined) as
     | { message?: Record<string, unknown>; finish_reason?: unknown }
     | undefined;

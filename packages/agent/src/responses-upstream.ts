@@ -1,9 +1,7 @@
 import { assertCodeModePayload } from "@codecell/engine";
 import { AgentError } from "./agent-error.js";
 import { fromWireFinish } from "./finish-reasons.js";
-import { jsonDepth, MAX_ANSWER_DEPTH, type UpstreamLimits } from "./limits.js";
 import { contentText } from "./openai-messages.js";
-import { checkedCalls } from "./openai-upstream.js";
 import { readSseEvents } from "./sse.js";
 import type {
   ModelCallOptions,
@@ -13,21 +11,16 @@ import type {
   TurnMessage,
   TurnUsage,
 } from "./turn.js";
-import type { UpstreamDebug } from "./upstream-debug.js";
-import { type UpstreamResponse, UpstreamTransport, upstreamMessage } from "./upstream-transport.js";
+import { answerJson, callUpstream, checkedCalls, eventJson, streamFailed } from "./upstream-answer.js";
+import {
+  bearerTransport,
+  type UpstreamConnection,
+  type UpstreamResponse,
+  type UpstreamTransport,
+} from "./upstream-transport.js";
 
-export type ResponsesUpstreamOptions = {
-  /** The API root, such as `https://api.openai.com/v1`; requests go to `<baseUrl>/responses`. */
-  baseUrl: string;
-  apiKey?: string;
-  headers?: Readonly<Record<string, string>>;
-  /** How long one upstream request may take, answer included. Default 120000. */
-  timeoutMs?: number;
-  debug?: UpstreamDebug;
-  /** Bounds on each answer (bytes, SSE event size, tool calls); `DEFAULT_LIMITS` for those not given. */
-  limits?: Partial<UpstreamLimits>;
-  /** Name the upstream's address in errors clients get. Default false. */
-  showAddress?: boolean;
+/** An OpenAI Responses API server: requests go to `<baseUrl>/responses`. */
+export type ResponsesUpstreamOptions = UpstreamConnection & {
   /**
    * Offer `exec` as a custom tool whose input is the cell itself (no grammar), rather than a function
    * tool whose arguments are JSON: the model writes code without escaping it into a JSON string.
@@ -39,8 +32,6 @@ export type ResponsesUpstreamOptions = {
 /** The tool a custom exec stands for, and the field of its arguments the cell is. */
 const EXEC = "exec";
 const CODE_FIELD = "code";
-
-const DEFAULT_TIMEOUT_MS = 120_000;
 
 const record = (value: unknown): Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
@@ -206,18 +197,8 @@ export class ResponsesUpstream implements ModelUpstream {
 
   constructor(options: ResponsesUpstreamOptions) {
     this.#execAsCustomTool = options.execAsCustomTool ?? false;
-    this.#transport = new UpstreamTransport({
-      baseUrl: options.baseUrl,
+    this.#transport = bearerTransport(options, {
       path: "/responses",
-      headers: {
-        "content-type": "application/json",
-        ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}),
-        ...options.headers,
-      },
-      timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
-      ...(options.debug ? { debug: options.debug } : {}),
-      ...(options.limits ? { limits: options.limits } : {}),
-      ...(options.showAddress ? { showAddress: true } : {}),
       answerKind: "a Responses API answer",
       baseUrlHint:
         'Check that agent.upstream.baseUrl is a Responses API root (it ends in /v1 for most) and agent.upstream.api is "responses".',
@@ -265,30 +246,16 @@ export class ResponsesUpstream implements ModelUpstream {
     return body;
   }
 
-  async complete(request: ModelRequest, options: ModelCallOptions): Promise<ModelReply> {
-    const stream = options.onTextDelta !== undefined;
-    let body: Record<string, unknown>;
-    try {
-      body = this.body(request, stream);
-    } catch (error) {
-      if (AgentError.is(error)) throw error;
-      throw new AgentError("internal", (error as Error).message, { cause: error });
-    }
-    const response = await this.#transport.post(body, options.signal, options.headers);
-    if (!stream || !(response.headers.get("content-type") ?? "").includes("text/event-stream")) {
-      const text = await this.#transport.readText(response, options.signal);
-      if (jsonDepth(text, MAX_ANSWER_DEPTH) > MAX_ANSWER_DEPTH) {
-        throw this.#transport.malformed(`an answer nested more than ${MAX_ANSWER_DEPTH} levels deep`);
-      }
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        throw this.#transport.malformed(`an answer that is not JSON (${text.slice(0, 80) || "empty"})`);
-      }
-      return this.#reply(parsed);
-    }
-    return this.#readStream(response, options);
+  complete(request: ModelRequest, options: ModelCallOptions): Promise<ModelReply> {
+    return callUpstream(
+      this.#transport,
+      {
+        body: (stream) => this.body(request, stream),
+        whole: (text) => this.#reply(answerJson(text, this.#transport)),
+        stream: (response) => this.#readStream(response, options),
+      },
+      options,
+    );
   }
 
   /** A whole response object as the loop's reply: its message text, its function calls, its usage. */
@@ -351,12 +318,7 @@ export class ResponsesUpstream implements ModelUpstream {
       )) {
         events++;
         transport.traceSse(events, data);
-        let event: Record<string, unknown>;
-        try {
-          event = JSON.parse(data) as Record<string, unknown>;
-        } catch {
-          throw transport.malformed(`an SSE event that is not JSON (${data.slice(0, 80)})`);
-        }
+        const event = eventJson(data, transport);
         switch (event.type) {
           case "response.output_text.delta":
             if (typeof event.delta === "string" && event.delta !== "") options.onTextDelta?.(event.delta);
@@ -367,10 +329,7 @@ export class ResponsesUpstream implements ModelUpstream {
             break;
           case "response.failed":
           case "error":
-            throw new AgentError(
-              "upstream_error",
-              `The upstream model stream failed: ${upstreamMessage(JSON.stringify(event))}.`,
-            );
+            throw streamFailed(event);
         }
       }
     } catch (error) {

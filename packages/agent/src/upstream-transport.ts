@@ -95,6 +95,46 @@ export type UpstreamTransportOptions = {
   showAddress?: boolean;
 };
 
+/** How to reach an upstream model API, whatever format it speaks (the gateway's `agent.upstream`). */
+export type UpstreamConnection = {
+  /** The API root, such as `https://api.openai.com/v1`; model calls go to a path under it. */
+  baseUrl: string;
+  apiKey?: string;
+  /** Sent with every upstream request (an organization header, a gateway's routing header). */
+  headers?: Readonly<Record<string, string>>;
+  /** How long one upstream request may take, answer included. Default 120000. */
+  timeoutMs?: number;
+  debug?: UpstreamDebug;
+  /** Bounds on each answer (bytes, SSE event size, tool calls); `DEFAULT_LIMITS` for those not given. */
+  limits?: Partial<UpstreamLimits>;
+  /** Name the upstream's address in errors clients get. Default false. */
+  showAddress?: boolean;
+};
+
+export const DEFAULT_UPSTREAM_TIMEOUT_MS = 120_000;
+
+/** The transport of an OpenAI API (Chat Completions, Responses): JSON bodies, the key as a bearer token. */
+export function bearerTransport(
+  connection: UpstreamConnection,
+  api: Pick<UpstreamTransportOptions, "path" | "answerKind" | "baseUrlHint">,
+): UpstreamTransport {
+  return new UpstreamTransport({
+    baseUrl: connection.baseUrl,
+    path: api.path,
+    headers: {
+      "content-type": "application/json",
+      ...(connection.apiKey ? { authorization: `Bearer ${connection.apiKey}` } : {}),
+      ...connection.headers,
+    },
+    timeoutMs: connection.timeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS,
+    ...(connection.debug ? { debug: connection.debug } : {}),
+    ...(connection.limits ? { limits: connection.limits } : {}),
+    ...(connection.showAddress ? { showAddress: true } : {}),
+    answerKind: api.answerKind,
+    baseUrlHint: api.baseUrlHint,
+  });
+}
+
 /**
  * The HTTP side of one upstream model API, whatever format it speaks: one POST per model call with the
  * request timeout and the client's abort, failures as `AgentError`s that say what to do, and the debug
