@@ -53,15 +53,12 @@ const CODEX_LIKE = [
 const byName = (description: string) =>
   Object.fromEntries(declaredTools(description).map((tool) => [tool.name, tool]));
 
-/** A deterministic generator of numbers in [0, 1) (mulberry32), for reproducible odd input. */
+/** A deterministic generator of numbers in [0, 1) (a linear congruential one), for reproducible odd input. */
 function random(seed: number): () => number {
-  let state = seed >>> 0;
+  let state = seed;
   return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    state = (state * 1103515245 + 12345) % 2147483648;
+    return state / 2147483648;
   };
 }
 
