@@ -31,5 +31,7 @@ export {
   parseHostToWorkerMessage,
   type SandboxLimits,
   type SettleItem,
+  STORE_OPERATIONS,
+  type StoreOperation,
   takesToolCallSlot,
 } from "./worker-protocol.js";

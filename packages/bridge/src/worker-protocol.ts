@@ -37,6 +37,9 @@ export const MCP_OPERATIONS = [
 ] as const;
 export type McpOperation = (typeof MCP_OPERATIONS)[number];
 
+export const STORE_OPERATIONS = ["set", "get", "delete", "keys"] as const;
+export type StoreOperation = (typeof STORE_OPERATIONS)[number];
+
 /** What a guest call asks of the host. */
 export type HostRequestBody =
   /** `tools.search` (the catalog without MCP), or with `scope: "mcp"` `API.search` (MCP tools only). */
@@ -47,7 +50,12 @@ export type HostRequestBody =
   | { kind: "namespace"; namespaceId: string; path: string; args: JsonValue[] }
   /** `API.read(path)`: the text of one of the surface's API files (the guest checked the path). */
   | { kind: "api"; path: string }
-  | { kind: "yield"; reason?: string };
+  | { kind: "yield"; reason?: string }
+  /**
+   * The conversation's stored values: `store(key, value)` is `set` (`delete` when the value has no JSON),
+   * `load(key)` is `get`, `store.keys()` is `keys`, `store.delete(key)` is `delete`.
+   */
+  | { kind: "store"; op: StoreOperation; key?: string; value?: JsonValue };
 
 export type HostRequest = { requestId: string } & HostRequestBody;
 export type HostRequestKind = HostRequest["kind"];
@@ -217,6 +225,11 @@ const requestBodyChecks: Record<HostRequestKind, Record<string, Check>> = {
   namespace: { namespaceId: isString, path: isString, args: isArrayOf(isJson) },
   api: { path: isString },
   yield: { reason: (value) => value === undefined || isString(value) },
+  store: {
+    op: (value) => (STORE_OPERATIONS as readonly unknown[]).includes(value),
+    key: (value) => value === undefined || isString(value),
+    value: (value) => value === undefined || isJson(value),
+  },
 };
 
 /** Validate a request body the guest produced (kind plus fields), without the id. */

@@ -14,6 +14,9 @@ export const GUEST_GLOBAL_NAMES = [
   "json",
   "yield_control",
   "console",
+  "store",
+  "load",
+  "image",
 ] as const;
 
 /** The `console` methods a cell may call; each appends a text output item that keeps its level. */

@@ -28,6 +28,17 @@ export const CODE_MODE_LIMITS = {
   // a cell whose types make the compiler explode is stopped here, well before typecheckTimeoutMs, and
   // the checks of others go on). Honest cells take milliseconds; applied as at most typecheckTimeoutMs.
   typecheckBudgetMs: { default: 5_000, min: 1, max: 120_000 },
+  // Values a cell keeps with store(key, value) for later cells of the same conversation. They live this
+  // long after the conversation's last store (default: an agent endpoint transcript's lifetime).
+  storeTtlSeconds: { default: 3_600, min: 1, max: 86_400 },
+  // The JSON bytes of one stored value, of all values of one conversation, and of all conversations of
+  // one principal. A conversation's values are one record of the snapshot store, read whole by a load,
+  // so its cap stays well under maxSnapshotBytes.
+  maxStoreValueBytes: { default: 1_048_576, min: 1, max: 67_108_864 },
+  maxStoreBytes: { default: 4_194_304, min: 1_024, max: 134_217_728 },
+  maxStorePrincipalBytes: { default: 16_777_216, min: 1_024, max: 1_073_741_824 },
+  // The bytes of one image(...) output item (its base64 data), when tools.codeMode.images is on.
+  maxImageBytes: { default: 1_048_576, min: 1_024, max: 10_485_760 },
   // Its upper bound is the resolved maxSearchLimit, applied after that field is resolved.
   searchDefaultLimit: { default: 8, min: 1, max: 50 },
 } as const;

@@ -34,6 +34,7 @@ describe("activation", () => {
       mode: "only",
       languages: ["javascript", "typescript"],
       typecheck: "off",
+      images: false,
       timeoutMs: 10_000,
       memoryLimitBytes: 67_108_864,
       maxOutputBytes: 65_536,
@@ -46,6 +47,11 @@ describe("activation", () => {
       maxSearchLimit: 50,
       typecheckTimeoutMs: 15_000,
       typecheckBudgetMs: 5_000,
+      storeTtlSeconds: 3_600,
+      maxStoreValueBytes: 1_048_576,
+      maxStoreBytes: 4_194_304,
+      maxStorePrincipalBytes: 16_777_216,
+      maxImageBytes: 1_048_576,
       clamped: [],
     });
   });

@@ -2,6 +2,7 @@
 import type { CodeModeResult, JsonValue, ResolvedCodeModeConfig } from "@codecell/contract";
 import type { SandboxPool } from "@codecell/sandbox";
 import type { SnapshotStore } from "@codecell/snapshot-store";
+import type { CellStore } from "./cell-store.js";
 import type { EngineTypecheck } from "./cell-typecheck.js";
 import type { InflightCalls } from "./inflight-calls.js";
 import type { TracingOptions } from "./tracing.js";
@@ -22,6 +23,8 @@ export type EngineShared = {
   readonly tracing: TracingOptions;
   /** The engine's type checker of cells (typecheck "warn" or "strict"); it loads nothing until used. */
   readonly typecheck: EngineTypecheck;
+  /** The values cells keep between cells, in `store`. */
+  readonly cellStore: CellStore;
   abort(selector: { sessionId: string; runId?: string }): Promise<number>;
   countResult(result: CodeModeResult): void;
 };

@@ -9,6 +9,7 @@ import {
 import { createCodeModeNamespaceRuntime } from "@codecell/namespaces";
 import { createSandboxPool, type SandboxPool } from "@codecell/sandbox";
 import { openSnapshotStore, type SettleResult, type SnapshotStore } from "@codecell/snapshot-store";
+import { CellStore, cellStoreScope } from "./cell-store.js";
 import { EngineTypecheck } from "./cell-typecheck.js";
 import type { EngineShared } from "./engine-shared.js";
 import { renderVisibleDeclarations } from "./guest-surface.js";
@@ -58,6 +59,7 @@ export class CodeModeEngine {
   readonly #debug: ((line: string, fields?: DebugFields) => void) | null;
   readonly #inflight = new Map<string, InflightCalls>();
   readonly #typecheck: EngineTypecheck;
+  readonly #cellStore: CellStore;
   readonly #ownsPool: boolean;
   readonly #ownsStore: boolean;
   #pool: SandboxPool | undefined;
@@ -95,6 +97,7 @@ export class CodeModeEngine {
             });
           },
         });
+    this.#cellStore = new CellStore(this.store, this.config);
     this.#trajectory = new TrajectoryRecorder({
       ...(options.maxTrajectoryEntries !== undefined
         ? { maxEntriesPerSession: options.maxTrajectoryEntries }
@@ -220,6 +223,18 @@ export class CodeModeEngine {
   }
 
   /**
+   * A conversation is over: the values its cells stored (`store`) are dropped when the store does not
+   * outlive the process (memory); on a durable store they stay until their TTL, so a client that comes
+   * back to the conversation after a restart finds them. True when values were dropped.
+   */
+  async endStoredValues(context: Pick<RunContext, "agentId" | "sessionKey" | "sessionId">): Promise<boolean> {
+    const store = await this.store;
+    if (store.backend.durable) return false;
+    await this.#cellStore.clear(cellStoreScope(context));
+    return true;
+  }
+
+  /**
    * Frees one session's trajectory and nothing else: for hosts whose suspended runs outlive the client
    * session that started them (the gateway, where another session of the same owner may wait on them).
    */
@@ -309,6 +324,7 @@ export class CodeModeEngine {
       observer: this.#observer,
       tracing: this.#tracing,
       typecheck: this.#typecheck,
+      cellStore: this.#cellStore,
       abort: (selector) => this.abort(selector),
       countResult: (result) => {
         if (result.status === "failed") {

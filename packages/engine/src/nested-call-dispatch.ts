@@ -43,7 +43,13 @@ export function dispatchHostRequest(request: HostRequest, into: SegmentRequests)
     ready.push(request.requestId, started);
     return;
   }
-  if (request.kind !== "mcp" || request.op === "call") stats.nestedCalls++;
+  if (
+    request.kind === "call" ||
+    request.kind === "namespace" ||
+    (request.kind === "mcp" && request.op === "call")
+  ) {
+    stats.nestedCalls++;
+  }
   if (segment.aborted) started.abort(new Error("The code-mode run was aborted."));
   if (segment.progress) {
     const { counts } = segment;

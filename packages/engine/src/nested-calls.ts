@@ -23,9 +23,11 @@ import { type McpDeclarations, renderApiHeader } from "@codecell/mcp-declaration
 import type { NamespaceRuntime } from "@codecell/namespaces";
 import type { SettleOutcome } from "@codecell/sandbox";
 import type { CallCancellation } from "./call-cancellation.js";
+import type { CellStore } from "./cell-store.js";
 import { InflightCall } from "./inflight-calls.js";
 import { searchMcpTools } from "./mcp-search.js";
 import { recordNestedToolId } from "./run-telemetry.js";
+import { StoreCall } from "./store-call.js";
 import { spanJson, startSpan, type TracedSpan, type TracingOptions } from "./tracing.js";
 import type { TrajectoryHandle, TrajectoryRecorder } from "./trajectory.js";
 import type {
@@ -58,6 +60,8 @@ export type RequestScope = {
   /** The host's metrics hooks (absent: nothing is measured for them). */
   observer: EngineObserver | null;
   tracing: TracingOptions;
+  /** The values cells keep between cells (`store`, `load`), in the engine's snapshot store. */
+  cellStore: CellStore;
 };
 
 export type RequestParent = {
@@ -316,6 +320,8 @@ export function startHostRequest(
     }
     case "mcp":
       return startMcpRequest(request, scope, parent, telemetry);
+    case "store":
+      return new StoreCall(request, scope, parent);
     case "api":
       return answered(() => scope.readApiFile(request.path));
     case "namespace": {

@@ -147,6 +147,7 @@ export class ActiveRun implements PreparedRun {
       readApiFile: this.#readApiFile,
       observer: engine.observer,
       tracing: engine.tracing,
+      cellStore: engine.cellStore,
     };
   }
 

@@ -44,6 +44,9 @@ export type RunProgress =
 /** How guest code reached a nested tool (`tools.call` includes the `tools.<name>` shortcuts). */
 export type NestedCallVia = "tools.call" | "mcp" | "namespace";
 
+/** How a nested call reached the host, for metrics: a tool call, or a cell's `store`/`load`. */
+export type NestedCallEventVia = NestedCallVia | "store";
+
 /** One nested tool call, as the host's executor receives it. */
 export type NestedToolCall = {
   /** Exact catalog id, e.g. `core:host:read_file`. */
@@ -222,7 +225,7 @@ export type NestedCallEvent = {
   toolId: string;
   /** The tool's source (`core`, `plugin`, `mcp`, `client`). */
   source: string;
-  via: NestedCallVia;
+  via: NestedCallEventVia;
   outcome: "completed" | "failed" | "aborted";
   durationMs: number;
 };

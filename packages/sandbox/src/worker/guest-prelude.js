@@ -279,7 +279,16 @@ export function guestPrelude(host, surfaceText) {
     delete pending[requestId];
     const value = jsonParse(text);
     if (ok === "1") {
-      entry.resolve(entry.resultIsVoid ? undefined : value);
+      // A load answers `{value}`, or `{}` for a key with nothing stored: JSON has no undefined.
+      entry.resolve(
+        entry.resultIsVoid === true
+          ? undefined
+          : entry.resultIsVoid === UNWRAP_VALUE
+            ? value !== null && typeof value === "object" && hasOwnOf(value, "value")
+              ? value.value
+              : undefined
+            : value,
+      );
     } else {
       entry.reject(makeError(value.name, value.message, value.code, value.details));
     }
@@ -635,6 +644,47 @@ export function guestPrelude(host, surfaceText) {
     return request(body, true);
   }
 
+  // store/load: the conversation's values, kept by the host between cells. Keys are short strings; a
+  // value crosses as JSON, like a tool input, and one without JSON (undefined) deletes the key.
+  const UNWRAP_VALUE = "value";
+  const MAX_STORE_KEY_LENGTH = 256;
+  function storeKey(key, what) {
+    if (typeof key !== "string" || key.length === 0 || key.length > MAX_STORE_KEY_LENGTH) {
+      throw new TypeErrorCtor(
+        `${what}: key must be a string of 1 to ${MAX_STORE_KEY_LENGTH} characters, such as "issues"`,
+      );
+    }
+    return key;
+  }
+  function storeValue(key, value) {
+    try {
+      const keyText = apply(jsonStringify, undefined, [storeKey(key, "store(key, value)")]);
+      const valueText = jsonTextOf(value, "the stored value");
+      if (valueText === undefined)
+        return requestText(`{"kind":"store","op":"delete","key":${keyText}}`, true);
+      return requestText(`{"kind":"store","op":"set","key":${keyText},"value":${valueText}}`, true);
+    } catch (error) {
+      return rejected(error);
+    }
+  }
+  define(storeValue, "keys", function keys() {
+    return request({ kind: "store", op: "keys" }, false);
+  });
+  define(storeValue, "delete", function deleteKey(key) {
+    try {
+      return request({ kind: "store", op: "delete", key: storeKey(key, "store.delete(key)") }, false);
+    } catch (error) {
+      return rejected(error);
+    }
+  });
+  function load(key) {
+    try {
+      return request({ kind: "store", op: "get", key: storeKey(key, "load(key)") }, UNWRAP_VALUE);
+    } catch (error) {
+      return rejected(error);
+    }
+  }
+
   function installGlobal(name, value) {
     if (apply(hasOwn, globalObject, [name])) {
       throw new TypeErrorCtor(`the guest global "${name}" already exists; pick another namespace globalName`);
@@ -650,6 +700,8 @@ export function guestPrelude(host, surfaceText) {
   installGlobal("console", guestConsole);
   installGlobal("json", freeze(json));
   installGlobal("yield_control", freeze(yieldControl));
+  installGlobal("store", freeze(storeValue));
+  installGlobal("load", freeze(load));
   for (let index = 0; index < namespaceGlobals.length; index++) {
     installGlobal(namespaceGlobals[index][0], namespaceGlobals[index][1]);
   }
