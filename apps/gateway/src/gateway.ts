@@ -301,6 +301,9 @@ export class Gateway implements SessionHost {
       if (ownerContext(session.owner).sessionId === owner) return;
     }
     this.engine.forgetTrajectory(owner);
+    // On a store that ends with the process, values the owner's cells stored (store()) end with its
+    // last session too; a durable store keeps them for a client that comes back, until their TTL.
+    void this.engine.endStoredValues(ownerContext(ended.owner)).catch(() => {});
   }
 
   /** A run over the effective tools, for one owner's context; nested calls come back through runTool. */

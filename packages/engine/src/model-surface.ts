@@ -35,6 +35,7 @@ export function execDescription(parts: ExecDescriptionParts): string {
   }
   lines.push(
     "- text(value) and json(value) add output; await yield_control(reason) pauses the run.",
+    "- await store(key, value) keeps JSON for later cells; await load(key) gets it (undefined if none); store.keys(), store.delete(key).",
     'Run independent calls together with Promise.all. There is no import, require, fetch, timer, file system or network. A result with status "waiting" continues with wait({runId}).',
   );
   if (parts.typecheck === "strict") {

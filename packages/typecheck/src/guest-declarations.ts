@@ -89,6 +89,19 @@ declare function text(value: unknown): void;
 declare function json(value: unknown): void;
 /** Pauses the run; it continues with wait({runId}). */
 declare function yield_control(reason?: string): Promise<void>;
+/**
+ * Keeps a JSON value for later cells of this conversation (undefined deletes the key). Keys are 1 to
+ * 256 characters.
+ */
+declare const store: {
+  (key: string, value: unknown): Promise<void>;
+  /** The keys stored in this conversation. */
+  keys(): Promise<string[]>;
+  /** Deletes a key; true when it was stored. */
+  delete(key: string): Promise<boolean>;
+};
+/** A value an earlier cell of this conversation stored, or undefined when there is none. */
+declare function load<T = any>(key: string): Promise<T | undefined>;
 declare const console: {
   log(...values: any[]): void;
   info(...values: any[]): void;
