@@ -16,7 +16,6 @@ export const GUEST_GLOBAL_NAMES = [
   "console",
   "store",
   "load",
-  "image",
 ] as const;
 
 /** The `console` methods a cell may call; each appends a text output item that keeps its level. */

@@ -30,7 +30,6 @@ export function defineContractSchemas(z: typeof Z) {
     mode: z.literal("only").optional(),
     languages: z.array(z.enum(CODE_MODE_LANGUAGES)).min(1).optional(),
     typecheck: z.enum(TYPECHECK_MODES).optional(),
-    images: z.boolean().optional(),
     ...(Object.fromEntries(limitFields.map((field) => [field, integerField.optional()])) as {
       [K in CodeModeLimitField]: Z.ZodOptional<typeof integerField>;
     }),
