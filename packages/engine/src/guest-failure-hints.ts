@@ -217,7 +217,7 @@ function undeclaredNameHint(name: string, surface: GuestSurface): string {
   for (const [names, hint] of ABSENT_BY_DESIGN) if (names.has(name)) return `${hint} ${listed}`;
   const near = closest(name, globals);
   if (near.length > 0) return `Did you mean ${near.join(" or ")}? ${listed}`;
-  return `${name} is not declared in this cell. If it comes from an earlier cell: each exec starts in a fresh sandbox and keeps nothing from the cells before, so declare it again here. ${listed}`;
+  return `${name} is not declared in this cell. If it comes from an earlier cell: each exec starts in a fresh sandbox and keeps no variables from the cells before, so declare it again here, or keep its value with await store(key, value) in that cell and await load(key) in this one. ${listed}`;
 }
 
 /**

@@ -302,7 +302,7 @@ describe("errors that name the expression and the fix", () => {
 
 describe("a name the cell never declared", () => {
   const globals =
-    "The cell's globals: ALL_TOOLS, tools, MCP, API, namespaces, text, json, yield_control, console, Notes.";
+    "The cell's globals: ALL_TOOLS, tools, MCP, API, namespaces, text, json, yield_control, console, store, load, Notes.";
   it.each([
     [
       "the network (fetch)",
@@ -347,7 +347,7 @@ describe("a name the cell never declared", () => {
     [
       "a variable from an earlier cell",
       "return files.length",
-      `ReferenceError: files is not defined (line 1, column 8). files is not declared in this cell. If it comes from an earlier cell: each exec starts in a fresh sandbox and keeps nothing from the cells before, so declare it again here. ${globals}`,
+      `ReferenceError: files is not defined (line 1, column 8). files is not declared in this cell. If it comes from an earlier cell: each exec starts in a fresh sandbox and keeps no variables from the cells before, so declare it again here, or keep its value with await store(key, value) in that cell and await load(key) in this one. ${globals}`,
     ],
   ])("%s", async (_name, code, expected) => {
     expect(failedWith(await exec(code))).toContain(expected);
