@@ -1,6 +1,6 @@
 // Type-only: sandbox workers load this module on start-up, so it must not pull in the contract's zod.
 import type { CodeModeLanguage, JsonValue, ToolCatalogEntry } from "@codecell/contract";
-import { CONSOLE_LEVELS } from "@codecell/contract/errors";
+import { CONSOLE_LEVELS, IMAGE_MIME_TYPES } from "@codecell/contract/errors";
 import { isSharedChannelBuffer } from "./shared-channel.js";
 
 /** The JSON surface the engine builds and the trusted prelude installs as guest globals. */
@@ -71,6 +71,8 @@ export type SandboxLimits = {
    */
   maxQueuedToolCalls?: number;
   maxSnapshotBytes: number;
+  /** `image(source)` output items: allowed only when present, each at most `maxBytes` of base64. */
+  images?: { maxBytes: number };
 };
 
 /**
@@ -205,7 +207,10 @@ export const isOutput: Check = (value) =>
   ((value.type === "text" &&
     isString(value.text) &&
     (value.level === undefined || (CONSOLE_LEVELS as readonly unknown[]).includes(value.level))) ||
-    (value.type === "json" && "value" in value));
+    (value.type === "json" && "value" in value) ||
+    (value.type === "image" &&
+      (IMAGE_MIME_TYPES as readonly unknown[]).includes(value.mimeType) &&
+      isString(value.data)));
 
 const requestBodyChecks: Record<HostRequestKind, Record<string, Check>> = {
   search: {

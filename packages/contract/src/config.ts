@@ -11,7 +11,7 @@ export { CODE_MODE_LANGUAGES, CODE_MODE_LIMITS, type CodeModeLanguage };
 export type CodeModeLimitField = keyof typeof CODE_MODE_LIMITS;
 
 const limitFields = Object.keys(CODE_MODE_LIMITS) as CodeModeLimitField[];
-const allFields = ["enabled", "runtime", "mode", "languages", "typecheck", ...limitFields] as const;
+const allFields = ["enabled", "runtime", "mode", "languages", "typecheck", "images", ...limitFields] as const;
 
 /**
  * What `typecheck` does with a cell before it runs: "off" (the default) runs it unchecked; "warn" runs it
@@ -30,6 +30,7 @@ export type CodeModeConfigInput =
       mode?: "only";
       languages?: CodeModeLanguage[];
       typecheck?: TypecheckMode;
+      images?: boolean;
     } & { [K in CodeModeLimitField]?: number });
 
 /** A field whose value was outside its runtime range and was clamped. */
@@ -41,6 +42,8 @@ export type ResolvedCodeModeConfig = {
   mode: "only";
   languages: CodeModeLanguage[];
   typecheck: TypecheckMode;
+  /** Whether a cell may show images with `image(source)` (off by default: v1 keeps binary out of cells). */
+  images: boolean;
   clamped: ClampedField[];
 } & { [K in CodeModeLimitField]: number };
 
@@ -61,7 +64,7 @@ function commonConfigObject(input: object): CodeModeConfigObject | undefined {
     const value = (input as Record<string, unknown>)[key];
     if (value === undefined) continue;
     const valid =
-      key === "enabled"
+      key === "enabled" || key === "images"
         ? typeof value === "boolean"
         : key === "runtime"
           ? value === "quickjs-wasi"
@@ -82,6 +85,7 @@ function commonConfigObject(input: object): CodeModeConfigObject | undefined {
 
 function allowedFor(field: string): string {
   if (field === "enabled") return "true or false";
+  if (field === "images") return "true or false (default false)";
   if (field === "runtime") return '"quickjs-wasi" (the only runtime)';
   if (field === "mode") return '"only" (the only mode)';
   if (field === "languages") return 'a non-empty array of "javascript" and/or "typescript"';
@@ -199,6 +203,7 @@ export function resolveCodeModeConfig(
     mode: "only",
     languages: object.languages ? [...new Set(object.languages)] : [...CODE_MODE_LANGUAGES],
     typecheck: object.typecheck ?? "off",
+    images: object.images === true,
     ...limits,
     clamped,
   };

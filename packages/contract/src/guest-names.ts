@@ -16,11 +16,16 @@ export const GUEST_GLOBAL_NAMES = [
   "console",
   "store",
   "load",
+  "image",
 ] as const;
 
 /** The `console` methods a cell may call; each appends a text output item that keeps its level. */
 export const CONSOLE_LEVELS = ["log", "info", "warn", "error", "debug"] as const;
 export type ConsoleLevel = (typeof CONSOLE_LEVELS)[number];
+
+/** The image types `image(source)` accepts: what every front's image form takes. */
+export const IMAGE_MIME_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"] as const;
+export type ImageMimeType = (typeof IMAGE_MIME_TYPES)[number];
 
 /** The prefix reserved for the prelude's private names; no guest-visible name may start with it. */
 export const INTERNAL_NAME_PREFIX = "__codecell";

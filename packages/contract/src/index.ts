@@ -28,6 +28,8 @@ export {
   CONSOLE_LEVELS,
   type ConsoleLevel,
   GUEST_GLOBAL_NAMES,
+  IMAGE_MIME_TYPES,
+  type ImageMimeType,
   INTERNAL_NAME_PREFIX,
   JAVASCRIPT_RESERVED_WORDS,
   OBJECT_BEHAVIOUR_NAMES,
@@ -70,6 +72,7 @@ export {
   type LimitKind,
   SNAPSHOT_EVENTS,
   type SnapshotEvent,
+  textOutput,
 } from "./results.js";
 export { closestMatches, editDistance } from "./suggestions.js";
 export {

@@ -37,6 +37,9 @@ export const CODE_MODE_LIMITS = {
   maxStoreValueBytes: { default: 1_048_576, min: 1, max: 67_108_864 },
   maxStoreBytes: { default: 4_194_304, min: 1_024, max: 134_217_728 },
   maxStorePrincipalBytes: { default: 16_777_216, min: 1_024, max: 1_073_741_824 },
+  // The base64 characters of one image(...) output item, when tools.codeMode.images is on. It counts
+  // against maxOutputBytes too, which an operator who turns images on raises to fit.
+  maxImageBytes: { default: 1_048_576, min: 1_024, max: 10_485_760 },
   // Its upper bound is the resolved maxSearchLimit, applied after that field is resolved.
   searchDefaultLimit: { default: 8, min: 1, max: 50 },
 } as const;

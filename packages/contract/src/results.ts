@@ -1,6 +1,6 @@
 import type { ToolSource } from "./catalog.js";
 import type { CodeModeErrorCode } from "./error-codes.js";
-import type { ConsoleLevel } from "./guest-names.js";
+import type { ConsoleLevel, ImageMimeType } from "./guest-names.js";
 
 // The shapes below are plain types so that importing the contract does not load zod; their zod schemas
 // (`codeModeResultSchema` and its parts) live in `@codecell/contract/schemas`, and a type test there
@@ -14,7 +14,22 @@ export type CodeModeOutput =
       /** Set when the text came from `console.<level>(...)`; absent for `text()`. */
       level?: ConsoleLevel;
     }
-  | { type: "json"; value: unknown };
+  | { type: "json"; value: unknown }
+  /** From `image(source)` (`tools.codeMode.images`): base64 `data` of one of IMAGE_MIME_TYPES. */
+  | { type: "image"; mimeType: ImageMimeType; data: string };
+
+/**
+ * The output as a model reads it in text: an image item names its type and size instead of carrying
+ * its base64 data, which each front delivers in its own image form beside the text.
+ */
+export function textOutput(
+  output: readonly CodeModeOutput[],
+): CodeModeOutput[] | Array<Record<string, unknown>> {
+  if (!output.some((item) => item.type === "image")) return output as CodeModeOutput[];
+  return output.map((item) =>
+    item.type === "image" ? { type: "image", mimeType: item.mimeType, bytes: item.data.length } : item,
+  );
+}
 
 /**
  * One finding of the opt-in type check (`tools.codeMode.typecheck`), placed on the cell as the model
@@ -159,7 +174,7 @@ export type CodeModeModelResult =
 /** The model's view of a result: status, value or error and code, output, runId, reason, pending calls. */
 export function codeModeModelResult(result: CodeModeResult): CodeModeModelResult {
   const output = {
-    ...(result.output?.length ? { output: result.output } : {}),
+    ...(result.output?.length ? { output: textOutput(result.output) as CodeModeOutput[] } : {}),
     ...(result.diagnostics?.length ? { diagnostics: result.diagnostics } : {}),
     ...(result.typecheckNote ? { typecheckNote: result.typecheckNote } : {}),
   };

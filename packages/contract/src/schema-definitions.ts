@@ -2,7 +2,7 @@ import type { z as Z } from "zod";
 import { TOOL_SOURCES } from "./catalog.js";
 import { CODE_MODE_LIMITS, type CodeModeLimitField, TYPECHECK_MODES } from "./config.js";
 import { CODE_MODE_ERROR_CODES } from "./error-codes.js";
-import { CONSOLE_LEVELS } from "./guest-names.js";
+import { CONSOLE_LEVELS, IMAGE_MIME_TYPES } from "./guest-names.js";
 import { CODE_MODE_LANGUAGES } from "./languages.js";
 import { LIMIT_KINDS, SNAPSHOT_EVENTS } from "./results.js";
 
@@ -30,6 +30,7 @@ export function defineContractSchemas(z: typeof Z) {
     mode: z.literal("only").optional(),
     languages: z.array(z.enum(CODE_MODE_LANGUAGES)).min(1).optional(),
     typecheck: z.enum(TYPECHECK_MODES).optional(),
+    images: z.boolean().optional(),
     ...(Object.fromEntries(limitFields.map((field) => [field, integerField.optional()])) as {
       [K in CodeModeLimitField]: Z.ZodOptional<typeof integerField>;
     }),
@@ -56,6 +57,7 @@ export function defineContractSchemas(z: typeof Z) {
       level: z.enum(CONSOLE_LEVELS).optional(),
     }),
     z.object({ type: z.literal("json"), value: z.unknown() }),
+    z.object({ type: z.literal("image"), mimeType: z.enum(IMAGE_MIME_TYPES), data: z.string() }),
   ]);
 
   const count = () => z.number().int().nonnegative();

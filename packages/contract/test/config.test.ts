@@ -34,6 +34,7 @@ describe("activation", () => {
       mode: "only",
       languages: ["javascript", "typescript"],
       typecheck: "off",
+      images: false,
       timeoutMs: 10_000,
       memoryLimitBytes: 67_108_864,
       maxOutputBytes: 65_536,
@@ -50,6 +51,7 @@ describe("activation", () => {
       maxStoreValueBytes: 1_048_576,
       maxStoreBytes: 4_194_304,
       maxStorePrincipalBytes: 16_777_216,
+      maxImageBytes: 1_048_576,
       clamped: [],
     });
   });

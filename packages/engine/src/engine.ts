@@ -187,6 +187,7 @@ export class CodeModeEngine {
         namespacePrompt: namespaces.promptText,
         typescript: this.config.languages.includes("typescript"),
         typecheck: this.config.typecheck,
+        images: this.config.images,
       }),
       ...catalog.directOnly.map(toModelTool),
     ];

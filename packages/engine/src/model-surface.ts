@@ -17,6 +17,8 @@ export type ExecDescriptionParts = {
   typescript: boolean;
   /** `tools.codeMode.typecheck`; "strict" is the one a model must know of (its cells can be refused). */
   typecheck?: "off" | "warn" | "strict";
+  /** `tools.codeMode.images`: the cell may show images with image(source). */
+  images?: boolean;
 };
 
 // Every sentence here is paid for on every model request, so it teaches only what a model cannot
@@ -38,6 +40,9 @@ export function execDescription(parts: ExecDescriptionParts): string {
     "- await store(key, value) keeps JSON for later cells; await load(key) gets it (undefined if none); store.keys(), store.delete(key).",
     'Run independent calls together with Promise.all. There is no import, require, fetch, timer, file system or network. A result with status "waiting" continues with wait({runId}).',
   );
+  if (parts.images) {
+    lines.push("- image(source) shows you an image: a data URL or a tool result's image content.");
+  }
   if (parts.typecheck === "strict") {
     lines.push(
       "Cells are type-checked against these APIs before they run: a cell with type errors does not run and fails (invalid_input) with diagnostics [{line, column, message, accepts}]; fix those lines and exec again.",

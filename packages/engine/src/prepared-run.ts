@@ -566,6 +566,7 @@ export class ActiveRun implements PreparedRun {
       maxPendingToolCalls: config.maxPendingToolCalls,
       maxQueuedToolCalls: config.maxQueuedToolCalls,
       maxSnapshotBytes: config.maxSnapshotBytes,
+      ...(config.images ? { images: { maxBytes: config.maxImageBytes } } : {}),
     };
   }
 }

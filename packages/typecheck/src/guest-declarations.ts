@@ -102,6 +102,11 @@ declare const store: {
 };
 /** A value an earlier cell of this conversation stored, or undefined when there is none. */
 declare function load<T = any>(key: string): Promise<T | undefined>;
+/**
+ * Shows an image to the model (when the operator turned images on): a base64 data URL, an image content
+ * item, or a tool result whose content holds image items.
+ */
+declare function image(source: string | { type: "image"; data: string; mimeType: string } | { content: any[] } | any[]): void;
 declare const console: {
   log(...values: any[]): void;
   info(...values: any[]): void;

@@ -130,13 +130,21 @@ const CONSOLE_SEVERITY: Record<string, LoggingLevel> = {
 /**
  * A cell's output items as log messages (`logging.cellOutput` in the config), one per item, with a
  * logger per source: `codecell.cell.console` (level from `console.<level>`), `codecell.cell.text` for
- * `text()`, `codecell.cell.json` for `json()`.
+ * `text()`, `codecell.cell.json` for `json()`, `codecell.cell.image` for `image()` (type and size).
  */
 export function cellOutputMessages(
   output: ReadonlyArray<CodeModeOutput>,
 ): Array<{ level: LoggingLevel; logger: string; data: unknown }> {
   return output.map((item) => {
     if (item.type === "json") return { level: "info", logger: "codecell.cell.json", data: item.value };
+    // An image is logged by type and size: its base64 data is for the client's model, not a log.
+    if (item.type === "image") {
+      return {
+        level: "info",
+        logger: "codecell.cell.image",
+        data: { mimeType: item.mimeType, bytes: item.data.length },
+      };
+    }
     if (item.level !== undefined) {
       return {
         level: CONSOLE_SEVERITY[item.level] ?? "info",

@@ -75,8 +75,12 @@ export function listedTools(session: GatewaySession) {
  * telemetry included, is the structured content for hosts and viewers.
  */
 export function toCallToolResult(result: CodeModeResult): CallToolResult {
+  // A cell's image(...) items travel as MCP image content after the text, which names them by size.
+  const images = (result.output ?? []).flatMap((item) =>
+    item.type === "image" ? [{ type: "image" as const, data: item.data, mimeType: item.mimeType }] : [],
+  );
   return {
-    content: [{ type: "text", text: codeModeResultText(result) }],
+    content: [{ type: "text", text: codeModeResultText(result) }, ...images],
     structuredContent: result as unknown as Record<string, unknown>,
     ...(result.status === "failed" ? { isError: true } : {}),
   };

@@ -22,7 +22,7 @@ import { CompileFlags } from "quickjs-wasi";
  * - host(bodyJson) -> the request's id (a number), or `{"error": {...}}` JSON when refused. A request is
  *   the one call with a single argument: the worker tells it by its argument count, without reading an
  *   op string out of the VM (the call every tool call makes).
- * - host("output", "text" | "json", text)
+ * - host("output", "text" | "json" | "image", text)
  * - host("done", resultJson) and host("fail", errorJson), once per run
  *
  * @param {(...args: string[]) => string | number} host
@@ -638,6 +638,45 @@ export function guestPrelude(host, surfaceText) {
       throw makeError(data.name, data.message, data.code);
     }
   }
+  // image(source): a data URL, an image content item ({type: "image", data, mimeType}), a tool result
+  // whose `content` holds image items, or an array of these. The host checks type and size.
+  function imageSources(source, found, depth) {
+    if (typeof source === "string") {
+      found[found.length] = { dataUrl: source };
+    } else if (isArray(source) && depth < 2) {
+      for (let index = 0; index < source.length; index++) imageSources(source[index], found, depth + 1);
+    } else if (typeof source === "object" && source !== null) {
+      if (source.type === "image") {
+        found[found.length] = { mimeType: StringCtor(source.mimeType), data: source.data };
+      } else if (isArray(source.content) && depth < 2) {
+        const content = source.content;
+        for (let index = 0; index < content.length; index++) {
+          if (
+            typeof content[index] === "object" &&
+            content[index] !== null &&
+            content[index].type === "image"
+          ) {
+            imageSources(content[index], found, depth + 1);
+          }
+        }
+      }
+    }
+    return found;
+  }
+  function image(source) {
+    const found = imageSources(source, [], 0);
+    if (found.length === 0) {
+      throw new TypeErrorCtor(
+        'image(source): no image in the source; pass a data URL ("data:image/png;base64,..."), an image content item ({type: "image", data, mimeType}) or a tool result whose content holds one',
+      );
+    }
+    const reply = host("output", "image", toJsonText(found, "the image() source"));
+    if (reply !== "") {
+      const data = jsonParse(reply).error;
+      throw makeError(data.name, data.message, data.code);
+    }
+  }
+
   function yieldControl(reason) {
     const body = { kind: "yield" };
     if (reason !== undefined) body.reason = StringCtor(reason);
@@ -702,6 +741,7 @@ export function guestPrelude(host, surfaceText) {
   installGlobal("yield_control", freeze(yieldControl));
   installGlobal("store", freeze(storeValue));
   installGlobal("load", freeze(load));
+  installGlobal("image", freeze(image));
   for (let index = 0; index < namespaceGlobals.length; index++) {
     installGlobal(namespaceGlobals[index][0], namespaceGlobals[index][1]);
   }

@@ -7,7 +7,7 @@ import {
   parseHostRequestBody,
   takesToolCallSlot,
 } from "@codecell/bridge";
-import { CONSOLE_LEVELS, isCodeModeErrorCode } from "@codecell/contract/errors";
+import { CONSOLE_LEVELS, IMAGE_MIME_TYPES, isCodeModeErrorCode } from "@codecell/contract/errors";
 import { describeGuestError } from "./cell-text.js";
 import { holdRequest } from "./outbox.js";
 
@@ -207,6 +207,7 @@ function chargeOutput(run, bytes, what) {
 function onOutput(run, kind, text, level) {
   // Work the cell left running after it returned may still add output until it settles.
   if (run.forced !== null || (run.outcome !== null && run.outcome.type !== "completed")) return "";
+  if (kind === "image") return onImages(run, text);
   if (kind !== "text") {
     const deep = tooDeep(text, "The json() value");
     if (deep !== null) return refusal(run, "CodeModeError", deep, "invalid_input");
@@ -216,6 +217,85 @@ function onOutput(run, kind, text, level) {
   if (!chargeOutput(run, byteLength(text), what)) return "";
   if (kind !== "text") run.output.push({ type: "json", value: JSON.parse(text) });
   else run.output.push(consoleLevel ? { type: "text", text, level: consoleLevel } : { type: "text", text });
+  return "";
+}
+
+const DATA_URL = /^data:([^;,]+);base64,([A-Za-z0-9+/]*={0,2})$/;
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/**
+ * `image(source)`: the prelude sends the images it found in the source ({dataUrl} or {mimeType, data}),
+ * and each becomes an image output item once its type, encoding and size pass.
+ * @param {GuestRun} run @param {string} text
+ * @returns {string} "" or a refusal for the guest to throw
+ */
+function onImages(run, text) {
+  const images = run.limits.images;
+  if (images === undefined) {
+    return refusal(
+      run,
+      "CodeModeError",
+      "image() is off in this gateway: images cannot leave a cell unless the operator sets tools.codeMode.images: true. Describe the image in text instead.",
+      "invalid_input",
+    );
+  }
+  /** @type {Array<{ dataUrl?: unknown, mimeType?: unknown, data?: unknown }>} */
+  const sources = JSON.parse(text);
+  /** @type {import("@codecell/contract").CodeModeOutput[]} */
+  const items = [];
+  for (const source of sources) {
+    let mimeType = source.mimeType;
+    let data = source.data;
+    if (typeof source.dataUrl === "string") {
+      const match = DATA_URL.exec(source.dataUrl);
+      if (match === null) {
+        return refusal(
+          run,
+          "CodeModeError",
+          'image(source): a string source must be a base64 data URL such as "data:image/png;base64,iVBORw0KGgo..."',
+          "invalid_input",
+        );
+      }
+      mimeType = match[1];
+      data = match[2];
+    }
+    if (
+      typeof mimeType !== "string" ||
+      !(/** @type {readonly string[]} */ (IMAGE_MIME_TYPES).includes(mimeType))
+    ) {
+      return refusal(
+        run,
+        "CodeModeError",
+        `image(source): the type ${JSON.stringify(mimeType)} is not one a cell may show; the allowed types are ${IMAGE_MIME_TYPES.join(", ")}.`,
+        "invalid_input",
+      );
+    }
+    if (typeof data !== "string" || data.length === 0 || data.length % 4 !== 0 || !BASE64.test(data)) {
+      return refusal(
+        run,
+        "CodeModeError",
+        "image(source): the image data must be non-empty base64 text.",
+        "invalid_input",
+      );
+    }
+    if (data.length > images.maxBytes) {
+      return refusal(
+        run,
+        "CodeModeError",
+        `image(source): the image is ${data.length} bytes of base64, over the cap of ${images.maxBytes} per image (tools.codeMode.maxImageBytes). Show a smaller image (a clip or a lower resolution).`,
+        "output_limit_exceeded",
+      );
+    }
+    items.push({
+      type: "image",
+      mimeType: /** @type {import("@codecell/contract").ImageMimeType} */ (mimeType),
+      data,
+    });
+  }
+  for (const item of items) {
+    if (!chargeOutput(run, /** @type {{ data: string }} */ (item).data.length, "image()")) return "";
+    run.output.push(item);
+  }
   return "";
 }
 
