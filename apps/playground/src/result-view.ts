@@ -32,7 +32,7 @@ export function statusBadge(result: CodeModeResult): HTMLElement {
   );
 }
 
-/** One output item: text as text, JSON as a tree. */
+/** One output item: text as text, JSON as a tree, an image as an image. */
 export function renderOutputItem(item: CodeModeOutput, index: number): HTMLElement {
   const label = element("span", { className: "output-kind" }, `${index + 1} · ${item.type}`);
   if (item.type === "text") {
@@ -41,6 +41,15 @@ export function renderOutputItem(item: CodeModeOutput, index: number): HTMLEleme
       { className: "output-item output-text" },
       label,
       element("pre", { className: "output-pre" }, item.text),
+    );
+  }
+  if (item.type === "image") {
+    // The type is one of the contract's image types and the data base64, checked by the sandbox.
+    return element(
+      "li",
+      { className: "output-item output-image" },
+      label,
+      element("img", { src: `data:${item.mimeType};base64,${item.data}`, alt: `image ${index + 1}` }),
     );
   }
   return element(
