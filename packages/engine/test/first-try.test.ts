@@ -302,7 +302,7 @@ describe("errors that name the expression and the fix", () => {
 
 describe("a name the cell never declared", () => {
   const globals =
-    "The cell's globals: ALL_TOOLS, tools, MCP, API, namespaces, text, json, yield_control, console, store, load, Notes.";
+    "The cell's globals: ALL_TOOLS, tools, MCP, API, namespaces, text, json, yield_control, console, store, load, image, Notes.";
   it.each([
     [
       "the network (fetch)",
