@@ -18,22 +18,32 @@ ENV npm_config_nodedir=/usr/local \
   npm_config_fund=false \
   npm_config_audit=false
 
-# The publishable packages, built and packed from the clone as docs/operating.md shows.
+# The publishable packages, built and packed from the clone as docs/operating.md shows. Building and
+# packing loads no native module, so no dependency's install script runs here: better-sqlite3 is fetched
+# or compiled once, by the install stage's npm.
+#
+# Behind a proxy that intercepts TLS, hand its CA bundle (PEM) in as the build secret `ca`:
+#   docker build --secret id=ca,src=/path/to/proxy-ca.pem -t codecell .
+# Node (npm, pnpm, better-sqlite3's download) then trusts it in addition to its own CAs, in these RUN
+# steps only: a secret is mounted for the step and is in no layer of any stage. Without it nothing changes.
 FROM toolchain AS packages
 WORKDIR /src
 COPY . .
-RUN npx --yes pnpm@10.34.8 install --frozen-lockfile \
+RUN --mount=type=secret,id=ca \
+  if [ -s /run/secrets/ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/ca; fi \
+  && npx --yes pnpm@10.34.8 install --frozen-lockfile --ignore-scripts \
   && npx --yes pnpm@10.34.8 --filter @codecell/gateway... build \
   && npx --yes pnpm@10.34.8 -r --filter "./packages/*" --filter ./apps/gateway pack --pack-destination /packages
 
-# The tarballs installed with npm alone, production dependencies only: what `npm install` of the
-# published packages gives a user. (scripts/container-check.mjs replaces this stage with the same install
-# done outside, so a machine without a registry inside its builds still builds the image.)
+# The tarballs installed with npm alone, production dependencies only, install scripts included: what
+# `npm install` of the published packages gives a user.
 FROM toolchain AS install
 COPY --from=packages /packages/ /packages/
 COPY container/prune-install.sh /usr/local/bin/codecell-prune-install
 WORKDIR /opt/codecell
-RUN echo '{ "name": "codecell-image", "private": true }' > package.json \
+RUN --mount=type=secret,id=ca \
+  if [ -s /run/secrets/ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/ca; fi \
+  && echo '{ "name": "codecell-image", "private": true }' > package.json \
   && npm install --omit=dev --no-package-lock /packages/*.tgz \
   && codecell-prune-install /opt/codecell
 
