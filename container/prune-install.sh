@@ -1,7 +1,7 @@
 #!/bin/sh
 # Removes what only compiling better-sqlite3 needed from an npm install (its C sources, object files and
 # test extension), keeping the compiled binding. Run on the image's install folder (the Dockerfile's
-# install stage, and scripts/container-check.mjs on the install it builds the image from).
+# install stage), and by scripts/container-check.mjs on its install of the packed packages.
 set -eu
 dir="${1:?usage: prune-install.sh <install folder>}/node_modules/better-sqlite3"
 [ -d "$dir" ] || exit 0

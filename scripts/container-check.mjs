@@ -1,13 +1,15 @@
 #!/usr/bin/env node
 // The check .ci/run runs after the README's `npm test` (kept out of it: it takes minutes): the packed
 // packages installed and run without the repository, then the image built from the root Dockerfile on
-// a local stand-in for node:20-bookworm-slim, one container served and drained, and compose.yaml's two
-// replicas on Redis resuming each other's runs (started with Debian's podman-compose).
+// a local stand-in for node:20-bookworm-slim, the whole build as `docker build .` runs it (pnpm install,
+// build and pack, npm install of the tarballs), one container served and drained, and compose.yaml's two
+// replicas on Redis resuming each other's runs (started with Debian's podman-compose). The image and the
+// build's intermediate stages are removed at the end; the stand-in bases are kept for the next run.
 // Without podman and its companions the container part is skipped with the reason;
 // CODECELL_REQUIRE_CONTAINERS=1 (set by .ci/run) makes that a failure. Needs a built workspace.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { callCodeMode, connectGateway, waitForStatus } from "./containers/gateway-client.mjs";
@@ -17,7 +19,8 @@ import { STAND_IN_NODE, STAND_IN_REDIS, standInImages } from "./containers/stand
 import { freePort } from "./redis-server.mjs";
 
 const ROOT = new URL("..", import.meta.url).pathname;
-const IMAGE = "localhost/codecell:container-check";
+// One tag per run, so two checks on one machine neither share nor remove each other's image.
+const IMAGE = `localhost/codecell:container-check-${process.pid}`;
 const started = Date.now();
 const log = (message) =>
   console.log(`container-check [${Math.round((Date.now() - started) / 1000)} s] ${message}`);
@@ -28,33 +31,47 @@ if (!existsSync(join(ROOT, "apps", "gateway", "dist", "cli.js"))) {
 }
 
 const work = mkdtempSync(join(tmpdir(), "codecell-container-check-"));
-// The install the image is built from sits where the Dockerfile's install stage puts it.
-const installDir = join(work, "install-stage", "opt", "codecell");
+const installDir = join(work, "install");
 const skipReason = containerSkipReason();
 const env = skipReason ? process.env : podmanEnv(work);
 const cleanups = [];
 
+/**
+ * The extra CAs the host's Node trusts (NODE_EXTRA_CA_CERTS, else the system bundle), for a machine
+ * whose egress proxy intercepts TLS: the build gets them as its `ca` secret, as docs/operating.md tells
+ * an operator behind such a proxy to do. Null when the host has neither.
+ */
+function caBundle() {
+  const candidates = [process.env.NODE_EXTRA_CA_CERTS, "/etc/ssl/certs/ca-certificates.crt"];
+  return candidates.find((file) => file && existsSync(file)) ?? null;
+}
+
 async function buildImage() {
+  const ca = caBundle();
+  const buildStarted = Date.now();
+  cleanups.push(() => run("podman", ["rmi", "-f", IMAGE], { env, allowFailure: true }));
   await run(
     "podman",
     [
       "build",
       "--format",
       "docker", // OCI images drop HEALTHCHECK
+      // No cached layers are kept: every run builds from scratch, as a fresh clone does, and leaves none.
+      "--layers=false",
       "--build-arg",
       `BASE=${STAND_IN_NODE}`,
-      // The Dockerfile's install stage, done outside: builds here reach no registry.
-      "--build-context",
-      `install=${join(work, "install-stage")}`,
+      ...(ca ? ["--secret", `id=ca,src=${ca}`] : []),
       "-t",
       IMAGE,
       ROOT,
     ],
-    { env, timeoutMs: 600_000 },
+    { env, timeoutMs: 1_200_000 },
   );
   const { stdout } = await run("podman", ["image", "inspect", "--format", "{{.Size}}", IMAGE], { env });
   const bytes = Number(stdout.trim());
-  log(`image built: ${IMAGE}, ${(bytes / 1e6).toFixed(0)} MB uncompressed`);
+  log(
+    `image built from the repository in ${Math.round((Date.now() - buildStarted) / 1000)} s${ca ? ` (CA bundle ${ca} as the build secret ca)` : ""}: ${IMAGE}, ${(bytes / 1e6).toFixed(0)} MB uncompressed`,
+  );
   const { stdout: health } = await run(
     "podman",
     ["image", "inspect", "--format", "{{json .Config.Healthcheck}}", IMAGE],
@@ -184,21 +201,29 @@ try {
     if (containersRequired) throw new Error(`${message} (CODECELL_REQUIRE_CONTAINERS=1)`);
     log(`${message}; the image and compose checks are skipped, the package check runs`);
   }
-  // The stand-in base images are made while the packages are packed and installed.
-  const images = skipReason ? null : standInImages(work, env, log);
-  images?.catch(() => {});
-  const tarballs = await packPackages(ROOT, join(work, "tarballs"));
-  log(`packed ${tarballs.length} packages`);
-  await installPackages(ROOT, tarballs, installDir);
-  log(`installed them with npm into an empty folder`);
-  if (images) {
-    await images;
-    await buildImage();
-    await singleContainer();
-    await composePair();
-  }
-  mkdirSync(installDir, { recursive: true });
-  await runInstalledPackages(ROOT, installDir, log);
+  // The packages' check (pack, install into an empty folder, run) goes on while the stand-in bases are
+  // made and the image is built from the repository: they share nothing.
+  const packageCheck = (async () => {
+    const tarballs = await packPackages(ROOT, join(work, "tarballs"));
+    log(`packed ${tarballs.length} packages`);
+    await installPackages(ROOT, tarballs, installDir);
+    log(`installed them with npm into an empty folder`);
+    await runInstalledPackages(ROOT, installDir, log);
+  })();
+  const imageCheck = skipReason
+    ? null
+    : (async () => {
+        await standInImages(work, env, log);
+        await buildImage();
+        await singleContainer();
+        await composePair();
+      })();
+  // Both run to their end (no build is left running behind a failure), and each failure is reported.
+  const outcomes = await Promise.allSettled([packageCheck, imageCheck]);
+  const failures = outcomes.filter((outcome) => outcome.status === "rejected").map((o) => o.reason);
+  for (const other of failures.slice(1))
+    console.error(`container-check: also FAILED: ${other.stack ?? other}`);
+  if (failures.length > 0) throw failures[0];
   log("all checks passed");
 } catch (error) {
   failed = true;

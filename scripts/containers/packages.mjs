@@ -2,7 +2,7 @@
 // shows ("Installing without cloning"), installed into an empty folder with npm alone (production
 // dependencies, install scripts run, so better-sqlite3 is compiled when no prebuilt binary downloads),
 // then run: `codecell --version`, `codecell exec`, `codecell serve` over stdio, and the complete host of
-// docs/embedding.md with its SQLite store. The same folder is what the image is built from.
+// docs/embedding.md with its SQLite store. The image's install stage does the same install inside its build.
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -47,7 +47,7 @@ export async function packPackages(root, tarballDir) {
   return files.map((file) => join(tarballDir, file));
 }
 
-/** npm alone, into an empty folder, production dependencies only; then what the image keeps of it. */
+/** npm alone, into an empty folder, production dependencies only; then pruned as the image prunes it. */
 export async function installPackages(root, tarballs, installDir) {
   mkdirSync(installDir, { recursive: true });
   writeFileSync(
