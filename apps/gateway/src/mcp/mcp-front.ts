@@ -6,6 +6,7 @@ import {
   CallToolRequestSchema,
   type CallToolResult,
   ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
   McpError,
   ReadResourceRequestSchema,
@@ -28,6 +29,7 @@ import {
   directResult,
   errorResult,
   listedResources,
+  listedResourceTemplates,
   listedTools,
   RESOURCE_NOT_FOUND,
   readResource,
@@ -240,6 +242,7 @@ export function createSessionServer(
   };
 
   server.setRequestHandler(ListResourcesRequestSchema, () => listedResources());
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, () => listedResourceTemplates());
 
   server.setRequestHandler(ReadResourceRequestSchema, (request) => {
     const { uri } = request.params;

@@ -22,6 +22,7 @@ import {
   directResult,
   errorResult,
   listedResources,
+  listedResourceTemplates,
   listedTools,
   RESOURCE_NOT_FOUND,
   readResource,
@@ -215,6 +216,7 @@ export function createModernServer(gateway: Gateway, scope: ModernScope): Server
   });
 
   server.setRequestHandler("resources/list", () => listedResources());
+  server.setRequestHandler("resources/templates/list", () => listedResourceTemplates());
   server.setRequestHandler("resources/read", (request) => {
     const { uri } = request.params;
     const answer = readResource(gateway, current, uri);

@@ -131,6 +131,15 @@ export function listedResources() {
 }
 
 /**
+ * What `resources/templates/list` answers: none. A server with the resources capability is asked for
+ * its templates too (the Inspector does, and caching clients of 2026-07-28), so it answers with an
+ * empty list rather than "method not found".
+ */
+export function listedResourceTemplates() {
+  return { resourceTemplates: [] };
+}
+
+/**
  * What `resources/read` answers for `uri`, or null for a URI this server does not have (each front
  * answers that with its SDK's error).
  */
