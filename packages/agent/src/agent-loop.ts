@@ -519,7 +519,17 @@ class Turn {
       if (calls.length > 0) return this.#handOut(result.runId, calls, resumes, output);
     }
     const shown = output.length ? { ...result, output } : result;
-    this.upstream.push({ role: "tool", toolCallId: call.id, content: codeModeResultText(shown) });
+    // The text names each image by type and size; the images themselves go beside it, kept in the
+    // hidden transcript (so a later turn sends them again) and never in what the client is answered.
+    const images = output.flatMap((item) =>
+      item.type === "image" ? [{ mimeType: item.mimeType, data: item.data }] : [],
+    );
+    this.upstream.push({
+      role: "tool",
+      toolCallId: call.id,
+      content: codeModeResultText(shown),
+      ...(images.length ? { images } : {}),
+    });
     this.unanswered.shift();
     return null;
   }

@@ -55,6 +55,7 @@ export type {
   ModelRequest,
   ModelUpstream,
   TurnContent,
+  TurnImage,
   TurnMessage,
   TurnTool,
   TurnToolCall,

@@ -159,7 +159,16 @@ export function toMessagesWire(messages: readonly TurnMessage[]): {
           {
             type: "tool_result",
             tool_use_id: message.toolCallId,
-            content: message.content,
+            // A cell's images go in the tool_result itself, after the text that names them.
+            content: message.images?.length
+              ? [
+                  { type: "text", text: message.content },
+                  ...message.images.map((image) => ({
+                    type: "image",
+                    source: { type: "base64", media_type: image.mimeType, data: image.data },
+                  })),
+                ]
+              : message.content,
             ...(message.isError ? { is_error: true } : {}),
           },
         ]);

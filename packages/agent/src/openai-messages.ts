@@ -1,4 +1,4 @@
-import type { TurnMessage, TurnToolCall, TurnUsage } from "./turn.js";
+import { imageDataUrl, type TurnMessage, type TurnToolCall, type TurnUsage } from "./turn.js";
 
 /**
  * The Chat Completions message shapes the loop reads and writes (the fields it needs; anything else a
@@ -22,23 +22,53 @@ export function toOpenAiToolCall(call: TurnToolCall): OpenAiToolCall {
   return { id: call.id, type: "function", function: { name: call.name, arguments: call.arguments } };
 }
 
-/** The loop's messages as a Chat Completions `messages` array. */
+/**
+ * The loop's messages as a Chat Completions `messages` array. A tool message holds text only in this
+ * API, so the images a cell showed follow the run of tool messages they belong to as one `user`
+ * message of `image_url` parts (data URLs), each led by a text part naming the call it came from; the
+ * run is not split, as every tool result must directly follow the assistant message that called.
+ */
 export function toOpenAiMessages(messages: readonly TurnMessage[]): OpenAiMessage[] {
-  return messages.map((message): OpenAiMessage => {
+  const wire: OpenAiMessage[] = [];
+  let images: unknown[] = [];
+  const flushImages = () => {
+    if (images.length) wire.push({ role: "user", content: images });
+    images = [];
+  };
+  for (const message of messages) {
+    if (message.role !== "tool") flushImages();
     switch (message.role) {
       case "system":
       case "user":
-        return { role: message.role, content: message.content as string | unknown[] };
+        wire.push({ role: message.role, content: message.content as string | unknown[] });
+        break;
       case "assistant":
-        return {
+        wire.push({
           role: "assistant",
           content: message.content,
           ...(message.toolCalls?.length ? { tool_calls: message.toolCalls.map(toOpenAiToolCall) } : {}),
-        };
+        });
+        break;
       default:
-        return { role: "tool", tool_call_id: message.toolCallId, content: message.content };
+        wire.push({ role: "tool", tool_call_id: message.toolCallId, content: message.content });
+        if (message.images?.length) {
+          images.push(
+            { type: "text", text: toolImagesCaption(message.toolCallId, message.images.length) },
+            ...message.images.map((image) => ({
+              type: "image_url",
+              image_url: { url: imageDataUrl(image) },
+            })),
+          );
+        }
     }
-  });
+  }
+  flushImages();
+  return wire;
+}
+
+/** The text before a tool call's images in the `user` message that carries them. */
+function toolImagesCaption(toolCallId: string, count: number): string {
+  return `[${count === 1 ? "the image" : `the ${count} images`} shown by the cell of tool call ${toolCallId}, in the order of its output]`;
 }
 
 export function fromOpenAiUsage(usage: unknown): TurnUsage | null {

@@ -3,13 +3,14 @@ import { AgentError } from "./agent-error.js";
 import { fromWireFinish } from "./finish-reasons.js";
 import { contentText } from "./openai-messages.js";
 import { readSseEvents } from "./sse.js";
-import type {
-  ModelCallOptions,
-  ModelReply,
-  ModelRequest,
-  ModelUpstream,
-  TurnMessage,
-  TurnUsage,
+import {
+  imageDataUrl,
+  type ModelCallOptions,
+  type ModelReply,
+  type ModelRequest,
+  type ModelUpstream,
+  type TurnMessage,
+  type TurnUsage,
 } from "./turn.js";
 import { answerJson, callUpstream, checkedCalls, eventJson, streamFailed } from "./upstream-answer.js";
 import {
@@ -114,12 +115,29 @@ export function toResponsesInput(messages: readonly TurnMessage[], execAsCustomT
         input.push({
           type: customCalls.has(message.toolCallId) ? "custom_tool_call_output" : "function_call_output",
           call_id: message.toolCallId,
-          // The failure convention of the other APIs: the Responses API marks no output as an error.
-          output: message.isError ? JSON.stringify({ error: message.content }) : message.content,
+          output: toolOutput(message),
         });
     }
   }
   return input;
+}
+
+/**
+ * A tool result as a (function or custom) call's output: its text, or, with a cell's images, an array
+ * of the text and each image as an `input_image` data URL.
+ */
+function toolOutput(message: Extract<TurnMessage, { role: "tool" }>): string | unknown[] {
+  // The failure convention of the other APIs: the Responses API marks no output as an error.
+  const text = message.isError ? JSON.stringify({ error: message.content }) : message.content;
+  if (!message.images?.length) return text;
+  return [
+    { type: "input_text", text },
+    ...message.images.map((image) => ({
+      type: "input_image",
+      image_url: imageDataUrl(image),
+      detail: "auto",
+    })),
+  ];
 }
 
 /**

@@ -34,8 +34,26 @@ export type TurnMessage =
       /** The upstream's own reasoning items of this turn (opaque; only an upstream of that API reads them). */
       reasoning?: unknown[];
     }
-  /** A tool's result; `isError` when the caller reported a failure rather than a value. */
-  | { role: "tool"; toolCallId: string; content: string; isError?: boolean };
+  /**
+   * A tool's result; `isError` when the caller reported a failure rather than a value. `images` are
+   * the cell's `image(...)` output (only on the loop's own exec and wait results): `content` names
+   * them by type and size, and each upstream kind sends them on in its own image form.
+   */
+  | {
+      role: "tool";
+      toolCallId: string;
+      content: string;
+      isError?: boolean;
+      images?: readonly TurnImage[];
+    };
+
+/** An image a cell showed: base64 `data` of an image MIME type (one of IMAGE_MIME_TYPES). */
+export type TurnImage = { mimeType: string; data: string };
+
+/** An image as a data URL, the form the OpenAI APIs take inline images in. */
+export function imageDataUrl(image: TurnImage): string {
+  return `data:${image.mimeType};base64,${image.data}`;
+}
 
 /** A tool as a model is offered it: its JSON Schema parameters. */
 export type TurnTool = { name: string; description: string; parameters: unknown };
