@@ -9,6 +9,7 @@ import { CALL_MARKER_KEY } from "@codecell/namespaces";
 type TypecheckModule = typeof import("@codecell/typecheck");
 type Checker = InstanceType<TypecheckModule["CellChecker"]>;
 type Declarations = ReturnType<TypecheckModule["guestDeclarations"]>;
+type UnfinishedCause = import("@codecell/typecheck").UnfinishedCause;
 
 /**
  * What the check found: the findings of a checked cell, or why its check did not finish (a timeout, a
@@ -108,10 +109,10 @@ export class RunTypecheck {
       });
     } catch (error) {
       const reason = `the checker could not start: ${error instanceof Error ? error.message : String(error)}`;
-      return unfinished(reason, this.engine);
+      return unfinished(reason, "failed", this.engine);
     }
     if (result.status === "skipped") return null;
-    if (result.status === "unfinished") return unfinished(result.reason, this.engine);
+    if (result.status === "unfinished") return unfinished(result.reason, result.cause, this.engine);
     return {
       status: "checked",
       diagnostics: result.diagnostics,
@@ -150,16 +151,28 @@ export class RunTypecheck {
 
 /**
  * A cell whose check did not finish: "strict" refuses it with a text that says nothing ran, why the
- * check did not finish (the checker's own, true reason) and the ways out (the same cell again once the
- * checker is warm, simpler types, a larger `typecheckBudgetMs` or `typecheckTimeoutMs`, or "warn");
- * "warn" runs it and its result carries the short note.
+ * check did not finish (the checker's own, true reason) and the ways out that fit that reason (a cell
+ * over the budget will run over again: simpler types or a larger `typecheckBudgetMs`; a compiler still
+ * loading may be ready for the same cell now, else a larger `typecheckTimeoutMs`), or "warn"; "warn"
+ * runs it and its result carries the short note.
  */
-function unfinished(reason: string, limits: Pick<EngineTypecheck, "timeoutMs" | "budgetMs">): CellTypecheck {
+function unfinished(
+  reason: string,
+  cause: UnfinishedCause,
+  limits: Pick<EngineTypecheck, "timeoutMs" | "budgetMs">,
+): CellTypecheck {
   const budget = Math.min(limits.budgetMs, limits.timeoutMs);
+  const warn = 'or set typecheck to "warn", which runs a cell whose check did not finish unchecked';
+  const wayOut =
+    cause === "budget"
+      ? `The cell's types kept the compiler busy past tools.codeMode.typecheckBudgetMs (now ${budget} ms, how long one check may keep the compiler busy), so the same cell will run over again: simplify its types (fewer statements or simpler generics per cell), raise tools.codeMode.typecheckBudgetMs, ${warn}.`
+      : cause === "loading"
+        ? `Send it again: the compiler goes on loading and may be ready now. If it keeps happening, raise tools.codeMode.typecheckTimeoutMs (now ${limits.timeoutMs} ms), ${warn}.`
+        : `Send it again (a checker that stopped is started afresh). If it keeps happening, ${warn}.`;
   return {
     status: "unfinished",
     reason,
-    strictMessage: `The cell did not run: tools.codeMode.typecheck is "strict" and the cell's type check did not finish (${reason}), so nothing of it ran and no tool was called. Send it again: a checker that was still starting may be ready now. If it keeps happening, simplify the cell's types or raise tools.codeMode.typecheckBudgetMs (now ${budget} ms, how long one check may keep the compiler busy); if the compiler was still loading, raise tools.codeMode.typecheckTimeoutMs (now ${limits.timeoutMs} ms), or set typecheck to "warn", which runs a cell whose check did not finish unchecked.`,
+    strictMessage: `The cell did not run: tools.codeMode.typecheck is "strict" and the cell's type check did not finish (${reason}), so nothing of it ran and no tool was called. ${wayOut}`,
     note: `The type check did not finish (${reason}); the cell ran unchecked.`,
   };
 }

@@ -302,3 +302,64 @@ describe("typecheck off", () => {
     expect(result).not.toHaveProperty("diagnostics");
   });
 });
+
+describe("a check that runs over typecheckBudgetMs", () => {
+  // Each cell of 20,000 chained statements keeps the compiler busy far longer than the 4 s budget
+  // (10,000 already take over 8 s on an idle machine); a small cell's warm check takes milliseconds.
+  const heavy = Array.from(
+    { length: 20_000 },
+    (_, index) =>
+      `const v${index} = await tools.read_file({ path: String(${index > 0 ? `v${index - 1}` : 0}) });`,
+  ).join("\n");
+  const small = 'const file = await tools.read_file({ pth: "a" });\nreturn file.content;';
+  const budgeted = createCodeModeEngine({
+    config: {
+      enabled: true,
+      typecheck: "strict",
+      typecheckBudgetMs: 4_000,
+      typecheckTimeoutMs: 60_000,
+      maxCodeBytes: 2_000_000,
+    },
+  });
+  afterAll(() => budgeted.close());
+
+  const runOf = (agentId: string) => {
+    const executor = new TestExecutor();
+    const run = budgeted.prepareRun({
+      tools: [...hostTools],
+      mcpServers: [],
+      context: context({ agentId, sessionKey: `${agentId}-key` }),
+      executor,
+    });
+    return { run, executor };
+  };
+
+  it("strict refuses the cell naming the budget, and another owner's small check is answered before the bomber's next", async () => {
+    const bomber = runOf("bomber");
+    const other = runOf("other");
+    const order: string[] = [];
+    const track = <T>(name: string, promise: Promise<T>) =>
+      promise.then((value) => {
+        order.push(name);
+        return value;
+      });
+    const first = track("bomb-1", bomber.run.exec({ code: heavy }, { toolCallId: "b1" }));
+    const second = track("bomb-2", bomber.run.exec({ code: heavy }, { toolCallId: "b2" }));
+    const answered = await track("other", other.run.exec({ code: small }, { toolCallId: "o1" }));
+    // The other owner's cell was checked (its misspelt field found), not refused for the bomber's sake.
+    expect(answered).toMatchObject({ status: "failed", code: "invalid_input" });
+    expect(answered.status === "failed" && answered.error).toMatch(/'pth'/);
+    expect(answered).not.toHaveProperty("typecheckNote");
+    for (const result of [await first, await second]) {
+      expect(result).toMatchObject({ status: "failed", code: "runtime_unavailable" });
+      if (result.status !== "failed") continue;
+      // The true reason: the budget, with its setting and value; not a compiler still loading.
+      expect(result.error).toContain("the type check took longer than 4000 ms");
+      expect(result.error).toContain("tools.codeMode.typecheckBudgetMs (now 4000 ms");
+      expect(result.error).not.toContain("still loading");
+    }
+    expect(bomber.executor.calls).toEqual([]);
+    // Round robin between owners: the small check went right after the bomber's first, not behind both.
+    expect(order.indexOf("other")).toBeLessThan(order.indexOf("bomb-2"));
+  }, 180_000);
+});

@@ -41,9 +41,17 @@ export type CellCheckResult =
   | { status: "skipped"; reason: string; durationMs: number }
   /**
    * The check did not finish (it took longer than `timeoutMs`, the checker stopped or failed, or the
-   * compiler could not read the cell): nothing is known of the cell's types. `reason` says which.
+   * compiler could not read the cell): nothing is known of the cell's types. `reason` says which, in
+   * words; `cause` says which for a host that words its own advice (see `UnfinishedCause`).
    */
-  | { status: "unfinished"; reason: string; durationMs: number };
+  | { status: "unfinished"; reason: string; cause: UnfinishedCause; durationMs: number };
+
+/**
+ * Why a check did not finish: `"budget"`, the cell kept the loaded compiler busy past `budgetMs` (the
+ * same cell again will run over again); `"loading"`, the compiler was still loading after `timeoutMs`
+ * (the same cell again may find it ready); `"failed"`, the checker stopped, failed or was closed.
+ */
+export type UnfinishedCause = "budget" | "loading" | "failed";
 
 export type CellCheckerOptions = {
   /**
@@ -71,7 +79,7 @@ type WorkerOutcome =
   | { status: "checked"; diagnostics: CodeModeDiagnostic[]; total: number }
   | { status: "skipped" | "unfinished"; reason: string }
   | { status: "missing" };
-type Reply = WorkerReply | { error: string };
+type Reply = WorkerReply | { error: string; cause?: UnfinishedCause };
 
 /** One message for the thread, waiting for its turn in its owner's queue. */
 type Job = {
@@ -151,22 +159,25 @@ export class CellChecker {
 
   async check(request: CellCheckRequest): Promise<CellCheckResult> {
     const startedAt = performance.now();
-    const unfinished = (reason: string): CellCheckResult => ({
+    const unfinished = (reason: string, cause: UnfinishedCause = "failed"): CellCheckResult => ({
       status: "unfinished",
       reason,
+      cause,
       durationMs: performance.now() - startedAt,
     });
     let reply = await this.#checkOnce(request, false);
     // The worker keeps a few services; one it dropped is sent again.
     if ("outcome" in reply && reply.outcome.status === "missing")
       reply = await this.#checkOnce(request, true);
-    if ("error" in reply) return unfinished(reply.error);
+    if ("error" in reply) return unfinished(reply.error, "cause" in reply ? reply.cause : undefined);
     if (!("outcome" in reply)) return unfinished("the checker answered a check with something else");
     const { outcome } = reply;
     if (outcome.status === "missing") return unfinished("the checker lost the run's declarations");
-    if (outcome.status !== "checked") {
-      return { status: outcome.status, reason: outcome.reason, durationMs: performance.now() - startedAt };
+    if (outcome.status === "unfinished") return unfinished(outcome.reason);
+    if (outcome.status === "skipped") {
+      return { status: "skipped", reason: outcome.reason, durationMs: performance.now() - startedAt };
     }
+    if (outcome.status !== "checked") return unfinished("the checker answered a check with something else");
     return { ...outcome, durationMs: performance.now() - startedAt };
   }
 
@@ -305,7 +316,10 @@ export class CellChecker {
       inFlight.timer = setTimeout(() => {
         // Still loading the compiler: stopping it would only make the next cell wait for a new load. The
         // job stays in the slot until the thread answers it.
-        job.answer({ error: `the checker was still loading the compiler after ${this.#timeoutMs} ms` });
+        job.answer({
+          error: `the checker was still loading the compiler after ${this.#timeoutMs} ms`,
+          cause: "loading",
+        });
       }, this.#timeoutMs);
     }
     worker.ref();
@@ -318,7 +332,7 @@ export class CellChecker {
     clearTimeout(inFlight.timer);
     inFlight.timer = setTimeout(() => {
       if (this.#inFlight !== inFlight) return;
-      inFlight.job.answer({ error: `the type check took longer than ${this.#budgetMs} ms` });
+      inFlight.job.answer({ error: `the type check took longer than ${this.#budgetMs} ms`, cause: "budget" });
       this.#replace(inFlight.worker);
     }, this.#budgetMs);
   }

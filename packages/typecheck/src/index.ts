@@ -6,6 +6,7 @@ export {
   type GuestDeclarations,
   guestDeclarations,
   typecheckWorkersStarted,
+  type UnfinishedCause,
 } from "./cell-checker.js";
 export {
   type GuestCatalogTool,

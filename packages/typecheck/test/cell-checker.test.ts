@@ -369,7 +369,11 @@ describe("a check that does not finish", () => {
     const stopping = new CellChecker();
     const pending = stopping.check({ declarations, code: cell, language: "javascript" });
     await stopping.close();
-    expect(await pending).toMatchObject({ status: "unfinished", reason: "the checker was closed" });
+    expect(await pending).toMatchObject({
+      status: "unfinished",
+      reason: "the checker was closed",
+      cause: "failed",
+    });
   });
 
   it("a check that runs away does not fail the checks queued behind it", async () => {
@@ -385,6 +389,7 @@ describe("a check that does not finish", () => {
       expect(await runaway).toMatchObject({
         status: "unfinished",
         reason: "the type check took longer than 8000 ms",
+        cause: "budget",
       });
       const behind = await queued;
       expect(behind.status).toBe("checked");
@@ -407,6 +412,7 @@ describe("a check that does not finish", () => {
       expect(await runaway).toMatchObject({
         status: "unfinished",
         reason: "the type check took longer than 12000 ms",
+        cause: "budget",
       });
       const behind = await queued;
       expect(behind.status).toBe("checked");
@@ -424,6 +430,7 @@ describe("a check that does not finish", () => {
       expect(first).toMatchObject({
         status: "unfinished",
         reason: "the checker was still loading the compiler after 1 ms",
+        cause: "loading",
       });
       expect(hasty.started).toBe(true);
       await hasty.warmUp();
@@ -436,7 +443,11 @@ describe("a check that does not finish", () => {
         code: long.join("\n"),
         language: "javascript",
       });
-      expect(second).toMatchObject({ status: "unfinished", reason: "the type check took longer than 1 ms" });
+      expect(second).toMatchObject({
+        status: "unfinished",
+        reason: "the type check took longer than 1 ms",
+        cause: "budget",
+      });
       expect(hasty.started).toBe(false);
     } finally {
       await hasty.close();
@@ -482,6 +493,7 @@ describe("checks of several owners", () => {
         expect(result).toMatchObject({
           status: "unfinished",
           reason: "the type check took longer than 8000 ms",
+          cause: "budget",
         });
       }
       expect(order).toEqual(["a1", "b", "a2"]);
