@@ -232,11 +232,11 @@ export const FIELD_HINTS: Record<string, string> = {
   "snapshotStore.maxLiveRunsPerPrincipal":
     "how many of those runs one principal (token) may hold (1 to maxLiveRuns, default half of maxLiveRuns; on Redis per live replica)",
   "snapshotStore.maxHostRecordsPerPrincipal":
-    "how many conversation records (hidden transcripts, stored responses) one principal may keep (default 256; past it its own oldest finished one is evicted)",
+    "how many conversation records (hidden transcripts, stored responses) one principal may keep (1 to 1000000, default 256; past it its own oldest finished one is evicted)",
   "snapshotStore.maxHostRecordBytesPerPrincipal":
     "bytes of conversation records one principal may keep (at least 1024, default 67108864 = 64 MiB; past it its own oldest finished ones are evicted)",
   "snapshotStore.maxHostRecordBytes":
-    "bytes of conversation records of every principal together (at least maxHostRecordBytesPerPrincipal, default 268435456 = 256 MiB; past it the oldest finished ones are evicted)",
+    "bytes of conversation records of every principal together (at least 1024 and at least maxHostRecordBytesPerPrincipal, default 268435456 = 256 MiB; past it the oldest finished ones are evicted)",
   "snapshotStore.url":
     'a Redis URL, "redis://[user:password@]host:port[/db]" or "rediss://..." for TLS (a standalone server; for Sentinel use "sentinels" and "name" instead)',
   "snapshotStore.sentinels":

@@ -228,6 +228,75 @@ describe("resolveGatewayConfig", () => {
     expect(problem?.message).toMatch(/65 is above maxLiveRuns \(64\)/);
   });
 
+  it("takes the host-record quotas on every store kind, and refuses bad ones naming the field and the fix", () => {
+    const quotas = {
+      maxHostRecordsPerPrincipal: 32,
+      maxHostRecordBytesPerPrincipal: 8 * 1024 * 1024,
+      maxHostRecordBytes: 32 * 1024 * 1024,
+    };
+    const memory = resolve({ snapshotStore: { kind: "memory", ...quotas } });
+    expect(memory.problems).toEqual([]);
+    expect(memory.config?.snapshotStore).toEqual({ kind: "memory", ...quotas });
+    const sqlite = resolve({ snapshotStore: { kind: "sqlite", path: "runs.db", ...quotas } });
+    expect(sqlite.problems).toEqual([]);
+    expect(sqlite.config?.snapshotStore).toEqual({ kind: "sqlite", path: join(dir, "runs.db"), ...quotas });
+    const redis = resolve(
+      { snapshotStore: { kind: "redis", url: "redis://127.0.0.1:6379", secret: "${SECRET}", ...quotas } },
+      { SECRET: "s".repeat(48) },
+    );
+    expect(redis.problems).toEqual([]);
+    expect(redis.config?.snapshotStore).toMatchObject(quotas);
+    // A per-principal byte quota equal to the budget is allowed; the budget alone, below the default
+    // per-principal quota, is too (the principal's quota is then the budget).
+    expect(
+      resolve({
+        snapshotStore: { kind: "memory", maxHostRecordBytesPerPrincipal: 4096, maxHostRecordBytes: 4096 },
+      }).problems,
+    ).toEqual([]);
+    expect(resolve({ snapshotStore: { kind: "memory", maxHostRecordBytes: 1024 * 1024 } }).problems).toEqual(
+      [],
+    );
+
+    const refused = (field: string, value: unknown, extra: Record<string, unknown> = {}) => {
+      const { config, problems } = resolve({ snapshotStore: { kind: "memory", [field]: value, ...extra } });
+      expect(config).toBeNull();
+      const found = problems.filter((problem) => problem.path === `snapshotStore.${field}`);
+      expect(found, JSON.stringify(problems)).toHaveLength(1);
+      return found[0]!.message;
+    };
+    const least = {
+      maxHostRecordsPerPrincipal: 1,
+      maxHostRecordBytesPerPrincipal: 1024,
+      maxHostRecordBytes: 1024,
+    };
+    for (const [field, min] of Object.entries(least)) {
+      // Each says what was wrong, and the field's hint gives its unit, range and default.
+      const hint = field === "maxHostRecordsPerPrincipal" ? /1 to 1000000, default 256/ : /at least 1024/;
+      for (const [value, wrong] of [
+        [-1, `must be at least ${min}`],
+        [0, `must be at least ${min}`],
+        [1.5, "not a whole number"],
+        ["64MiB", "a string, not a number"],
+      ] as const) {
+        const message = refused(field, value);
+        expect(message, `${field}: ${value}`).toContain(wrong);
+        expect(message, `${field}: ${value}`).toMatch(hint);
+      }
+    }
+    expect(refused("maxHostRecordsPerPrincipal", 2_000_000)).toContain("must be at most 1000000");
+    expect(refused("maxHostRecordBytes", 512)).toMatch(/1024/);
+    expect(refused("maxHostRecordBytesPerPrincipal", 100)).toMatch(/1024/);
+    // Above the budget (given, or the 256 MiB default): named, with both ways out.
+    expect(
+      refused("maxHostRecordBytesPerPrincipal", 64 * 1024 * 1024, { maxHostRecordBytes: 1024 * 1024 }),
+    ).toBe(
+      "67108864 is above maxHostRecordBytes (1048576). Lower it, or raise snapshotStore.maxHostRecordBytes.",
+    );
+    expect(refused("maxHostRecordBytesPerPrincipal", 512 * 1024 * 1024)).toMatch(
+      /^536870912 is above maxHostRecordBytes \(268435456\)\. Lower it, or raise snapshotStore\.maxHostRecordBytes\.$/,
+    );
+  });
+
   it("resolves a redis store on Sentinel, with the master's password from the environment", () => {
     const { config, problems } = resolve(
       {
