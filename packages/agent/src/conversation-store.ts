@@ -1,5 +1,6 @@
-import type { CodeModeOutput, JsonValue } from "@codecell/contract";
+import { type CodeModeOutput, CodeModeError, type JsonValue } from "@codecell/contract";
 import type { SnapshotStore } from "@codecell/snapshot-store";
+import { AgentError } from "./agent-error.js";
 import type { TurnMessage, TurnToolCall } from "./turn.js";
 
 /** A client tool call the loop handed out and waits for: the id the client sees and the run's call. */
@@ -91,7 +92,11 @@ export function hostRecords<T>(
   const opened = Promise.resolve(store);
   return {
     async get(principal, key) {
-      return (await opened).getHostRecord<T>({ kind, owner: principal, id: key });
+      try {
+        return await (await opened).getHostRecord<T>({ kind, owner: principal, id: key });
+      } catch (error) {
+        throw refusedRecord(error);
+      }
     },
     async put(principal, key, record, ttlSeconds, options) {
       await (await opened).putHostRecord(
@@ -126,4 +131,18 @@ export function snapshotStoreConversations(store: SnapshotStore | Promise<Snapsh
       await (await opened).releaseHostRecord({ kind: TAKEN_KIND, owner: principal, id: key }, holder);
     },
   };
+}
+
+/**
+ * A stored record that failed the store's integrity check is the server's fault, not the client's: the
+ * client hears that its conversation cannot go on and what to do, nothing of the store (the store's
+ * own account, which kind of record and what the operator should check, stays the error's cause).
+ */
+function refusedRecord(error: unknown): unknown {
+  if (!CodeModeError.is(error) || error.code !== "snapshot_restore_failed") return error;
+  return new AgentError(
+    "internal",
+    "The gateway could not use what it had kept of this conversation (its stored copy failed an integrity check), so the request was not answered. Your request is not at fault: start a new conversation. If it keeps happening, tell the gateway's operator.",
+    { cause: error },
+  );
 }
