@@ -1,4 +1,4 @@
-import { type CodeModeOutput, CodeModeError, type JsonValue } from "@codecell/contract";
+import { CodeModeError, type CodeModeOutput, type JsonValue } from "@codecell/contract";
 import type { SnapshotStore } from "@codecell/snapshot-store";
 import { AgentError } from "./agent-error.js";
 import type { TurnMessage, TurnToolCall } from "./turn.js";
