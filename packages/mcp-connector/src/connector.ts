@@ -48,6 +48,8 @@ export type McpServerStatus = {
   server: string;
   state: ConnectionState;
   transport?: "stdio" | "streamable-http" | "sse";
+  /** `modern` for a server that speaks only the 2026-07-28 protocol, `legacy` for the session era. */
+  era?: "legacy" | "modern";
   pid?: number;
   tools: number;
   lastError?: string;
@@ -316,6 +318,7 @@ export function createMcpConnector(
         server: target.id,
         state: target.state,
         ...(target.transportKind ? { transport: target.transportKind } : {}),
+        ...(target.era ? { era: target.era } : {}),
         ...(target.pid !== undefined ? { pid: target.pid } : {}),
         tools: target.tools.length,
         ...(target.lastError ? { lastError: target.lastError } : {}),

@@ -1,5 +1,7 @@
 import { CodeModeError } from "@codecell/contract";
 import type { McpToolDefinition } from "@codecell/mcp-declarations";
+import type { Transport as ModernTransport } from "@modelcontextprotocol/client";
+import type { StdioClientTransport as ModernStdioTransport } from "@modelcontextprotocol/client/stdio";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
@@ -13,6 +15,7 @@ import { isStdioConfig, type McpServerConfig } from "./config.js";
 import type { McpLogMessage } from "./connector.js";
 import { guardedFetch } from "./guarded-fetch.js";
 import { guardStdioTransport } from "./guarded-read-buffer.js";
+import { type DownstreamClient, openModernClient, refusedLegacyOpening } from "./modern-client.js";
 import { trackSpawnedProcess } from "./spawned-processes.js";
 import { stderrReason } from "./stderr-reason.js";
 import { type McpRequestTarget, withTraceHeaders } from "./tracing.js";
@@ -39,7 +42,12 @@ const STDERR_END_WAIT_MS = 3_000;
  */
 export class ServerConnection {
   state: ConnectionState = "idle";
-  client: Client | undefined;
+  client: DownstreamClient | undefined;
+  /**
+   * Which protocol the server speaks: `legacy` (2025-11-25 and older, SDK 1.x's client, with a
+   * session) or `modern` (2026-07-28 only, SDK v2's client, stateless, downstream tasks).
+   */
+  era: "legacy" | "modern" | undefined;
   tools: McpToolDefinition[] = [];
   serverTitle: string | undefined;
   instructions: string | undefined;
@@ -99,7 +107,7 @@ export class ServerConnection {
    * Ready for a call: connects again after a disconnect or a failed start, but not sooner than the
    * backoff allows; until then calls fail fast with the last reason.
    */
-  async ensureReady(): Promise<Client> {
+  async ensureReady(): Promise<DownstreamClient> {
     if (this.state === "ready" && this.client) return this.client;
     if (this.state === "closed") throw this.unavailable("the connector is closed");
     if (this.connecting) {
@@ -159,7 +167,7 @@ export class ServerConnection {
    * Opens the client and lists its tools within the server's deadline. Past it the transport is
    * closed (which stops a stdio server's process) and the start fails naming the deadline.
    */
-  private async openWithinDeadline(): Promise<Client> {
+  private async openWithinDeadline(): Promise<DownstreamClient> {
     const deadline = this.connectTimeoutMs;
     const opening = this.openClient().then(async (client) => {
       if (this.state === "closed") {
@@ -207,19 +215,22 @@ export class ServerConnection {
       this.instructions = client.getInstructions();
       this.offersResources = capabilities.resources !== undefined;
       this.offersPrompts = capabilities.prompts !== undefined;
-      client.setNotificationHandler(LoggingMessageNotificationSchema, async ({ params }) => {
-        this.onLog?.({
-          server: this.id,
-          level: params.level,
-          ...(params.logger !== undefined ? { logger: params.logger } : {}),
-          data: params.data,
+      // A 2026-07-28 server sends no log messages, and its list_changed needs subscriptions/listen.
+      if (client instanceof Client) {
+        client.setNotificationHandler(LoggingMessageNotificationSchema, async ({ params }) => {
+          this.onLog?.({
+            server: this.id,
+            level: params.level,
+            ...(params.logger !== undefined ? { logger: params.logger } : {}),
+            data: params.data,
+          });
         });
-      });
-      client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
-        await this.refreshTools().catch((error: unknown) => {
-          this.lastError = `tools/list after list_changed failed: ${describeError(error)}`;
+        client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+          await this.refreshTools().catch((error: unknown) => {
+            this.lastError = `tools/list after list_changed failed: ${describeError(error)}`;
+          });
         });
-      });
+      }
       this.tools = await this.listTools(client, Math.max(1, this.connectTimeoutMs - (Date.now() - started)));
       if (this.isClosed) throw new Error("the connector was closed while the server was starting");
       this.state = "ready";
@@ -253,33 +264,31 @@ export class ServerConnection {
 
   // Each client transport is imported when a server first needs it: a gateway with no (or only local)
   // downstream servers does not load the HTTP and SSE clients on its way to the first tools/list.
-  private async openClient(): Promise<Client> {
+  //
+  // Each server is first opened with SDK 1.x's client (the 2025 handshake every server of that era
+  // answers, and no extra process); a server that refuses it as an unsupported protocol version speaks
+  // only 2026-07-28 and is opened again with SDK v2's client (see modern-client.ts).
+  private async openClient(): Promise<DownstreamClient> {
     const config = this.config;
     if (isStdioConfig(config)) {
       const { getDefaultEnvironment, StdioClientTransport } = await import(
         "@modelcontextprotocol/sdk/client/stdio.js"
       );
-      const transport = new StdioClientTransport({
+      const parameters = {
         command: config.command,
         args: config.args ?? [],
         env: { ...getDefaultEnvironment(), ...(config.env ?? {}) },
         ...(config.cwd !== undefined ? { cwd: config.cwd } : {}),
-        stderr: "pipe",
-      });
-      guardStdioTransport(transport);
-      trackSpawnedProcess(transport);
-      const stderr = transport.stderr;
-      this.stderrEnded = stderr
-        ? new Promise((resolve) => {
-            stderr.once("end", resolve);
-            stderr.once("close", resolve);
-          })
-        : Promise.resolve();
-      transport.stderr?.on("data", (chunk: Buffer) => {
-        this.stderrTail = (this.stderrTail + chunk.toString("utf8")).slice(-this.settings.stderrTailChars);
-      });
+        stderr: "pipe" as const,
+      };
       this.transportKind = "stdio";
-      return this.attach(transport);
+      try {
+        return await this.attach(this.watchStdio(new StdioClientTransport(parameters)));
+      } catch (error) {
+        if (!refusedLegacyOpening(error)) throw error;
+      }
+      const modern = await import("@modelcontextprotocol/client/stdio");
+      return this.attachModern(this.watchStdio(new modern.StdioClientTransport(parameters)));
     }
     const url = new URL(config.url);
     const requestInit = config.headers ? { headers: config.headers } : undefined;
@@ -297,6 +306,12 @@ export class ServerConnection {
           new StreamableHTTPClientTransport(url, { fetch, ...(requestInit ? { requestInit } : {}) }),
         );
       } catch (error) {
+        if (refusedLegacyOpening(error)) {
+          const modern = await import("@modelcontextprotocol/client");
+          return this.attachModern(
+            new modern.StreamableHTTPClientTransport(url, { fetch, ...(requestInit ? { requestInit } : {}) }),
+          );
+        }
         if (config.transport === "streamable-http") throw error;
         // Servers from before Streamable HTTP answer the POST with 4xx; they speak SSE instead.
       }
@@ -306,8 +321,41 @@ export class ServerConnection {
     return this.attach(new SSEClientTransport(url, { fetch, ...(requestInit ? { requestInit } : {}) }));
   }
 
-  private async attach(transport: Transport): Promise<Client> {
-    const client = new Client({ name: this.settings.clientName, version: this.settings.clientVersion });
+  /**
+   * A stdio transport (of either SDK, which share its internals) made safe before it starts: bounded
+   * reads, its process tracked until it exits, the tail of its stderr kept.
+   */
+  private watchStdio<T extends StdioClientTransport | ModernStdioTransport>(transport: T): T {
+    guardStdioTransport(transport as StdioClientTransport);
+    trackSpawnedProcess(transport as StdioClientTransport);
+    const stderr = transport.stderr;
+    this.stderrEnded = stderr
+      ? new Promise((resolve) => {
+          stderr.once("end", resolve);
+          stderr.once("close", resolve);
+        })
+      : Promise.resolve();
+    stderr?.on("data", (chunk: Buffer) => {
+      this.stderrTail = (this.stderrTail + chunk.toString("utf8")).slice(-this.settings.stderrTailChars);
+    });
+    return transport;
+  }
+
+  private async attachModern(transport: ModernTransport): Promise<DownstreamClient> {
+    this.transport = transport as unknown as Transport;
+    const opened = await openModernClient(
+      transport,
+      { name: this.settings.clientName, version: this.settings.clientVersion },
+      this.connectTimeoutMs + 1000,
+    );
+    this.transport = opened.transport as unknown as Transport;
+    const client = opened.client;
+    this.era = "modern";
+    this.watchClose(client);
+    return client;
+  }
+
+  private watchClose(client: DownstreamClient): void {
     client.onclose = () => {
       if (this.client !== client || this.state === "closed") return;
       this.state = "disconnected";
@@ -316,7 +364,13 @@ export class ServerConnection {
       this.scheduleRetry();
       this.onDisconnect(this, this.lastError);
     };
+  }
+
+  private async attach(transport: Transport): Promise<Client> {
+    const client = new Client({ name: this.settings.clientName, version: this.settings.clientVersion });
+    this.watchClose(client);
     this.transport = transport;
+    this.era = "legacy";
     try {
       // The deadline in openWithinDeadline decides; the SDK's own timeout is only a backstop behind it.
       await client.connect(transport, { timeout: this.connectTimeoutMs + 1000 });
@@ -343,7 +397,7 @@ export class ServerConnection {
     this.onToolsChanged(this);
   }
 
-  private async listTools(client: Client, timeout?: number): Promise<McpToolDefinition[]> {
+  private async listTools(client: DownstreamClient, timeout?: number): Promise<McpToolDefinition[]> {
     if (client.getServerCapabilities()?.tools === undefined) return [];
     const tools: McpToolDefinition[] = [];
     let cursor: string | undefined;
