@@ -302,7 +302,9 @@ export class Gateway implements SessionHost {
     }
     this.engine.forgetTrajectory(owner);
     // On a store that ends with the process, values the owner's cells stored (store()) end with its
-    // last session too; a durable store keeps them for a client that comes back, until their TTL.
+    // last session too; a durable store keeps them for a client that comes back, until their TTL. A
+    // stateless client has no last session: its values wait for their TTL on every store.
+    if (ended.owner.stateless) return;
     void this.engine.endStoredValues(ownerContext(ended.owner)).catch(() => {});
   }
 

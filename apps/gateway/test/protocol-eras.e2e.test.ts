@@ -95,6 +95,33 @@ describe("both protocol eras over HTTP on the same /mcp", () => {
     expect(structured.output.map((item) => item.text)).toEqual(["hi"]);
   });
 
+  // A stateless client has no session to keep values in: a cell's store belongs to the principal, narrowed
+  // by the client's own codecell-session scope, and no other principal or scope reads it.
+  it("a 2026-07-28 client's stored values outlive its connection, within its principal and scope", async () => {
+    const writer = await modern(ALICE);
+    const stored = await call(writer.client, "exec", {
+      code: `await store("plan", { step: 3 }); return "kept";`,
+    });
+    expect(stored.status).toBe("completed");
+    const reader = await modern(ALICE);
+    const loaded = await call(reader.client, "exec", { code: `return await load("plan");` });
+    expect(loaded).toMatchObject({ status: "completed", value: { step: 3 } });
+    const other = await modern(BOB);
+    expect(
+      await call(other.client, "exec", { code: `return (await load("plan")) ?? "none";` }),
+    ).toMatchObject({
+      status: "completed",
+      value: "none",
+    });
+    const scoped = await modern(ALICE, { "codecell-session": "another-task" });
+    expect(
+      await call(scoped.client, "exec", { code: `return (await load("plan")) ?? "none";` }),
+    ).toMatchObject({
+      status: "completed",
+      value: "none",
+    });
+  });
+
   it("answers server/discover where the session era answers initialize", async () => {
     const response = await fetch(gateway.mcpUrl, {
       method: "POST",

@@ -81,7 +81,7 @@ export function createModernServer(gateway: Gateway, scope: ModernScope): Server
   };
   let session: GatewaySession | null = null;
   const current = () => {
-    session ??= gateway.openSession(sessionId, approvals, scope.owner);
+    session ??= gateway.openSession(sessionId, approvals, { ...scope.owner, stateless: true });
     return session;
   };
 

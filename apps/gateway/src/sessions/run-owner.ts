@@ -11,7 +11,15 @@ export const LOCAL_PRINCIPAL = "local";
  * `codecell-session` header, else its MCP session). Any MCP session of the same owner may `wait` on the
  * run; anyone else gets the unknown-runId answer, because the snapshot store compares these fields.
  */
-export type RunOwner = { principal: string; conversation: string };
+export type RunOwner = {
+  principal: string;
+  conversation: string;
+  /**
+   * A 2026-07-28 client: each of its requests is a session of its own, but the owner goes on after it,
+   * so what the owner keeps (its cells' stored values) ends with its TTL, never with a session.
+   */
+  stateless?: boolean;
+};
 
 /** A run context for an owner: the principal is the session key, principal and conversation the session. */
 export function ownerContext(
