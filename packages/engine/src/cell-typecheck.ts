@@ -162,10 +162,16 @@ function unfinished(
   limits: Pick<EngineTypecheck, "timeoutMs" | "budgetMs">,
 ): CellTypecheck {
   const budget = Math.min(limits.budgetMs, limits.timeoutMs);
+  // The setting to raise is the one that set the budget: typecheckTimeoutMs caps typecheckBudgetMs.
+  const setting =
+    limits.timeoutMs < limits.budgetMs
+      ? `tools.codeMode.typecheckTimeoutMs (now ${budget} ms), which also caps how long one check may keep the compiler busy,`
+      : `tools.codeMode.typecheckBudgetMs (now ${budget} ms, how long one check may keep the compiler busy)`;
+  const raise = limits.timeoutMs < limits.budgetMs ? "typecheckTimeoutMs" : "typecheckBudgetMs";
   const warn = 'or set typecheck to "warn", which runs a cell whose check did not finish unchecked';
   const wayOut =
     cause === "budget"
-      ? `The cell's types kept the compiler busy past tools.codeMode.typecheckBudgetMs (now ${budget} ms, how long one check may keep the compiler busy), so the same cell will run over again: simplify its types (fewer statements or simpler generics per cell), raise tools.codeMode.typecheckBudgetMs, ${warn}.`
+      ? `The cell's types kept the compiler busy past ${setting}, so the same cell will run over again: simplify its types (fewer statements or simpler generics per cell), raise tools.codeMode.${raise}, ${warn}.`
       : cause === "loading"
         ? `Send it again: the compiler goes on loading and may be ready now. If it keeps happening, raise tools.codeMode.typecheckTimeoutMs (now ${limits.timeoutMs} ms), ${warn}.`
         : `Send it again (a checker that stopped is started afresh). If it keeps happening, ${warn}.`;
